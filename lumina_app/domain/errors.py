@@ -1,0 +1,62 @@
+"""Domain errors; the API maps each to one HTTP status in one place."""
+
+from __future__ import annotations
+
+
+class LuminaError(Exception):
+    """Base of every error Lumina raises on purpose."""
+
+    code = "error"
+
+
+class NotFound(LuminaError):
+    code = "not_found"
+
+
+class ConversationNotFound(NotFound):
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} not found")
+        self.conversation_id = conversation_id
+
+
+class AgentNotFound(NotFound):
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(f"agent {agent_id!r} not found")
+        self.agent_id = agent_id
+
+
+class RunNotFound(NotFound):
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id!r} not found")
+        self.run_id = run_id
+
+
+class AgentUnavailable(LuminaError):
+    """The agent's folder exists but its definition is broken."""
+
+    code = "agent_unavailable"
+
+
+class ConversationBusy(LuminaError):
+    """A run is already active on the conversation; carries its id."""
+
+    code = "conversation_busy"
+
+    def __init__(self, conversation_id: str, run_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} is busy with run {run_id!r}")
+        self.conversation_id = conversation_id
+        self.run_id = run_id
+
+
+class InvalidInput(LuminaError):
+    code = "invalid_input"
+
+
+class InputTooLarge(InvalidInput):
+    code = "too_large"
+
+
+class StoreUnavailable(LuminaError):
+    """The system of record (SQL) cannot be reached; nothing was acknowledged."""
+
+    code = "store_unavailable"

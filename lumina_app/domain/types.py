@@ -1,0 +1,153 @@
+"""Messages and conversations as the rest of the app sees them."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+
+class MsgRole(StrEnum):
+    """Stored roles (DESIGN §3). ``chat_role`` maps them to the LLM wire format."""
+
+    USER = "USER"
+    ASSISTANT = "ASSISTANT"
+    SYSTEM = "SYSTEM"
+    TOOL = "TOOL"
+
+    @property
+    def chat_role(self) -> str:
+        return self.value.lower()
+
+
+class MessageStatus(StrEnum):
+    COMPLETE = "complete"
+    STREAMING = "streaming"
+    STOPPED = "stopped"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+    @property
+    def is_final(self) -> bool:
+        return self is not MessageStatus.STREAMING
+
+
+class ConversationStatus(StrEnum):
+    IDLE = "idle"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+def utcnow() -> datetime:
+    """Timezone-aware UTC now; always called, never evaluated at import."""
+    return datetime.now(UTC)
+
+
+def new_turn_id() -> str:
+    """``msg-<base36 ms>-<random>``: sortable by time, shared by a question and its answer."""
+    millis = int(time.time() * 1000)
+    return f"msg-{_base36(millis)}-{secrets.token_hex(4)}"
+
+
+def _base36(number: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while number:
+        number, rem = divmod(number, 36)
+        out = digits[rem] + out
+    return out or "0"
+
+
+@dataclass(slots=True)
+class Msg:
+    """One message; ``seq`` orders it within its conversation, ``turn_id`` pairs Q and A."""
+
+    role: MsgRole
+    content: str
+    seq: int = 0
+    turn_id: str = ""
+    status: MessageStatus = MessageStatus.COMPLETE
+    id: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def user(cls, content: str, **kwargs: Any) -> Msg:
+        return cls(MsgRole.USER, content, **kwargs)
+
+    @classmethod
+    def assistant(cls, content: str, **kwargs: Any) -> Msg:
+        return cls(MsgRole.ASSISTANT, content, **kwargs)
+
+    @classmethod
+    def system(cls, content: str, **kwargs: Any) -> Msg:
+        return cls(MsgRole.SYSTEM, content, **kwargs)
+
+    def to_hot(self) -> dict[str, Any]:
+        """The compact form kept in the hot window."""
+        return {
+            "id": self.id,
+            "seq": self.seq,
+            "role": self.role.value,
+            "content": self.content,
+            "turn": self.turn_id,
+            "status": self.status.value,
+            "ts": self.created_at.isoformat() if self.created_at else None,
+        }
+
+    @classmethod
+    def from_hot(cls, data: dict[str, Any]) -> Msg:
+        ts = data.get("ts")
+        return cls(
+            role=MsgRole(data["role"]),
+            content=data["content"],
+            seq=data["seq"],
+            turn_id=data.get("turn", ""),
+            status=MessageStatus(data.get("status", "complete")),
+            id=data.get("id"),
+            created_at=datetime.fromisoformat(ts) if ts else None,
+        )
+
+
+@dataclass(slots=True)
+class ConversationInfo:
+    """A conversation's metadata, without its messages."""
+
+    uuid: str
+    agent_id: str
+    title: str
+    status: ConversationStatus
+    message_count: int
+    tool_call_count: int
+    last_seq: int
+    owner: str
+    created_at: datetime
+    updated_at: datetime
+    id: int | None = None
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """What a run used and how it ended: kept in ``lumina_run`` for audit and replay."""
+
+    run_id: str
+    conversation_id: int
+    agent_id: str
+    owner: str
+    scenario: str
+    provider: str
+    model: str
+    status: str = "running"
+    context_first_seq: int | None = None
+    context_last_seq: int | None = None
+    context_messages: int = 0
+    user_message_id: int | None = None
+    assistant_message_id: int | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None

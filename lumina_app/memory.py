@@ -1,0 +1,201 @@
+"""MemoryManager: the dual-track policy in one place (DESIGN §4).
+
+SQL is the system of record; the hot window is a projection of its last N final rows.
+Writes commit to SQL first and then touch the hot tier in one round trip. Reads use the
+hot tier when its high-water mark has caught up with SQL, and rebuild it with one indexed
+query otherwise. When the hot tier is unavailable everything is served from SQL.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lumina_app.domain import (
+    ConversationInfo,
+    ConversationStatus,
+    MessageStatus,
+    Msg,
+    RunRecord,
+)
+from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
+
+log = logging.getLogger(__name__)
+
+DeleteHook = Callable[[ConversationInfo], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class WindowStats:
+    hits: int = 0
+    rebuilds: int = 0
+    fallbacks: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.rebuilds + self.fallbacks
+        return self.hits / total if total else 0.0
+
+
+class MemoryManager:
+    """Conversation memory over a cold store and a hot window."""
+
+    def __init__(self, cold: ColdStore, hot: HotWindow, *, window: int) -> None:
+        self.cold = cold
+        self.hot = hot
+        self.window = window
+        self.stats = WindowStats()
+        self._delete_hooks: list[DeleteHook] = []
+
+    def on_delete(self, hook: DeleteHook) -> None:
+        """Other tiers (archive, run buffers) register what a delete must also clear."""
+        self._delete_hooks.append(hook)
+
+    # -- conversations -------------------------------------------------------------
+
+    async def create_conversation(
+        self, *, agent_id: str, title: str = "", owner: str = ""
+    ) -> ConversationInfo:
+        conversation = await self.cold.create_conversation(
+            agent_id=agent_id, title=title, owner=owner
+        )
+        await self._hot(self.hot.replace(conversation.uuid, [], 0))
+        return conversation
+
+    async def get_conversation(
+        self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
+    ) -> ConversationInfo:
+        return await self.cold.get_conversation(conversation_uuid, owner=owner, agent_id=agent_id)
+
+    async def list_conversations(self, **kwargs: Any) -> tuple[list[ConversationInfo], str | None]:
+        return await self.cold.list_conversations(**kwargs)
+
+    async def rename(self, conversation: ConversationInfo, title: str) -> None:
+        await self.cold.update_conversation(conversation.id, title=title)
+
+    async def delete(self, conversation: ConversationInfo) -> None:
+        """Rows first (the record), then the hot key and whatever else registered."""
+        await self.cold.delete_conversation(conversation.id)
+        await self._hot(self.hot.delete(conversation.uuid))
+        for hook in self._delete_hooks:
+            await hook(conversation)
+
+    # -- writes --------------------------------------------------------------------
+
+    async def save_message(self, conversation: ConversationInfo, msg: Msg) -> Msg:
+        """Commit one message, then push it to the hot window if it is final."""
+        (saved,) = await self.cold.append_messages(conversation.id, [msg])
+        if saved.status.is_final:
+            await self._hot(self.hot.append(conversation.uuid, [saved]))
+        return saved
+
+    async def save_turn(
+        self,
+        conversation: ConversationInfo,
+        user: Msg,
+        assistant: Msg,
+        *,
+        status: ConversationStatus | None = ConversationStatus.COMPLETED,
+    ) -> tuple[Msg, Msg]:
+        """A question and its answer: one SQL transaction, one hot-window round trip."""
+        saved = await self.cold.append_messages(conversation.id, [user, assistant], status=status)
+        final = [m for m in saved if m.status.is_final]
+        if len(final) == len(saved):
+            await self._hot(self.hot.append(conversation.uuid, final))
+        return saved[0], saved[1]
+
+    async def begin_turn(
+        self, conversation: ConversationInfo, user: Msg, assistant: Msg, run: RunRecord
+    ) -> tuple[Msg, Msg]:
+        """Commit the question, a ``streaming`` answer row and the run record together;
+        then window the question (the answer follows once it is final)."""
+        assistant.status = MessageStatus.STREAMING
+        saved_user, saved_assistant = await self.cold.append_messages(
+            conversation.id, [user, assistant], status=ConversationStatus.RUNNING, run=run
+        )
+        await self._hot(self.hot.append(conversation.uuid, [saved_user]))
+        return saved_user, saved_assistant
+
+    async def flush_answer(self, message_id: int, content: str) -> None:
+        """Persist a growing answer: one UPDATE."""
+        await self.cold.update_message(message_id, content=content)
+
+    async def finish_answer(
+        self,
+        conversation: ConversationInfo,
+        assistant: Msg,
+        *,
+        conversation_status: ConversationStatus,
+        tool_calls: int = 0,
+        run: RunRecord | None = None,
+    ) -> None:
+        """Settle the answer's final text and status (and the run) in SQL, then window it."""
+        await self.cold.update_message(
+            assistant.id,
+            content=assistant.content,
+            status=assistant.status,
+            meta=assistant.meta,
+            conversation_id=conversation.id,
+            conversation_status=conversation_status,
+            tool_calls=tool_calls,
+            run=run,
+        )
+        await self._hot(self.hot.append(conversation.uuid, [assistant]))
+
+    # -- reads ---------------------------------------------------------------------
+
+    async def load(self, conversation: ConversationInfo) -> list[Msg]:
+        """The last N final messages, from the hot window when it is current.
+
+        ``conversation`` must be freshly read: its ``last_seq`` is what the window's
+        high-water mark is checked against.
+        """
+        try:
+            window = await self.hot.read(conversation.uuid)
+        except HotWindowUnavailable:
+            self.stats.fallbacks += 1
+            return await self.cold.last_messages(conversation.id, self.window)
+        if window is not None and self._is_current(window.messages, window.high_water, conversation):
+            self.stats.hits += 1
+            return window.messages[-self.window :]
+        self.stats.rebuilds += 1
+        return await self.rebuild(conversation)
+
+    def _is_current(self, msgs: Sequence[Msg], high_water: int, conv: ConversationInfo) -> bool:
+        if high_water < conv.last_seq:
+            return False
+        # A window shorter than it should be (e.g. N was raised) is rebuilt, not trusted.
+        return len(msgs) >= min(self.window, conv.message_count) or high_water > conv.last_seq
+
+    async def rebuild(self, conversation: ConversationInfo) -> list[Msg]:
+        """Reinstall the window from one indexed SQL query and return it."""
+        msgs = await self.cold.last_messages(conversation.id, self.window)
+        high_water = msgs[-1].seq if msgs else 0
+        await self._hot(self.hot.replace(conversation.uuid, msgs, high_water))
+        return msgs
+
+    async def history(
+        self,
+        conversation: ConversationInfo,
+        *,
+        limit: int = 50,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+    ) -> list[Msg]:
+        """Replay: every message ever stored, paged by seq (always from SQL)."""
+        return await self.cold.page_messages(
+            conversation.id, limit=limit, after_seq=after_seq, before_seq=before_seq
+        )
+
+    async def hot_status(self) -> str:
+        return await self.hot.status()
+
+    async def _hot(self, operation: Awaitable[None]) -> None:
+        """Hot-tier writes are best effort: SQL already holds the truth."""
+        try:
+            await operation
+        except HotWindowUnavailable:
+            self.stats.fallbacks += 1

@@ -1,0 +1,133 @@
+"""Lumina's settings: one pydantic-settings class, read once, env prefix ``LUMINA_``."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+_SYNC_TO_ASYNC_DRIVER = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+pysqlite": "sqlite+aiosqlite",
+    "mysql": "mysql+aiomysql",
+    "mysql+pymysql": "mysql+aiomysql",
+    "mariadb": "mysql+aiomysql",
+    "mariadb+pymysql": "mysql+aiomysql",
+    "postgresql": "postgresql+psycopg",
+    "postgresql+psycopg": "postgresql+psycopg",
+}
+
+
+class SettingsError(RuntimeError):
+    """A setting has a bad value; the message names the variable."""
+
+
+class Settings(BaseSettings):
+    """Every knob Lumina has. Names are the contract in DESIGN §2."""
+
+    model_config = SettingsConfigDict(env_prefix="LUMINA_", extra="ignore")
+
+    database_url: str = "sqlite:///data/lumina.db"
+    redis_url: str | None = None
+    redis_prefix: str = "lumina"
+    redis_socket_timeout: float = Field(0.25, gt=0)
+    redis_breaker_cooldown: float = Field(2.0, gt=0)
+    hot_ttl_seconds: int = Field(7 * 24 * 3600, ge=1)
+    hot_max_conversations: int = Field(10_000, ge=1)
+    context_window: int = Field(20, ge=1, le=1000)
+    data_dir: Path = Path("./data")
+    llm_provider: str = "demo"
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_model: str | None = None
+    llm_timeout: float = Field(60.0, gt=0)
+    demo_delay_ms: float = Field(30.0, ge=0)
+    api_keys: str | None = None
+    max_task_chars: int = Field(32_000, ge=1)
+    max_body_bytes: int = Field(256 * 1024, ge=1024)
+    session_idle_seconds: float = Field(1800.0, gt=0)
+    session_pool_size: int = Field(1000, ge=1)
+    flush_interval_ms: float = Field(250.0, ge=0)
+    flush_chars: int = Field(200, ge=1)
+    cancel_on_disconnect: bool = False
+    run_buffer_ttl_seconds: int = Field(300, ge=1)
+    sse_keepalive_seconds: float = Field(15.0, gt=0)
+    sse_send_timeout_seconds: float = Field(30.0, gt=0)
+    archive_mirror: bool = False
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str) -> str:
+        try:
+            url = make_url(value)
+        except ArgumentError as exc:
+            raise ValueError(f"malformed database URL {value!r}") from exc
+        if url.drivername not in _SYNC_TO_ASYNC_DRIVER:
+            known = ", ".join(sorted(_SYNC_TO_ASYNC_DRIVER))
+            raise ValueError(f"unsupported driver {url.drivername!r} (use one of: {known})")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(f"expected redis://host:port/db, got {value!r}")
+        return value
+
+    @field_validator("llm_provider")
+    @classmethod
+    def _check_provider(cls, value: str) -> str:
+        if value not in ("demo", "openai"):
+            raise ValueError(f"unknown provider {value!r} (use demo or openai)")
+        return value
+
+    @property
+    def async_database_url(self) -> str:
+        """The same database through its asyncio driver (the app is async all the way)."""
+        url = make_url(self.database_url)
+        url = url.set(drivername=_SYNC_TO_ASYNC_DRIVER[url.drivername])
+        if url.get_backend_name() == "mysql" and "charset" not in url.query:
+            url = url.update_query_dict({"charset": "utf8mb4"})
+        return url.render_as_string(hide_password=False)
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.data_dir / "agents"
+
+    @property
+    def api_key_map(self) -> dict[str, str]:
+        """``{key: owner}`` from ``owner:key,owner:key``."""
+        pairs: dict[str, str] = {}
+        for item in (self.api_keys or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            owner, _, key = item.partition(":")
+            if not owner or not key:
+                raise SettingsError("LUMINA_API_KEYS: each entry must be owner:key")
+            pairs[key] = owner
+        return pairs
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings, turning a validation error into one line naming the variable."""
+    try:
+        settings = Settings(**overrides)
+        settings.api_key_map  # noqa: B018 - validate eagerly
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "LUMINA_" + str(first["loc"][0]).upper() if first["loc"] else "LUMINA_*"
+        raise SettingsError(f"{name}: {first['msg']}") from None
+    return settings
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return load_settings()

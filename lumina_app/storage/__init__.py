@@ -1,0 +1,1 @@
+"""Storage tiers: SQL cold store, Redis and in-process hot windows, the conversation archive."""

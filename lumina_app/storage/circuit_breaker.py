@@ -1,0 +1,45 @@
+"""A small circuit breaker: after a failure, skip the dependency for a cool-down, then probe."""
+
+from __future__ import annotations
+
+import time
+
+
+class CircuitBreaker:
+    """Closed → open on failure → after ``cooldown`` one probe is let through (half-open)."""
+
+    def __init__(self, cooldown: float, clock=time.monotonic) -> None:  # noqa: ANN001
+        self.cooldown = cooldown
+        self._clock = clock
+        self._opened_at: float | None = None
+        self._probe_started: float | None = None
+        self.failures = 0
+        self.trips = 0
+
+    @property
+    def is_open(self) -> bool:
+        return self._opened_at is not None
+
+    def allow(self) -> bool:
+        """May a call go through now? In half-open state only one probe at a time."""
+        if self._opened_at is None:
+            return True
+        now = self._clock()
+        if now - self._opened_at < self.cooldown:
+            return False
+        # A probe that never reported (its caller was cancelled) expires after a cool-down.
+        if self._probe_started is not None and now - self._probe_started < self.cooldown:
+            return False
+        self._probe_started = now
+        return True
+
+    def record_success(self) -> None:
+        self._opened_at = None
+        self._probe_started = None
+
+    def record_failure(self) -> None:
+        self.failures += 1
+        if self._opened_at is None:
+            self.trips += 1
+        self._opened_at = self._clock()
+        self._probe_started = None

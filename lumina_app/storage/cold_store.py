@@ -1,0 +1,396 @@
+"""The SQL cold store: the system of record for conversations and every message."""
+
+from __future__ import annotations
+
+import base64
+import uuid as uuidlib
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from lumina_app.domain import (
+    ConversationInfo,
+    ConversationNotFound,
+    ConversationStatus,
+    InvalidInput,
+    MessageStatus,
+    Msg,
+    MsgRole,
+    RunRecord,
+    StoreUnavailable,
+    utcnow,
+)
+from lumina_app.storage.sql_models import conversations as C
+from lumina_app.storage.sql_models import messages as M
+from lumina_app.storage.sql_models import runs as R
+
+_RUN_FIELDS = [c.name for c in R.columns]
+
+
+@asynccontextmanager
+async def _translated_errors() -> AsyncIterator[None]:
+    """Connection-level failures become ``StoreUnavailable``; bugs stay bugs."""
+    try:
+        yield
+    except IntegrityError:
+        raise
+    except (OperationalError, DBAPIError, OSError, TimeoutError) as exc:
+        if isinstance(exc, DBAPIError) and not isinstance(exc, OperationalError):
+            if not exc.connection_invalidated:
+                raise
+        raise StoreUnavailable(f"database unavailable: {_short(exc)}") from exc
+
+
+def _short(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
+def _conversation(row: sa.Row) -> ConversationInfo:
+    return ConversationInfo(
+        id=row.id,
+        uuid=row.uuid,
+        agent_id=row.agent_id,
+        title=row.title,
+        status=ConversationStatus(row.status),
+        message_count=row.message_count,
+        tool_call_count=row.tool_call_count,
+        last_seq=row.last_seq,
+        owner=row.owner,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _message(row: sa.Row) -> Msg:
+    return Msg(
+        id=row.id,
+        role=MsgRole(row.role),
+        content=row.content,
+        seq=row.seq,
+        turn_id=row.turn_id,
+        status=MessageStatus(row.status),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        meta=row.meta or {},
+    )
+
+
+def _run_values(run: RunRecord) -> dict[str, Any]:
+    return {name: getattr(run, name) for name in _RUN_FIELDS}
+
+
+def encode_cursor(*parts: object) -> str:
+    raw = "|".join(str(p) for p in parts).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, arity: int) -> list[str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        parts = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput("malformed cursor") from exc
+    if len(parts) != arity:
+        raise InvalidInput("malformed cursor")
+    return parts
+
+
+class ColdStore:
+    """Async data functions over the two tables. Every write is one transaction."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    # -- conversations -------------------------------------------------------------
+
+    async def create_conversation(
+        self,
+        *,
+        agent_id: str,
+        title: str = "",
+        owner: str = "",
+        conversation_uuid: str | None = None,
+        created_at: datetime | None = None,
+    ) -> ConversationInfo:
+        now = created_at or utcnow()
+        values = {
+            "uuid": conversation_uuid or str(uuidlib.uuid4()),
+            "agent_id": agent_id,
+            "title": title[:255],
+            "status": ConversationStatus.IDLE.value,
+            "message_count": 0,
+            "tool_call_count": 0,
+            "last_seq": 0,
+            "owner": owner,
+            "created_at": now,
+            "updated_at": now,
+        }
+        async with _translated_errors(), self.engine.begin() as conn:
+            result = await conn.execute(sa.insert(C).values(**values))
+            values["id"] = result.inserted_primary_key[0]
+        return ConversationInfo(**{**values, "status": ConversationStatus.IDLE})
+
+    async def get_conversation(
+        self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
+    ) -> ConversationInfo:
+        """Fetch one conversation; someone else's, or another agent's, is simply not found."""
+        query = sa.select(C).where(C.c.uuid == conversation_uuid)
+        if owner is not None:
+            query = query.where(C.c.owner == owner)
+        if agent_id is not None:
+            query = query.where(C.c.agent_id == agent_id)
+        async with _translated_errors(), self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        if row is None:
+            raise ConversationNotFound(conversation_uuid)
+        return _conversation(row)
+
+    async def list_conversations(
+        self,
+        *,
+        agent_id: str | None = None,
+        owner: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        search: str | None = None,
+    ) -> tuple[list[ConversationInfo], str | None]:
+        """Newest activity first, keyset-paginated on (updated_at, id)."""
+        query = sa.select(C)
+        if agent_id is not None:
+            query = query.where(C.c.agent_id == agent_id)
+        if owner is not None:
+            query = query.where(C.c.owner == owner)
+        if search:
+            pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            in_messages = (
+                sa.select(M.c.id)
+                .where(M.c.conversation_id == C.c.id, M.c.content.ilike(pattern, escape="\\"))
+                .exists()
+            )
+            query = query.where(sa.or_(C.c.title.ilike(pattern, escape="\\"), in_messages))
+        if cursor:
+            stamp, last_id = decode_cursor(cursor, 2)
+            try:
+                when, row_id = datetime.fromisoformat(stamp), int(last_id)
+            except ValueError as exc:
+                raise InvalidInput("malformed cursor") from exc
+            query = query.where(
+                sa.or_(C.c.updated_at < when, sa.and_(C.c.updated_at == when, C.c.id < row_id))
+            )
+        query = query.order_by(C.c.updated_at.desc(), C.c.id.desc()).limit(limit + 1)
+        async with _translated_errors(), self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        items = [_conversation(r) for r in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            tail = items[-1]
+            next_cursor = encode_cursor(tail.updated_at.isoformat(), tail.id)
+        return items, next_cursor
+
+    async def update_conversation(
+        self,
+        conversation_id: int,
+        *,
+        title: str | None = None,
+        status: ConversationStatus | None = None,
+        touch: bool = True,
+    ) -> None:
+        values: dict[str, Any] = {}
+        if title is not None:
+            values["title"] = title[:255]
+        if status is not None:
+            values["status"] = status.value
+        if touch:
+            values["updated_at"] = utcnow()
+        if not values:
+            return
+        async with _translated_errors(), self.engine.begin() as conn:
+            result = await conn.execute(sa.update(C).where(C.c.id == conversation_id).values(values))
+        if result.rowcount == 0:
+            raise ConversationNotFound(str(conversation_id))
+
+    async def delete_conversation(self, conversation_id: int) -> None:
+        async with _translated_errors(), self.engine.begin() as conn:
+            await conn.execute(sa.delete(R).where(R.c.conversation_id == conversation_id))
+            await conn.execute(sa.delete(M).where(M.c.conversation_id == conversation_id))
+            await conn.execute(sa.delete(C).where(C.c.id == conversation_id))
+
+    # -- messages ------------------------------------------------------------------
+
+    async def append_messages(
+        self,
+        conversation_id: int,
+        msgs: Sequence[Msg],
+        *,
+        status: ConversationStatus | None = None,
+        tool_calls: int = 0,
+        run: RunRecord | None = None,
+    ) -> list[Msg]:
+        """Give ``msgs`` the next seqs and insert them, all in one transaction.
+
+        ``run``, if given, is recorded in the same transaction, pointing at the new rows.
+
+        The conversation row is updated first: its row lock serialises concurrent writers,
+        so seqs come out strictly increasing with no gaps.
+        """
+        count = len(msgs)
+        if count == 0:
+            return []
+        now = utcnow()
+        values: dict[str, Any] = {
+            "last_seq": C.c.last_seq + count,
+            "message_count": C.c.message_count + count,
+            "updated_at": now,
+        }
+        if tool_calls:
+            values["tool_call_count"] = C.c.tool_call_count + tool_calls
+        if status is not None:
+            values["status"] = status.value
+        async with _translated_errors(), self.engine.begin() as conn:
+            result = await conn.execute(sa.update(C).where(C.c.id == conversation_id).values(values))
+            if result.rowcount == 0:
+                raise ConversationNotFound(str(conversation_id))
+            last = await conn.scalar(sa.select(C.c.last_seq).where(C.c.id == conversation_id))
+            for offset, msg in enumerate(msgs):
+                msg.seq = last - count + 1 + offset
+                msg.created_at = msg.created_at or now
+                msg.updated_at = msg.updated_at or msg.created_at
+                msg.id = await self._insert_message(conn, conversation_id, msg)
+            if run is not None:
+                run.user_message_id = msgs[0].id
+                run.assistant_message_id = msgs[-1].id
+                run.started_at = run.started_at or now
+                await conn.execute(sa.insert(R).values(_run_values(run)))
+        return list(msgs)
+
+    @staticmethod
+    async def _insert_message(conn: AsyncConnection, conversation_id: int, msg: Msg) -> int:
+        result = await conn.execute(
+            sa.insert(M).values(
+                conversation_id=conversation_id,
+                seq=msg.seq,
+                turn_id=msg.turn_id,
+                role=msg.role.value,
+                content=msg.content,
+                status=msg.status.value,
+                created_at=msg.created_at,
+                updated_at=msg.updated_at,
+                meta=msg.meta,
+            )
+        )
+        return result.inserted_primary_key[0]
+
+    async def update_message(
+        self,
+        message_id: int,
+        *,
+        content: str,
+        status: MessageStatus | None = None,
+        meta: dict[str, Any] | None = None,
+        conversation_id: int | None = None,
+        conversation_status: ConversationStatus | None = None,
+        tool_calls: int = 0,
+        run: RunRecord | None = None,
+    ) -> None:
+        """One UPDATE per flush; the final one also settles the conversation and the run."""
+        now = utcnow()
+        values: dict[str, Any] = {"content": content, "updated_at": now}
+        if status is not None:
+            values["status"] = status.value
+        if meta is not None:
+            values["meta"] = meta
+        async with _translated_errors(), self.engine.begin() as conn:
+            await conn.execute(sa.update(M).where(M.c.id == message_id).values(values))
+            if conversation_id is not None and (conversation_status or tool_calls):
+                conv_values: dict[str, Any] = {"updated_at": now}
+                if conversation_status is not None:
+                    conv_values["status"] = conversation_status.value
+                if tool_calls:
+                    conv_values["tool_call_count"] = C.c.tool_call_count + tool_calls
+                await conn.execute(
+                    sa.update(C).where(C.c.id == conversation_id).values(conv_values)
+                )
+            if run is not None:
+                run.finished_at = run.finished_at or now
+                await conn.execute(
+                    sa.update(R)
+                    .where(R.c.run_id == run.run_id)
+                    .values(status=run.status, finished_at=run.finished_at, error=run.error)
+                )
+
+    async def last_messages(self, conversation_id: int, n: int) -> list[Msg]:
+        """The last ``n`` final messages in seq order: one indexed query, newest first."""
+        query = (
+            sa.select(M)
+            .where(M.c.conversation_id == conversation_id, M.c.status != "streaming")
+            .order_by(M.c.seq.desc())
+            .limit(n)
+        )
+        async with _translated_errors(), self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [_message(r) for r in reversed(rows)]
+
+    async def page_messages(
+        self,
+        conversation_id: int,
+        *,
+        limit: int = 50,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+    ) -> list[Msg]:
+        """A page in seq order: forward from ``after_seq``, or the page ending before ``before_seq``."""
+        query = sa.select(M).where(M.c.conversation_id == conversation_id)
+        if after_seq is not None:
+            query = query.where(M.c.seq > after_seq).order_by(M.c.seq.asc()).limit(limit)
+            async with _translated_errors(), self.engine.connect() as conn:
+                return [_message(r) for r in (await conn.execute(query)).all()]
+        if before_seq is not None:
+            query = query.where(M.c.seq < before_seq)
+        query = query.order_by(M.c.seq.desc()).limit(limit)
+        async with _translated_errors(), self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [_message(r) for r in reversed(rows)]
+
+    async def get_message(self, message_id: int) -> Msg | None:
+        async with _translated_errors(), self.engine.connect() as conn:
+            row = (await conn.execute(sa.select(M).where(M.c.id == message_id))).first()
+        return _message(row) if row else None
+
+    async def close_streaming(self) -> int:
+        """Crash recovery: answers left ``streaming`` become ``interrupted``; nothing stays running."""
+        now = utcnow()
+        async with _translated_errors(), self.engine.begin() as conn:
+            result = await conn.execute(
+                sa.update(M)
+                .where(M.c.status == MessageStatus.STREAMING.value)
+                .values(status=MessageStatus.INTERRUPTED.value, updated_at=now)
+            )
+            await conn.execute(
+                sa.update(C)
+                .where(C.c.status == ConversationStatus.RUNNING.value)
+                .values(status=ConversationStatus.FAILED.value, updated_at=now)
+            )
+            await conn.execute(
+                sa.update(R)
+                .where(R.c.status == "running")
+                .values(status="interrupted", finished_at=now, error="process ended mid-run")
+            )
+        return result.rowcount
+
+    async def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord | None:
+        query = sa.select(R).where(R.c.run_id == run_id)
+        if owner is not None:
+            query = query.where(R.c.owner == owner)
+        async with _translated_errors(), self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS}) if row else None
+
+    async def ping(self) -> None:
+        async with _translated_errors(), self.engine.connect() as conn:
+            await conn.execute(sa.text("SELECT 1"))

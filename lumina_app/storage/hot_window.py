@@ -1,0 +1,46 @@
+"""The hot window contract: the last N final messages of a conversation plus a high-water seq.
+
+A window is a projection of SQL. ``append`` is idempotent by seq: messages at or below the
+high-water mark are skipped, a gap drops the window (the next read rebuilds it), and a
+missing window is left missing — a partial window must never pass for a whole one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from lumina_app.domain import Msg
+
+
+class HotWindowUnavailable(Exception):
+    """The hot tier cannot answer now; callers fall back to SQL."""
+
+
+@dataclass(slots=True)
+class Window:
+    messages: list[Msg]
+    high_water: int
+
+
+class HotWindow(Protocol):
+    """One round trip per call."""
+
+    name: str
+
+    async def read(self, conversation_uuid: str) -> Window | None:
+        """The window, or None when there is none (never an empty stand-in)."""
+
+    async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> None:
+        """Add final messages with consecutive seqs to an existing window."""
+
+    async def replace(self, conversation_uuid: str, msgs: Sequence[Msg], high_water: int) -> None:
+        """Install a window rebuilt from SQL."""
+
+    async def delete(self, conversation_uuid: str) -> None: ...
+
+    async def status(self) -> str:
+        """``ok``, ``degraded`` (answering from SQL) or ``down``."""
+
+    async def close(self) -> None: ...

@@ -1,0 +1,161 @@
+"""Hot window in Redis: a list of JSON messages + a high-water key, one round trip per call."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+
+from lumina_app.domain import Msg
+from lumina_app.storage.circuit_breaker import CircuitBreaker
+from lumina_app.storage.hot_window import HotWindowUnavailable, Window
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# KEYS: list, high-water. ARGV: first seq, window size, ttl, messages...
+_APPEND_LUA = """
+local hw = redis.call('GET', KEYS[2])
+if not hw then return -1 end
+hw = tonumber(hw)
+local first = tonumber(ARGV[1])
+local last = first + #ARGV - 4
+if last <= hw then
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  redis.call('EXPIRE', KEYS[2], ARGV[3])
+  return 0
+end
+if first > hw + 1 then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return -2
+end
+for i = hw + 1 - first + 4, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('SET', KEYS[2], last, 'EX', ARGV[3])
+return 1
+"""
+
+
+def _encode(msg: Msg) -> str:
+    return json.dumps(msg.to_hot(), ensure_ascii=False, separators=(",", ":"))
+
+
+def create_redis_client(url: str, *, socket_timeout: float) -> aioredis.Redis:
+    """A client with short timeouts and no hidden retries (the window does its own)."""
+    return aioredis.Redis.from_url(
+        url,
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=socket_timeout,
+        retry=Retry(NoBackoff(), 0),
+        retry_on_timeout=False,
+        health_check_interval=0,
+        decode_responses=False,
+    )
+
+
+class RedisHotWindow:
+    """Redis tier. Connection errors get one retry; any failure opens the breaker."""
+
+    name = "redis"
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        prefix: str,
+        window: int,
+        ttl_seconds: int,
+        breaker: CircuitBreaker,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.window = window
+        self.ttl = ttl_seconds
+        self.breaker = breaker
+        self._append = client.register_script(_APPEND_LUA)
+
+    def keys(self, conversation_uuid: str) -> tuple[str, str]:
+        base = f"{self.prefix}:{{{conversation_uuid}}}"
+        return f"{base}:win", f"{base}:hw"
+
+    async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
+        if not self.breaker.allow():
+            raise HotWindowUnavailable("redis circuit open")
+        for attempt in (1, 2):
+            try:
+                result = await operation()
+            except RedisConnectionError as exc:
+                # A dropped pooled connection deserves one more try; a hung server (a
+                # timeout, which is not a ConnectionError) does not.
+                if attempt == 1:
+                    continue
+                self._fail(exc)
+            except (RedisError, OSError) as exc:
+                self._fail(exc)
+            else:
+                self.breaker.record_success()
+                return result
+        raise AssertionError("unreachable")
+
+    def _fail(self, exc: BaseException) -> None:
+        was_open = self.breaker.is_open
+        self.breaker.record_failure()
+        if not was_open:
+            log.warning("redis hot window unavailable, serving from SQL: %s", exc)
+        raise HotWindowUnavailable(str(exc)) from exc
+
+    async def read(self, conversation_uuid: str) -> Window | None:
+        win_key, hw_key = self.keys(conversation_uuid)
+
+        async def op() -> list:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.lrange(win_key, 0, -1)
+                pipe.get(hw_key)
+                return await pipe.execute()
+
+        items, high_water = await self._call(op)
+        if high_water is None:
+            return None
+        return Window([Msg.from_hot(json.loads(item)) for item in items], int(high_water))
+
+    async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> None:
+        if not msgs:
+            return
+        args = [msgs[0].seq, self.window, self.ttl, *(_encode(m) for m in msgs)]
+        await self._call(lambda: self._append(keys=list(self.keys(conversation_uuid)), args=args))
+
+    async def replace(self, conversation_uuid: str, msgs: Sequence[Msg], high_water: int) -> None:
+        win_key, hw_key = self.keys(conversation_uuid)
+        kept = list(msgs)[-self.window :]
+
+        async def op() -> list:
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.delete(win_key)
+                if kept:
+                    pipe.rpush(win_key, *(_encode(m) for m in kept))
+                    pipe.expire(win_key, self.ttl)
+                pipe.set(hw_key, high_water, ex=self.ttl)
+                return await pipe.execute()
+
+        await self._call(op)
+
+    async def delete(self, conversation_uuid: str) -> None:
+        await self._call(lambda: self.client.delete(*self.keys(conversation_uuid)))
+
+    async def status(self) -> str:
+        try:
+            await self._call(self.client.ping)
+        except HotWindowUnavailable:
+            return "degraded"
+        return "ok"
+
+    async def close(self) -> None:
+        await self.client.aclose()

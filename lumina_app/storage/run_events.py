@@ -1,0 +1,107 @@
+"""Run event buffers: every event of a run, replayable from any id while the run lives and
+for a bounded time after it ends (so a client that reconnects with Last-Event-ID misses
+nothing). This is the in-process tier; the Redis Streams tier has the same contract."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from lumina_app.domain import RunEvent
+
+
+class RunEventLog(Protocol):
+    async def publish(self, run_id: str, event: RunEvent) -> None: ...
+
+    async def finish(self, run_id: str) -> None:
+        """No more events; keep what is there for the retention time."""
+
+    async def known(self, run_id: str) -> bool: ...
+
+    def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
+        """Events with id > ``after``: the missed ones first, then live, until the last."""
+
+    async def delete(self, run_id: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass
+class _Buffer:
+    events: list[RunEvent] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    done: bool = False
+    expires_at: float = float("inf")
+
+
+class LocalRunEventLog:
+    """In-process buffers; finished ones are dropped ``retention`` seconds after they end."""
+
+    def __init__(self, *, retention: float, clock=time.monotonic) -> None:  # noqa: ANN001
+        self.retention = retention
+        self._clock = clock
+        self._buffers: OrderedDict[str, _Buffer] = OrderedDict()
+
+    def _expire(self) -> None:
+        now = self._clock()
+        for run_id in [r for r, b in self._buffers.items() if b.expires_at <= now]:
+            del self._buffers[run_id]
+
+    async def publish(self, run_id: str, event: RunEvent) -> None:
+        buffer = self._buffers.get(run_id)
+        if buffer is None:
+            self._expire()
+            buffer = self._buffers[run_id] = _Buffer()
+        buffer.events.append(event)
+        buffer.changed.set()
+
+    async def finish(self, run_id: str) -> None:
+        buffer = self._buffers.setdefault(run_id, _Buffer())
+        buffer.done = True
+        buffer.expires_at = self._clock() + self.retention
+        buffer.changed.set()
+
+    async def known(self, run_id: str) -> bool:
+        self._expire()
+        return run_id in self._buffers
+
+    async def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
+        buffer = self._buffers.get(run_id)
+        if buffer is None:
+            return
+        position = _first_after(buffer.events, after)
+        while True:
+            while position < len(buffer.events):
+                event = buffer.events[position]
+                position += 1
+                yield event
+            if buffer.done:
+                return
+            buffer.changed.clear()
+            if position < len(buffer.events) or buffer.done:
+                continue
+            await buffer.changed.wait()
+
+    async def delete(self, run_id: str) -> None:
+        buffer = self._buffers.pop(run_id, None)
+        if buffer is not None:
+            buffer.done = True
+            buffer.changed.set()
+
+    async def close(self) -> None:
+        for run_id in list(self._buffers):
+            await self.delete(run_id)
+
+
+def _first_after(events: list[RunEvent], after: int) -> int:
+    """Index of the first event with id > ``after`` (ids are 1, 2, 3, ...)."""
+    if not events:
+        return 0
+    index = max(0, min(len(events), after - events[0].id + 1))
+    while index < len(events) and events[index].id <= after:
+        index += 1
+    return index

@@ -1,0 +1,105 @@
+"""The cold store's tables (DESIGN §3). All tables live here; Alembic targets this metadata."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from lumina_app.domain import utcnow
+from lumina_app.storage.sql_types import UTCDateTime, long_text_column_type
+
+_MYSQL_TABLE_ARGS = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_unicode_ci"}
+
+
+class ConversationRow(SQLModel, table=True):
+    __tablename__ = "lumina_conversation"
+    __table_args__ = (
+        sa.Index("ix_lumina_conversation_listing", "agent_id", "owner", "updated_at", "id"),
+        _MYSQL_TABLE_ARGS,
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    uuid: str = Field(sa_column=sa.Column(sa.String(36), nullable=False, unique=True))
+    agent_id: str = Field(sa_column=sa.Column(sa.String(128), nullable=False, index=True))
+    title: str = Field(default="", sa_column=sa.Column(sa.String(255), nullable=False))
+    status: str = Field(default="idle", sa_column=sa.Column(sa.String(16), nullable=False))
+    message_count: int = Field(default=0, nullable=False)
+    tool_call_count: int = Field(default=0, nullable=False)
+    last_seq: int = Field(default=0, nullable=False)
+    owner: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False))
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=sa.Column(UTCDateTime(), nullable=False)
+    )
+    updated_at: datetime = Field(
+        default_factory=utcnow, sa_column=sa.Column(UTCDateTime(), nullable=False)
+    )
+
+
+class MessageRow(SQLModel, table=True):
+    __tablename__ = "lumina_message"
+    __table_args__ = (
+        # UNIQUE(conversation_id, seq) and the index every window/history read uses, in one.
+        sa.Index("ix_lumina_message_conversation_seq", "conversation_id", "seq", unique=True),
+        _MYSQL_TABLE_ARGS,
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey("lumina_conversation.id", ondelete="CASCADE"),
+            nullable=False,
+        )
+    )
+    seq: int = Field(nullable=False)
+    turn_id: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, index=True))
+    role: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    content: str = Field(default="", sa_column=sa.Column(long_text_column_type(), nullable=False))
+    status: str = Field(default="complete", sa_column=sa.Column(sa.String(16), nullable=False))
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=sa.Column(UTCDateTime(), nullable=False)
+    )
+    updated_at: datetime = Field(
+        default_factory=utcnow, sa_column=sa.Column(UTCDateTime(), nullable=False)
+    )
+    meta: dict[str, Any] = Field(default_factory=dict, sa_column=sa.Column(sa.JSON, nullable=False))
+
+
+class RunRow(SQLModel, table=True):
+    """One execution: the context it used (scenario, seq range, model) and its outcome."""
+
+    __tablename__ = "lumina_run"
+    __table_args__ = (_MYSQL_TABLE_ARGS,)
+
+    run_id: str = Field(sa_column=sa.Column(sa.String(40), primary_key=True))
+    conversation_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey("lumina_conversation.id", ondelete="CASCADE"),
+            nullable=False,
+            index=True,
+        )
+    )
+    agent_id: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
+    owner: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False))
+    scenario: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    provider: str = Field(sa_column=sa.Column(sa.String(32), nullable=False))
+    model: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
+    status: str = Field(sa_column=sa.Column(sa.String(16), nullable=False, index=True))
+    context_first_seq: int | None = Field(default=None)
+    context_last_seq: int | None = Field(default=None)
+    context_messages: int = Field(default=0, nullable=False)
+    user_message_id: int | None = Field(default=None)
+    assistant_message_id: int | None = Field(default=None)
+    started_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    finished_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+    error: str | None = Field(default=None, sa_column=sa.Column(sa.Text()))
+
+
+conversations: sa.Table = ConversationRow.__table__  # type: ignore[attr-defined]
+messages: sa.Table = MessageRow.__table__  # type: ignore[attr-defined]
+runs: sa.Table = RunRow.__table__  # type: ignore[attr-defined]
+metadata = SQLModel.metadata

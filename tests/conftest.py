@@ -1,0 +1,238 @@
+"""Shared fixtures: real SQL databases (SQLite, MariaDB, PostgreSQL) and real Redis servers.
+
+Each test run gets its own MariaDB/PostgreSQL databases and its own Redis key prefix, and
+removes them afterwards. Tests that kill or pause Redis start their own ``redis-server``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_ID = secrets.token_hex(3)
+SHARED_REDIS_URL = os.environ.get("LUMINA_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+MARIADB_ADMIN_URL = os.environ.get("LUMINA_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+POSTGRES_ADMIN_URL = os.environ.get(
+    "LUMINA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+BACKENDS = ["sqlite", "mariadb", "postgresql"]
+
+
+# -- SQL ---------------------------------------------------------------------------------
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config(str(ROOT / "alembic.ini"))
+    cfg.set_main_option("script_location", str(ROOT / "alembic"))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    cfg.attributes["configure_logger"] = False
+    return cfg
+
+
+def _create_server_database(admin_url: str, name: str) -> str:
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        if admin.dialect.name == "mysql":
+            conn.exec_driver_sql(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+        else:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    admin.dispose()
+    return str(sa.engine.make_url(admin_url).set(database=name).render_as_string(False))
+
+
+def _drop_server_database(admin_url: str, name: str) -> None:
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        if admin.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        else:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
+    admin.dispose()
+
+
+@dataclass
+class Database:
+    """A migrated, empty database for one backend; ``url`` is the sync (settings) form."""
+
+    backend: str
+    url: str
+
+    def truncate(self) -> None:
+        engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool)
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM lumina_message")
+            conn.exec_driver_sql("DELETE FROM lumina_conversation")
+            for extra in ("lumina_run", "lumina_idempotency"):
+                if sa.inspect(conn).has_table(extra):
+                    conn.exec_driver_sql(f"DELETE FROM {extra}")
+        engine.dispose()
+
+
+def make_database(backend: str, tmp_dir: Path) -> tuple[Database, callable]:
+    """Create and migrate a database; return it with its clean-up."""
+    name = f"lumina_t_{RUN_ID}_{secrets.token_hex(2)}"
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_dir / (name + '.db')}"
+        cleanup = lambda: None  # noqa: E731 - tmp dir goes away by itself
+    elif backend == "mariadb":
+        url = _create_server_database(MARIADB_ADMIN_URL, name)
+        cleanup = lambda: _drop_server_database(MARIADB_ADMIN_URL, name)  # noqa: E731
+    else:
+        url = _create_server_database(POSTGRES_ADMIN_URL, name)
+        cleanup = lambda: _drop_server_database(POSTGRES_ADMIN_URL, name)  # noqa: E731
+    command.upgrade(alembic_config(url), "head")
+    return Database(backend, url), cleanup
+
+
+@pytest.fixture(scope="session")
+def _databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Database]]:
+    made: dict[str, Database] = {}
+    cleanups = []
+    tmp = tmp_path_factory.mktemp("db")
+
+    def get(backend: str) -> Database:
+        if backend not in made:
+            db, cleanup = make_database(backend, tmp)
+            made[backend] = db
+            cleanups.append(cleanup)
+        return made[backend]
+
+    yield get  # type: ignore[misc]
+    for cleanup in cleanups:
+        cleanup()
+
+
+@pytest.fixture(params=BACKENDS)
+def database(request: pytest.FixtureRequest, _databases) -> Database:  # noqa: ANN001
+    """Each test using this runs once per backend, on an emptied database."""
+    db = _databases(request.param)
+    db.truncate()
+    return db
+
+
+@pytest.fixture
+def sqlite_database(_databases) -> Database:  # noqa: ANN001
+    db = _databases("sqlite")
+    db.truncate()
+    return db
+
+
+@pytest.fixture
+async def engine(database: Database) -> AsyncIterator:
+    from lumina_app.settings import load_settings
+    from lumina_app.storage.database import create_engine
+
+    eng = create_engine(load_settings(database_url=database.url).async_database_url)
+    yield eng
+    await eng.dispose()
+
+
+# -- Redis -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix unique to this test on the shared server's test DB; keys removed after."""
+    prefix = f"lumina-test:{RUN_ID}:{secrets.token_hex(3)}"
+    yield prefix
+    client = redis.Redis.from_url(SHARED_REDIS_URL)
+    keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """A private ``redis-server`` a test may kill, pause, flush and restart."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+        client.close()
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def pause(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port)
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    if server.proc and server.proc.poll() is None:
+        server.resume()
+    server.kill()
+
+
+# -- hygiene -----------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _fail_on_app_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """An ERROR log record from the app fails the test (STYLE habit 9)."""
+    caplog.set_level(logging.WARNING, logger="lumina_app")
+    yield
+    errors = [
+        r for r in caplog.get_records("call")
+        if r.levelno >= logging.ERROR and r.name.startswith("lumina_app")
+        and not getattr(r, "expected_in_test", False)
+    ]
+    assert not errors, f"app logged errors: {[r.getMessage() for r in errors]}"

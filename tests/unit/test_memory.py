@@ -1,0 +1,211 @@
+"""MemoryManager over real Redis (and the in-process window): write order, trim, rebuild."""
+
+import asyncio
+import json
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from lumina_app.domain import ConversationStatus, Msg, new_turn_id
+from lumina_app.memory import MemoryManager
+from lumina_app.storage.circuit_breaker import CircuitBreaker
+from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.local_window import LocalHotWindow
+from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client
+from tests.conftest import SHARED_REDIS_URL
+
+
+def redis_window(url: str, prefix: str, window: int = 20) -> RedisHotWindow:
+    return RedisHotWindow(
+        create_redis_client(url, socket_timeout=0.25),
+        prefix=prefix,
+        window=window,
+        ttl_seconds=600,
+        breaker=CircuitBreaker(cooldown=0.2),
+    )
+
+
+@pytest.fixture
+async def memory(engine, redis_prefix):
+    hot = redis_window(SHARED_REDIS_URL, redis_prefix)
+    yield MemoryManager(ColdStore(engine), hot, window=20)
+    await hot.close()
+
+
+async def add_turns(memory: MemoryManager, conv, count: int, start: int = 0) -> None:
+    for i in range(start, start + count):
+        turn = new_turn_id()
+        await memory.save_turn(conv, Msg.user(f"q{i}", turn_id=turn), Msg.assistant(f"a{i}", turn_id=turn))
+
+
+async def sql_tail(memory: MemoryManager, conv, n: int) -> list[tuple[int, str, str]]:
+    rows = await memory.cold.page_messages(conv.id, limit=n)
+    return [(m.seq, m.role.value, m.content) for m in rows]
+
+
+def shape(msgs) -> list[tuple[int, str, str]]:
+    return [(m.seq, m.role.value, m.content) for m in msgs]
+
+
+async def fresh(memory: MemoryManager, conv):
+    return await memory.get_conversation(conv.uuid)
+
+
+async def test_window_trims_to_the_last_twenty(memory: MemoryManager) -> None:
+    conv = await memory.create_conversation(agent_id="a")
+    await add_turns(memory, conv, 15)
+    loaded = await memory.load(await fresh(memory, conv))
+    assert shape(loaded) == await sql_tail(memory, conv, 20)
+    assert [m.content for m in loaded[:2]] == ["q5", "a5"]
+    raw = redis.Redis.from_url(SHARED_REDIS_URL).lrange(memory.hot.keys(conv.uuid)[0], 0, -1)
+    assert len(raw) == 20
+    assert memory.stats.hits == 1 and memory.stats.rebuilds == 0
+
+
+async def test_window_trims_to_a_configured_n(engine, redis_prefix) -> None:
+    hot = redis_window(SHARED_REDIS_URL, redis_prefix, window=7)
+    memory = MemoryManager(ColdStore(engine), hot, window=7)
+    conv = await memory.create_conversation(agent_id="a")
+    await add_turns(memory, conv, 6)
+    loaded = await memory.load(await fresh(memory, conv))
+    assert shape(loaded) == await sql_tail(memory, conv, 7)
+    assert len(await hot.client.lrange(hot.keys(conv.uuid)[0], 0, -1)) == 7
+    await hot.close()
+
+
+async def test_concurrent_writers_leave_hot_equal_to_sql(memory: MemoryManager) -> None:
+    conv = await memory.create_conversation(agent_id="a")
+    await asyncio.gather(
+        *(memory.save_message(conv, Msg.user(f"w{i}", turn_id=f"t{i}")) for i in range(50))
+    )
+    current = await fresh(memory, conv)
+    assert current.last_seq == 50
+    stored = await memory.cold.page_messages(conv.id, limit=100)
+    assert [m.seq for m in stored] == list(range(1, 51))
+    loaded = await memory.load(current)
+    assert shape(loaded) == shape(stored[-20:])
+    window = await memory.hot.read(conv.uuid)  # whatever Redis holds now is SQL's tail
+    assert shape(window.messages) == shape(stored[-20:])
+
+
+async def test_flushall_then_load_rebuilds_the_last_n_from_sql(memory: MemoryManager) -> None:
+    conv = await memory.create_conversation(agent_id="a")
+    await add_turns(memory, conv, 30)
+    await memory.hot.client.flushdb()
+    loaded = await memory.load(await fresh(memory, conv))
+    assert shape(loaded) == await sql_tail(memory, conv, 20)
+    assert memory.stats.rebuilds == 1
+    again = await memory.load(await fresh(memory, conv))
+    assert shape(again) == shape(loaded) and memory.stats.hits == 1
+
+
+async def test_stale_high_water_mark_means_rebuild_not_empty(memory: MemoryManager) -> None:
+    conv = await memory.create_conversation(agent_id="a")
+    await add_turns(memory, conv, 3)
+    # Simulate writes Redis never saw: SQL moves on while the window stays behind.
+    await memory.cold.append_messages(conv.id, [Msg.user("only in sql", turn_id="x")])
+    loaded = await memory.load(await fresh(memory, conv))
+    assert loaded[-1].content == "only in sql"
+    assert shape(loaded) == await sql_tail(memory, conv, 20)
+
+
+async def test_unicode_round_trips_through_the_hot_window(memory: MemoryManager) -> None:
+    text = "你好 👋🏽 — 🇨🇳 e\u0301 \u200d"
+    conv = await memory.create_conversation(agent_id="a")
+    await memory.save_turn(conv, Msg.user(text, turn_id="t"), Msg.assistant(text * 3, turn_id="t"))
+    loaded = await memory.load(await fresh(memory, conv))
+    assert [m.content.encode() for m in loaded] == [text.encode(), (text * 3).encode()]
+    assert memory.stats.hits == 1
+
+
+async def test_delete_clears_rows_and_the_hot_key(memory: MemoryManager) -> None:
+    conv = await memory.create_conversation(agent_id="a")
+    await add_turns(memory, conv, 2)
+    await memory.delete(conv)
+    assert await memory.hot.client.exists(*memory.hot.keys(conv.uuid)) == 0
+    assert await memory.cold.page_messages(conv.id) == []
+
+
+@pytest.fixture
+def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts packed sends to Redis: one per round trip (a pipeline sends once)."""
+    from redis.asyncio.connection import AbstractConnection
+
+    sent: list[int] = []
+    original = AbstractConnection.send_packed_command
+
+    async def counting(self, command, check_health=True):  # noqa: ANN001
+        sent.append(1)
+        return await original(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
+    return sent
+
+
+async def test_save_turn_is_one_transaction_and_one_redis_round_trip(
+    engine, redis_server, round_trips
+) -> None:
+    hot = redis_window(redis_server.url, "lumina")
+    memory = MemoryManager(ColdStore(engine), hot, window=20)
+    conv = await memory.create_conversation(agent_id="a")
+    await add_turns(memory, conv, 1)  # the script is now cached server-side
+    commits: list[int] = []
+
+    def on_commit(_conn) -> None:  # noqa: ANN001
+        commits.append(1)
+
+    sa.event.listen(engine.sync_engine, "commit", on_commit)
+    before, sent_before = _commands(redis_server), len(round_trips)
+    await add_turns(memory, conv, 1, start=1)
+    after, sent = _commands(redis_server), len(round_trips) - sent_before
+    sa.event.remove(engine.sync_engine, "commit", on_commit)
+    assert len(commits) == 1
+    assert sent == 1
+    assert after["evalsha"] - before.get("evalsha", 0) == 1
+    await hot.close()
+
+
+async def test_hot_read_is_one_round_trip(engine, redis_server, round_trips) -> None:
+    hot = redis_window(redis_server.url, "lumina")
+    memory = MemoryManager(ColdStore(engine), hot, window=20)
+    conv = await memory.create_conversation(agent_id="a")
+    await add_turns(memory, conv, 3)
+    current = await fresh(memory, conv)
+    before, sent_before = _commands(redis_server), len(round_trips)
+    loaded = await memory.load(current)
+    after, sent = _commands(redis_server), len(round_trips) - sent_before
+    assert len(loaded) == 6 and memory.stats.hits == 1
+    assert sent == 1
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    assert {k: v for k, v in delta.items() if v and k != "info"} == {"lrange": 1, "get": 1}
+    await hot.close()
+
+
+def _commands(server) -> dict[str, int]:
+    stats = server.client().info("commandstats")
+    return {name.removeprefix("cmdstat_"): value["calls"] for name, value in stats.items()}
+
+
+async def test_in_process_window_has_the_same_behaviour(engine) -> None:
+    memory = MemoryManager(ColdStore(engine), LocalHotWindow(window=20, max_conversations=2), window=20)
+    convs = [await memory.create_conversation(agent_id="a") for _ in range(3)]
+    for conv in convs:
+        await add_turns(memory, conv, 12)
+    assert len(memory.hot) == 2  # LRU bound: the first conversation was forgotten
+    for conv in convs:
+        loaded = await memory.load(await fresh(memory, conv))
+        assert shape(loaded) == await sql_tail(memory, conv, 20)
+    assert memory.stats.rebuilds >= 1
+
+
+async def test_conversation_status_follows_turns(memory: MemoryManager) -> None:
+    conv = await memory.create_conversation(agent_id="a")
+    await memory.save_turn(conv, Msg.user("q", turn_id="t"), Msg.assistant("a", turn_id="t"))
+    current = await fresh(memory, conv)
+    assert (current.status, current.message_count) == (ConversationStatus.COMPLETED, 2)
+
+
+def test_hot_entries_are_compact_json(memory: MemoryManager) -> None:
+    entry = json.loads(json.dumps(Msg.user("x", seq=3, turn_id="t").to_hot()))
+    assert Msg.from_hot(entry).seq == 3
