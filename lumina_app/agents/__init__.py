@@ -1,0 +1,1 @@
+"""Agent runtime: definitions, LLM providers, context building, sessions and runs."""

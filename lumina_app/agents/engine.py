@@ -1,0 +1,460 @@
+"""The chat engine: one service path for the UI and the REST/SSE API.
+
+``start`` validates, takes the conversation's run slot, builds the context (scenario
+new / continue / resume), and commits the question with a ``streaming`` answer row before
+any generation happens. Generation then runs in its own task and publishes events to the
+run's event log, so it finishes and is stored even when nobody is listening; consumers
+(``events``) replay from any event id and follow live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from lumina_app.agents.context import BuiltContext, build_context
+from lumina_app.agents.flusher import AnswerFlusher
+from lumina_app.agents.providers import Provider, ProviderFactory
+from lumina_app.agents.registry import AgentDefinition, AgentRegistry
+from lumina_app.agents.sessions import Session, SessionPool
+from lumina_app.domain import (
+    AgentNotFound,
+    AgentUnavailable,
+    ConversationBusy,
+    ConversationInfo,
+    ConversationStatus,
+    EventType,
+    Finish,
+    InputTooLarge,
+    InvalidInput,
+    MessageStatus,
+    Msg,
+    ProviderError,
+    RunEvent,
+    RunNotFound,
+    RunRecord,
+    RunStatus,
+    Scenario,
+    StoreUnavailable,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    Usage,
+    new_turn_id,
+)
+from lumina_app.memory import MemoryManager
+from lumina_app.settings import Settings
+from lumina_app.storage.run_events import RunEventLog
+
+log = logging.getLogger(__name__)
+
+_CONVERSATION_STATUS = {
+    RunStatus.COMPLETE: ConversationStatus.COMPLETED,
+    RunStatus.STOPPED: ConversationStatus.COMPLETED,
+    RunStatus.INTERRUPTED: ConversationStatus.FAILED,
+    RunStatus.FAILED: ConversationStatus.FAILED,
+}
+
+
+@dataclass(eq=False)
+class ActiveRun:
+    """A run in this process: what it answers, and how to stop or await it."""
+
+    run_id: str
+    conversation: ConversationInfo
+    agent: AgentDefinition
+    owner: str
+    record: RunRecord
+    user: Msg
+    assistant: Msg
+    context: BuiltContext
+    provider: Provider
+    window_history: list[Msg]
+    created_conversation: bool = False
+    next_event_id: int = 1
+    stop_reason: RunStatus | None = None
+    generating: bool = True
+    task: asyncio.Task | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scenario(self) -> Scenario:
+        return Scenario(self.record.scenario)
+
+
+class ChatEngine:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        memory: MemoryManager,
+        registry: AgentRegistry,
+        providers: ProviderFactory,
+        sessions: SessionPool,
+        events: RunEventLog,
+    ) -> None:
+        self.settings = settings
+        self.memory = memory
+        self.registry = registry
+        self.providers = providers
+        self.sessions = sessions
+        self.events = events
+        self._runs: dict[str, ActiveRun] = {}
+        self._by_conversation: dict[str, str] = {}
+        memory.on_delete(self._forget_conversation)
+
+    # -- public API ----------------------------------------------------------------
+
+    async def recover(self) -> int:
+        """At start-up: close what a crash left ``streaming``/``running`` as interrupted."""
+        closed = await self.memory.cold.close_streaming()
+        if closed:
+            log.warning("closed %d answer(s) left streaming by a previous process", closed)
+        return closed
+
+    async def start(
+        self,
+        *,
+        agent_id: str,
+        message: str,
+        conversation_uuid: str | None = None,
+        owner: str = "",
+        title: str | None = None,
+    ) -> ActiveRun:
+        """Accept a message: when this returns, the question is committed and the run is on.
+
+        Shielded, so a caller that goes away mid-accept cannot leave half a turn behind.
+        """
+        agent = self._agent(agent_id)
+        text = self._check_message(message)
+        return await asyncio.shield(
+            asyncio.ensure_future(self._accept(agent, text, conversation_uuid, owner, title))
+        )
+
+    async def stream(self, **kwargs: Any) -> AsyncIterator[RunEvent]:
+        """``execute_stream``: start a run and follow its events to the end."""
+        run = await self.start(**kwargs)
+        async for event in self.follow(run):
+            yield event
+
+    async def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent]:
+        """Follow a run this caller started; if the caller leaves and the settings say
+        so, the run is interrupted, otherwise it carries on to the end."""
+        try:
+            async for event in self.events.subscribe(run.run_id, after):
+                yield event
+        finally:
+            if not run.done.is_set() and self.settings.cancel_on_disconnect:
+                self._request_stop(run, RunStatus.INTERRUPTED)
+
+    async def execute(self, **kwargs: Any) -> ActiveRun:
+        """Fire and forget: the run id is known at once, the answer lands in the store."""
+        return await self.start(**kwargs)
+
+    async def execute_sync(self, **kwargs: Any) -> dict[str, Any]:
+        """Start a run and wait for its final result."""
+        run = await self.start(**kwargs)
+        await run.done.wait()
+        return run.result
+
+    def active_run(self, run_id: str, *, owner: str | None = None) -> ActiveRun | None:
+        run = self._runs.get(run_id)
+        if run is None or (owner is not None and run.owner != owner):
+            return None
+        return run
+
+    def active_run_for(self, conversation_uuid: str) -> ActiveRun | None:
+        run_id = self._by_conversation.get(conversation_uuid)
+        return self._runs.get(run_id) if run_id else None
+
+    async def stop(self, run_id: str, *, owner: str | None = None) -> ActiveRun:
+        """User stop: the answer ends ``stopped`` with the text it had."""
+        run = self.active_run(run_id, owner=owner)
+        if run is None:
+            raise RunNotFound(run_id)
+        self._request_stop(run, RunStatus.STOPPED)
+        await run.done.wait()
+        return run
+
+    async def subscribe(self, run_id: str, *, after: int = 0) -> AsyncIterator[RunEvent]:
+        """Events of any retained run (for reconnects with Last-Event-ID)."""
+        if not await self.events.known(run_id):
+            raise RunNotFound(run_id)
+        async for event in self.events.subscribe(run_id, after):
+            yield event
+
+    async def shutdown(self, timeout: float = 5.0) -> None:
+        """Process ending: interrupt live runs and let them record that."""
+        runs = list(self._runs.values())
+        for run in runs:
+            self._request_stop(run, RunStatus.INTERRUPTED)
+        if runs:
+            await asyncio.wait([asyncio.ensure_future(r.done.wait()) for r in runs], timeout=timeout)
+
+    # -- accepting -----------------------------------------------------------------
+
+    def _agent(self, agent_id: str) -> AgentDefinition:
+        agent = self.registry.get(agent_id)
+        if agent is None:
+            raise AgentNotFound(agent_id)
+        if not agent.available:
+            raise AgentUnavailable(f"agent {agent_id!r} is unavailable: {agent.error}")
+        return agent
+
+    def _check_message(self, message: str) -> str:
+        if not isinstance(message, str) or not message.strip():
+            raise InvalidInput("message must be a non-empty string")
+        if "\x00" in message:
+            raise InvalidInput("message must not contain NUL characters")
+        if len(message) > self.settings.max_task_chars:
+            raise InputTooLarge(
+                f"message is {len(message)} characters; the limit is {self.settings.max_task_chars}"
+            )
+        return message
+
+    async def _accept(
+        self,
+        agent: AgentDefinition,
+        text: str,
+        conversation_uuid: str | None,
+        owner: str,
+        title: str | None,
+    ) -> ActiveRun:
+        created = conversation_uuid is None
+        if created:
+            conversation = await self.memory.create_conversation(
+                agent_id=agent.id, title=title or _title_from(text), owner=owner
+            )
+        else:
+            self._check_free(conversation_uuid)
+            conversation = await self.memory.get_conversation(
+                conversation_uuid, owner=owner, agent_id=agent.id
+            )
+        run_id = "run-" + secrets.token_hex(8)
+        self._check_free(conversation.uuid)
+        self._by_conversation[conversation.uuid] = run_id  # the slot is ours from here on
+        try:
+            run = await self._prepare(run_id, agent, conversation, text, owner, created)
+        except BaseException:
+            self._by_conversation.pop(conversation.uuid, None)
+            raise
+        self._runs[run_id] = run
+        await self._publish(run, EventType.SESSION, self._session_data(run))
+        run.task = asyncio.create_task(self._generate(run), name=run_id)
+        return run
+
+    def _check_free(self, conversation_uuid: str) -> None:
+        busy = self._by_conversation.get(conversation_uuid)
+        if busy is not None:
+            raise ConversationBusy(conversation_uuid, busy)
+
+    async def _prepare(
+        self,
+        run_id: str,
+        agent: AgentDefinition,
+        conversation: ConversationInfo,
+        text: str,
+        owner: str,
+        created: bool,
+    ) -> ActiveRun:
+        session = self.sessions.get(agent.id, conversation.uuid)
+        if session is not None and session.last_seq == conversation.last_seq:
+            scenario, history = Scenario.CONTINUE, session.history
+        elif conversation.last_seq == 0:
+            scenario, history = Scenario.NEW, []
+        else:
+            scenario, history = Scenario.RESUME, await self.memory.load(conversation)
+        window = self.settings.context_window
+        context = build_context(agent.system_prompt, history, text, window=window)
+        provider = self.providers.for_agent(agent)
+        first_seq, last_seq = context.seq_range
+        record = RunRecord(
+            run_id=run_id,
+            conversation_id=conversation.id,
+            agent_id=agent.id,
+            owner=owner,
+            scenario=scenario.value,
+            provider=provider.name,
+            model=provider.model,
+            context_first_seq=first_seq,
+            context_last_seq=last_seq,
+            context_messages=len(context.history),
+        )
+        turn_id = new_turn_id()
+        meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
+        user, assistant = await self.memory.begin_turn(
+            conversation,
+            Msg.user(text, turn_id=turn_id),
+            Msg.assistant("", turn_id=turn_id, meta=meta),
+            record,
+        )
+        return ActiveRun(
+            run_id=run_id,
+            conversation=conversation,
+            agent=agent,
+            owner=owner,
+            record=record,
+            user=user,
+            assistant=assistant,
+            context=context,
+            provider=provider,
+            window_history=list(history),
+            created_conversation=created,
+        )
+
+    @staticmethod
+    def _session_data(run: ActiveRun) -> dict[str, Any]:
+        return {
+            "conversationId": run.conversation.uuid,
+            "messageId": run.user.turn_id,
+            "runId": run.run_id,
+            "scenario": run.scenario.value,
+            "agentId": run.agent.id,
+            "userMessageId": run.user.id,
+            "assistantMessageId": run.assistant.id,
+            "contextMessages": run.record.context_messages,
+            "model": run.record.model,
+        }
+
+    # -- generating ----------------------------------------------------------------
+
+    async def _publish(self, run: ActiveRun, kind: EventType, data: dict[str, Any]) -> None:
+        event = RunEvent(run.next_event_id, kind, data)
+        run.next_event_id += 1
+        await self.events.publish(run.run_id, event)
+
+    def _request_stop(self, run: ActiveRun, reason: RunStatus) -> None:
+        # Only generation is cancellable: the final write must never be cut short.
+        if run.stop_reason is None and run.generating and run.task is not None:
+            run.stop_reason = reason
+            run.task.cancel()
+
+    async def _generate(self, run: ActiveRun) -> None:
+        flusher = AnswerFlusher(
+            lambda text: self.memory.flush_answer(run.assistant.id, text),
+            interval=self.settings.flush_interval_ms / 1000,
+            chars=self.settings.flush_chars,
+        )
+        status, error = RunStatus.COMPLETE, None
+        usage: dict[str, int] = {}
+        thinking: list[str] = []
+        tool_calls: list[dict[str, str]] = []
+        finish_reason = None
+        try:
+            async for item in run.provider.stream(run.context.messages):
+                if isinstance(item, TextDelta):
+                    flusher.add(item.text)
+                    await self._publish(run, EventType.DELTA, {"text": item.text})
+                elif isinstance(item, ThinkingDelta):
+                    thinking.append(item.text)
+                    await self._publish(run, EventType.THINKING, {"text": item.text})
+                elif isinstance(item, ToolCall):
+                    call = {"id": item.call_id, "name": item.name, "arguments": item.arguments}
+                    tool_calls.append(call)
+                    await self._publish(run, EventType.TOOL_CALL, call)
+                elif isinstance(item, Usage):
+                    usage = {"promptTokens": item.prompt_tokens, "completionTokens": item.completion_tokens}
+                elif isinstance(item, Finish):
+                    finish_reason = item.reason
+                elif isinstance(item, ProviderError):
+                    status, error = RunStatus.FAILED, item.message
+                    break
+        except asyncio.CancelledError:
+            if run.stop_reason is None:
+                raise
+            status = run.stop_reason
+            error = "stopped by the user" if status is RunStatus.STOPPED else "run interrupted"
+        except Exception as exc:  # a provider bug must still end the run cleanly
+            log.exception("provider %s raised", run.provider.name)
+            status, error = RunStatus.FAILED, f"provider crashed: {exc}"
+        finally:
+            run.generating = False
+            await flusher.close()
+        meta = dict(run.assistant.meta)
+        meta.update(usage=usage, finishReason=finish_reason)
+        if thinking:
+            meta["thinking"] = "".join(thinking)
+        if tool_calls:
+            meta["toolCalls"] = tool_calls
+        if error and status is not RunStatus.COMPLETE:
+            meta["error"] = error
+        await self._finish(run, flusher.text, status, error, meta, len(tool_calls))
+
+    async def _finish(
+        self,
+        run: ActiveRun,
+        text: str,
+        status: RunStatus,
+        error: str | None,
+        meta: dict[str, Any],
+        tool_calls: int,
+    ) -> None:
+        assistant = run.assistant
+        assistant.content = text
+        assistant.status = MessageStatus(status.value)
+        assistant.meta = meta
+        run.record.status = status.value
+        run.record.error = error if status is not RunStatus.COMPLETE else None
+        stored = await self._store_final(run, tool_calls)
+        if stored:
+            history = (run.window_history + [run.user, assistant])[-self.settings.context_window :]
+            self.sessions.put(Session(run.agent.id, run.conversation.uuid, history, assistant.seq))
+        else:
+            self.sessions.drop(run.agent.id, run.conversation.uuid)
+        run.result = {
+            "runId": run.run_id,
+            "conversationId": run.conversation.uuid,
+            "messageId": assistant.id,
+            "turnId": assistant.turn_id,
+            "status": status.value,
+            "content": text,
+            "usage": meta.get("usage") or {},
+            "scenario": run.scenario.value,
+        }
+        if error and status is not RunStatus.COMPLETE:
+            run.result["error"] = error
+        try:
+            if status is RunStatus.FAILED:
+                await self._publish(run, EventType.ERROR, {"message": error, "messageId": assistant.id})
+            await self._publish(run, EventType.RESULT, run.result)
+            await self.events.finish(run.run_id)
+        finally:
+            self._runs.pop(run.run_id, None)
+            self._by_conversation.pop(run.conversation.uuid, None)
+            run.done.set()
+
+    async def _store_final(self, run: ActiveRun, tool_calls: int) -> bool:
+        """The final write matters most: retry it briefly; if SQL stays away, the start-up
+        sweep marks the row interrupted (its last flushed text is kept)."""
+        for attempt in range(4):
+            try:
+                await self.memory.finish_answer(
+                    run.conversation,
+                    run.assistant,
+                    conversation_status=_CONVERSATION_STATUS[RunStatus(run.record.status)],
+                    tool_calls=tool_calls,
+                    run=run.record,
+                )
+                return True
+            except StoreUnavailable as exc:
+                if attempt == 3:
+                    log.warning("final write of %s failed: %s", run.run_id, exc)
+                    return False
+                await asyncio.sleep(0.2 * (attempt + 1))
+        return False
+
+    async def _forget_conversation(self, conversation: ConversationInfo) -> None:
+        self.sessions.drop(conversation.agent_id, conversation.uuid)
+        run = self.active_run_for(conversation.uuid)
+        if run is not None:
+            self._request_stop(run, RunStatus.INTERRUPTED)
+
+
+def _title_from(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

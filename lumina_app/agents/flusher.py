@@ -1,0 +1,68 @@
+"""Persists a growing answer off the event path: at most one UPDATE in flight, triggered
+when ``chars`` characters have accumulated or ``interval`` seconds have passed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from lumina_app.domain import StoreUnavailable
+
+log = logging.getLogger(__name__)
+
+
+class AnswerFlusher:
+    def __init__(
+        self,
+        write: Callable[[str], Awaitable[None]],
+        *,
+        interval: float,
+        chars: int,
+    ) -> None:
+        self._write = write
+        self.interval = interval
+        self.chars = chars
+        self.parts: list[str] = []
+        self._pending = 0
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._closing = False
+        self.flushes = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self._pending += len(text)
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop(), name="answer-flusher")
+        if self._pending >= self.chars:
+            self._wake.set()
+
+    async def _loop(self) -> None:
+        while not self._closing:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            if self._pending and not self._closing:
+                self._pending = 0
+                try:
+                    await self._write(self.text)
+                    self.flushes += 1
+                except StoreUnavailable as exc:
+                    # The final write retries; a missed intermediate flush loses nothing.
+                    log.warning("answer flush skipped: %s", exc)
+
+    async def close(self) -> None:
+        """Stop flushing, letting an UPDATE in flight finish (cancelling one mid-statement
+        would poison its connection); the caller writes the final text itself."""
+        if self._task is not None:
+            self._closing = True
+            self._wake.set()
+            await self._task
+            self._task = None

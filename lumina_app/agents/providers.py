@@ -1,0 +1,207 @@
+"""LLM providers behind one interface that yields typed events.
+
+``demo`` is offline and deterministic; ``openai`` speaks to any OpenAI-compatible server
+(Ollama, vLLM, llama.cpp, OpenAI) through the official async SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import openai
+
+from lumina_app.agents.context import ChatMessage
+from lumina_app.agents.registry import AgentDefinition
+from lumina_app.domain import (
+    Finish,
+    LLMEvent,
+    ProviderError,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    Usage,
+)
+from lumina_app.settings import Settings
+
+
+class Provider(Protocol):
+    name: str
+    model: str
+
+    def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[LLMEvent]: ...
+
+
+# -- demo ---------------------------------------------------------------------------------
+
+_WORDS = re.compile(r"\s*\S+\s*|\s+")
+
+
+def _quote(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def demo_answer(agent_name: str, messages: Sequence[ChatMessage]) -> str:
+    """A reply that shows what context the model received, so memory is visible offline."""
+    history = [m for m in messages[:-1] if m["role"] != "system"]
+    has_system = bool(messages) and messages[0]["role"] == "system"
+    user_input = messages[-1]["content"] if messages else ""
+    earlier_user = [m["content"] for m in history if m["role"] == "user"]
+    lines = [f"**{agent_name}** here (offline demo model)."]
+    if not history:
+        lines.append("This is the start of our conversation: I see no earlier messages.")
+    else:
+        lines.append(
+            f"I can see {len(history)} earlier message{'s' if len(history) != 1 else ''} "
+            f"in this conversation."
+        )
+        if earlier_user:
+            lines.append(f"Your previous message was: “{_quote(earlier_user[-1])}”.")
+        if len(earlier_user) > 1:
+            lines.append(f"The first one I still see was: “{_quote(earlier_user[0])}”.")
+    lines.append(f"You said: “{_quote(user_input, 200)}”.")
+    if has_system:
+        lines.append("(My system prompt is loaded.)")
+    if "/markdown" in user_input:
+        lines.append(
+            "\nHere is some Markdown:\n\n| model | offline |\n|---|---|\n| demo | yes |\n\n"
+            "```python\ndef hello(name: str) -> str:\n    return f'你好, {name} 👋'\n```"
+        )
+    if "/long" in user_input:
+        lines.append(" ".join(f"word{i}" for i in range(400)))
+    return " ".join(lines)
+
+
+@dataclass
+class DemoProvider:
+    """Streams its answer word by word at ``delay`` seconds per word (0 = instant)."""
+
+    agent_name: str
+    delay: float = 0.03
+    name: str = "demo"
+    model: str = "demo"
+
+    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[LLMEvent]:
+        user_input = messages[-1]["content"] if messages else ""
+        answer = demo_answer(self.agent_name, messages)
+        words = _WORDS.findall(answer)
+        fail_at = len(words) // 2 if "/fail" in user_input else None
+        for index, word in enumerate(words):
+            if index == fail_at:
+                yield ProviderError("demo model: simulated provider failure (the message asked for /fail)")
+                return
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            yield TextDelta(word)
+        prompt_tokens = sum(len(m["content"].split()) for m in messages)
+        yield Usage(prompt_tokens=prompt_tokens, completion_tokens=len(words))
+        yield Finish("stop")
+
+
+# -- OpenAI-compatible --------------------------------------------------------------------
+
+
+@dataclass
+class OpenAIProvider:
+    """Any OpenAI-compatible chat-completions server, streamed."""
+
+    client: openai.AsyncOpenAI
+    model: str
+    temperature: float | None = None
+    name: str = "openai"
+
+    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[LLMEvent]:
+        if not self.model:
+            yield ProviderError("no model configured: set LUMINA_LLM_MODEL or the agent's 'model'")
+            return
+        kwargs = {"temperature": self.temperature} if self.temperature is not None else {}
+        calls: dict[int, ToolCall] = {}
+        finish = "stop"
+        try:
+            stream = await self.client.chat.completions.create(
+                model=self.model,
+                messages=list(messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                **kwargs,
+            )
+            async for chunk in stream:
+                if chunk.usage:
+                    yield Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                for choice in chunk.choices:
+                    delta = choice.delta
+                    thinking = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+                    if thinking:
+                        yield ThinkingDelta(thinking)
+                    if delta.content:
+                        yield TextDelta(delta.content)
+                    for part in delta.tool_calls or []:
+                        call = calls.setdefault(part.index, ToolCall(name="", arguments=""))
+                        call.call_id = part.id or call.call_id
+                        if part.function:
+                            call.name += part.function.name or ""
+                            call.arguments += part.function.arguments or ""
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        except openai.APIStatusError as exc:
+            yield ProviderError(f"provider error {exc.status_code}: {_provider_message(exc)}")
+            return
+        except openai.APITimeoutError:
+            yield ProviderError("provider timed out")
+            return
+        except openai.APIConnectionError as exc:
+            yield ProviderError(f"provider unreachable: {exc.__cause__ or exc}")
+            return
+        except openai.OpenAIError as exc:
+            yield ProviderError(f"provider error: {exc}")
+            return
+        for call in calls.values():
+            yield call
+        yield Finish(finish)
+
+
+def _provider_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return exc.message
+
+
+class ProviderFactory:
+    """Builds the provider for an agent: global ``LUMINA_LLM_*`` settings, per-agent overrides."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._clients: dict[tuple[str | None, str | None], openai.AsyncOpenAI] = {}
+
+    def for_agent(self, agent: AgentDefinition) -> Provider:
+        kind = agent.provider or self.settings.llm_provider
+        if kind == "demo":
+            return DemoProvider(agent.name, delay=self.settings.demo_delay_ms / 1000)
+        base_url = agent.base_url or self.settings.llm_base_url
+        api_key = agent.api_key or self.settings.llm_api_key
+        client = self._clients.get((base_url, api_key))
+        if client is None:
+            client = openai.AsyncOpenAI(
+                base_url=base_url,
+                api_key=api_key or "not-needed",
+                timeout=self.settings.llm_timeout,
+                max_retries=1,
+            )
+            self._clients[(base_url, api_key)] = client
+        return OpenAIProvider(
+            client, model=agent.model or self.settings.llm_model or "", temperature=agent.temperature
+        )
+
+    async def close(self) -> None:
+        for client in self._clients.values():
+            await client.close()
+        self._clients.clear()

@@ -1,0 +1,127 @@
+"""Agents defined as folders: ``<data>/agents/<id>/config.json`` plus optional prompt files."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROMPT_FILES = ("agent.md", "soul.md", "identity.md", "user.md", "tools.md")
+AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_OVERRIDES = ("provider", "base_url", "model", "temperature", "api_key")
+
+
+@dataclass(slots=True)
+class AgentDefinition:
+    """An agent as read from disk; ``error`` set means it is listed but unavailable."""
+
+    id: str
+    name: str
+    description: str = ""
+    system_prompt: str = ""
+    provider: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    temperature: float | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def available(self) -> bool:
+        return self.error is None
+
+
+def is_valid_agent_id(agent_id: str) -> bool:
+    return bool(AGENT_ID.match(agent_id))
+
+
+class AgentRegistry:
+    """Reads agent folders, re-reading one whenever a file in it changes (no restart)."""
+
+    def __init__(self, agents_dir: Path) -> None:
+        self.agents_dir = agents_dir
+        self._cache: dict[str, tuple[tuple, AgentDefinition]] = {}
+
+    def list(self) -> list[AgentDefinition]:
+        if not self.agents_dir.is_dir():
+            return []
+        ids = sorted(p.name for p in self.agents_dir.iterdir() if p.is_dir() and is_valid_agent_id(p.name))
+        return [agent for agent in (self.get(i) for i in ids) if agent is not None]
+
+    def get(self, agent_id: str) -> AgentDefinition | None:
+        """The agent, or None if there is no such folder (a broken one comes with ``error``)."""
+        if not is_valid_agent_id(agent_id):
+            return None
+        folder = self.agents_dir / agent_id
+        if not (folder / "config.json").is_file():
+            return None
+        stamp = self._stamp(folder)
+        cached = self._cache.get(agent_id)
+        if cached and cached[0] == stamp:
+            return cached[1]
+        agent = self._load(agent_id, folder)
+        self._cache[agent_id] = (stamp, agent)
+        return agent
+
+    @staticmethod
+    def _stamp(folder: Path) -> tuple:
+        parts = []
+        for name in ("config.json", *PROMPT_FILES):
+            try:
+                stat = (folder / name).stat()
+                parts.append((name, stat.st_mtime_ns, stat.st_size))
+            except FileNotFoundError:
+                parts.append((name, None, None))
+        return tuple(parts)
+
+    @staticmethod
+    def _load(agent_id: str, folder: Path) -> AgentDefinition:
+        try:
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return AgentDefinition(id=agent_id, name=agent_id, error=f"config.json unreadable: {exc}")
+        if not isinstance(config, dict):
+            return AgentDefinition(id=agent_id, name=agent_id, error="config.json must be an object")
+        problem = _check_config(config)
+        name = config.get("name") if isinstance(config.get("name"), str) else agent_id
+        if problem:
+            return AgentDefinition(id=agent_id, name=name, error=problem)
+        prompts = []
+        for filename in PROMPT_FILES:
+            path = folder / filename
+            if path.is_file():
+                text = path.read_text(encoding="utf-8").strip()
+                if text:
+                    prompts.append(text)
+        known = {"name", "description", *_OVERRIDES}
+        return AgentDefinition(
+            id=agent_id,
+            name=name,
+            description=config.get("description", ""),
+            system_prompt="\n\n".join(prompts),
+            provider=config.get("provider"),
+            base_url=config.get("base_url"),
+            model=config.get("model"),
+            api_key=config.get("api_key"),
+            temperature=config.get("temperature"),
+            extra={k: v for k, v in config.items() if k not in known},
+        )
+
+
+def _check_config(config: dict[str, Any]) -> str | None:
+    for key in ("name", "description", "provider", "base_url", "model", "api_key"):
+        if key in config and config[key] is not None and not isinstance(config[key], str):
+            return f"config.json: {key!r} must be a string"
+    if config.get("provider") not in (None, "demo", "openai"):
+        return f"config.json: unknown provider {config['provider']!r} (use demo or openai)"
+    temperature = config.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not 0 <= temperature <= 2
+    ):
+        return "config.json: 'temperature' must be a number from 0 to 2"
+    return None

@@ -1,0 +1,105 @@
+"""Wires the process's parts together once; the UI and the API both reach them here."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from lumina_app.agents.engine import ChatEngine
+from lumina_app.agents.providers import ProviderFactory
+from lumina_app.agents.registry import AgentRegistry
+from lumina_app.agents.sessions import SessionPool
+from lumina_app.memory import MemoryManager
+from lumina_app.settings import Settings
+from lumina_app.storage.circuit_breaker import CircuitBreaker
+from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.database import create_engine
+from lumina_app.storage.hot_window import HotWindow
+from lumina_app.storage.local_window import LocalHotWindow
+from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client
+from lumina_app.storage.run_events import LocalRunEventLog, RunEventLog
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    sql: AsyncEngine
+    memory: MemoryManager
+    registry: AgentRegistry
+    providers: ProviderFactory
+    chat: ChatEngine
+    events: RunEventLog
+
+    async def health(self) -> dict[str, str]:
+        """``ok | degraded | down`` for SQL and the hot tier."""
+        try:
+            await self.memory.cold.ping()
+            database = "ok"
+        except Exception as exc:  # noqa: BLE001 - any failure means "down" here
+            log.warning("health: database down: %s", exc)
+            database = "down"
+        hot = await self.memory.hot_status()
+        return {"database": database, "hot_window": hot, "hot_window_backend": self.memory.hot.name}
+
+    async def close(self) -> None:
+        await self.chat.shutdown()
+        await self.providers.close()
+        await self.events.close()
+        await self.memory.hot.close()
+        await self.sql.dispose()
+
+
+def _hot_window(settings: Settings) -> HotWindow:
+    if settings.redis_url:
+        return RedisHotWindow(
+            create_redis_client(settings.redis_url, socket_timeout=settings.redis_socket_timeout),
+            prefix=settings.redis_prefix,
+            window=settings.context_window,
+            ttl_seconds=settings.hot_ttl_seconds,
+            breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
+        )
+    return LocalHotWindow(
+        window=settings.context_window, max_conversations=settings.hot_max_conversations
+    )
+
+
+async def open_services(settings: Settings, *, recover: bool = True) -> Services:
+    """Build every part; with ``recover``, close runs a crash left open."""
+    sql = create_engine(settings.async_database_url)
+    memory = MemoryManager(ColdStore(sql), _hot_window(settings), window=settings.context_window)
+    registry = AgentRegistry(settings.agents_dir)
+    providers = ProviderFactory(settings)
+    events = LocalRunEventLog(retention=settings.run_buffer_ttl_seconds)
+    chat = ChatEngine(
+        settings=settings,
+        memory=memory,
+        registry=registry,
+        providers=providers,
+        sessions=SessionPool(
+            max_size=settings.session_pool_size, idle_seconds=settings.session_idle_seconds
+        ),
+        events=events,
+    )
+    services = Services(settings, sql, memory, registry, providers, chat, events)
+    if recover:
+        await chat.recover()
+    return services
+
+
+_current: Services | None = None
+
+
+def set_services(services: Services | None) -> None:
+    global _current
+    _current = services
+
+
+def get_services() -> Services:
+    """The services opened by the app's lifespan task."""
+    if _current is None:
+        raise RuntimeError("Lumina services are not open (the app's lifespan has not run)")
+    return _current

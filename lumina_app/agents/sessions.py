@@ -1,0 +1,60 @@
+"""Warm sessions keyed ``agentId:conversationId``: the history a run can reuse without a read."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from lumina_app.domain import Msg
+
+
+@dataclass(slots=True)
+class Session:
+    agent_id: str
+    conversation_uuid: str
+    history: list[Msg]
+    last_seq: int
+    last_used: float = field(default_factory=time.monotonic)
+
+
+class SessionPool:
+    """Bounded LRU with idle expiry; a missing session is simply recreated on demand."""
+
+    def __init__(self, *, max_size: int, idle_seconds: float, clock=time.monotonic) -> None:  # noqa: ANN001
+        self.max_size = max_size
+        self.idle_seconds = idle_seconds
+        self._clock = clock
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+
+    @staticmethod
+    def key(agent_id: str, conversation_uuid: str) -> str:
+        return f"{agent_id}:{conversation_uuid}"
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, agent_id: str, conversation_uuid: str) -> Session | None:
+        key = self.key(agent_id, conversation_uuid)
+        session = self._sessions.get(key)
+        if session is None:
+            return None
+        if self._clock() - session.last_used > self.idle_seconds:
+            del self._sessions[key]
+            return None
+        self._sessions.move_to_end(key)
+        return session
+
+    def put(self, session: Session) -> None:
+        session.last_used = self._clock()
+        key = self.key(session.agent_id, session.conversation_uuid)
+        self._sessions[key] = session
+        self._sessions.move_to_end(key)
+        while len(self._sessions) > self.max_size:
+            self._sessions.popitem(last=False)
+
+    def drop(self, agent_id: str, conversation_uuid: str) -> None:
+        self._sessions.pop(self.key(agent_id, conversation_uuid), None)
+
+    def clear(self) -> None:
+        self._sessions.clear()
