@@ -158,7 +158,9 @@ class MemoryManager:
         except HotWindowUnavailable:
             self.stats.fallbacks += 1
             return await self.cold.last_messages(conversation.id, self.window)
-        if window is not None and self._is_current(window.messages, window.high_water, conversation):
+        if window is not None and self._is_current(
+            window.messages, window.high_water, conversation
+        ):
             self.stats.hits += 1
             return window.messages[-self.window :]
         self.stats.rebuilds += 1

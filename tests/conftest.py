@@ -6,6 +6,7 @@ removes them afterwards. Tests that kill or pause Redis start their own ``redis-
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -21,13 +22,19 @@ from pathlib import Path
 import pytest
 import redis
 import sqlalchemy as sa
-from alembic import command
 from alembic.config import Config
+
+from alembic import command
+from lumina_app.agents.services import open_services
+from lumina_app.settings import load_settings
+from tests.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_ID = secrets.token_hex(3)
 SHARED_REDIS_URL = os.environ.get("LUMINA_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
-MARIADB_ADMIN_URL = os.environ.get("LUMINA_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+MARIADB_ADMIN_URL = os.environ.get(
+    "LUMINA_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
+)
 POSTGRES_ADMIN_URL = os.environ.get(
     "LUMINA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
@@ -179,9 +186,21 @@ class RedisServer:
     def start(self) -> None:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 10
@@ -222,6 +241,68 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     server.kill()
 
 
+# -- runtime: agents, a fake LLM, opened services ---------------------------------------
+
+SYSTEM_PROMPT_PARTS = {
+    "agent.md": "You are Tester.",
+    "soul.md": "Be brief.",
+    "tools.md": "No tools.",
+}
+
+
+def write_agent(
+    agents_dir: Path, agent_id: str, config: dict, prompts: dict[str, str] | None = None
+) -> None:
+    folder = agents_dir / agent_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    for name, text in (prompts or {}).items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def fake_llm():
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, fake_llm: FakeLLM) -> Path:
+    agents = tmp_path / "agents"
+    write_agent(
+        agents,
+        "tester",
+        {"name": "Tester", "provider": "openai", "base_url": fake_llm.base_url, "model": "fake-1"},
+        SYSTEM_PROMPT_PARTS,
+    )
+    write_agent(agents, "demo", {"name": "Demo"})
+    return tmp_path
+
+
+@pytest.fixture
+def settings_factory(sqlite_database, data_dir, redis_prefix):
+    def make(**overrides):
+        values = dict(
+            database_url=sqlite_database.url,
+            redis_url=SHARED_REDIS_URL,
+            redis_prefix=redis_prefix,
+            data_dir=data_dir,
+            demo_delay_ms=0,
+            flush_interval_ms=20,
+        )
+        values.update(overrides)
+        return load_settings(**values)
+
+    return make
+
+
+@pytest.fixture
+async def services(settings_factory):
+    opened = await open_services(settings_factory())
+    yield opened
+    await opened.close()
+
+
 # -- hygiene -----------------------------------------------------------------------------
 
 
@@ -231,8 +312,10 @@ def _fail_on_app_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     caplog.set_level(logging.WARNING, logger="lumina_app")
     yield
     errors = [
-        r for r in caplog.get_records("call")
-        if r.levelno >= logging.ERROR and r.name.startswith("lumina_app")
+        r
+        for r in caplog.get_records("call")
+        if r.levelno >= logging.ERROR
+        and r.name.startswith("lumina_app")
         and not getattr(r, "expected_in_test", False)
     ]
     assert not errors, f"app logged errors: {[r.getMessage() for r in errors]}"

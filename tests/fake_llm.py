@@ -57,7 +57,9 @@ class FakeLLM:
                 fake.requests.append(body)
                 script = fake.script
                 if script.error_status:
-                    payload = json.dumps({"error": {"message": script.error_message, "type": "x"}}).encode()
+                    payload = json.dumps(
+                        {"error": {"message": script.error_message, "type": "x"}}
+                    ).encode()
                     self.send_response(script.error_status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
@@ -76,19 +78,36 @@ class FakeLLM:
                             time.sleep(script.delay)
                         self._chunk({"content": text})
                     self._chunk({}, finish="stop")
-                    usage = {"prompt_tokens": 11, "completion_tokens": len(script.chunks), "total_tokens": 0}
-                    self._send({"id": "x", "object": "chat.completion.chunk", "created": 0,
-                                "model": body.get("model"), "choices": [], "usage": usage})
+                    usage = {
+                        "prompt_tokens": 11,
+                        "completion_tokens": len(script.chunks),
+                        "total_tokens": 0,
+                    }
+                    self._send(
+                        {
+                            "id": "x",
+                            "object": "chat.completion.chunk",
+                            "created": 0,
+                            "model": body.get("model"),
+                            "choices": [],
+                            "usage": usage,
+                        }
+                    )
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
             def _chunk(self, delta: dict, finish: str | None = None) -> None:
-                self._send({
-                    "id": "x", "object": "chat.completion.chunk", "created": 0, "model": "fake",
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                })
+                self._send(
+                    {
+                        "id": "x",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": "fake",
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    }
+                )
 
             def _send(self, data: dict) -> None:
                 self.wfile.write(b"data: " + json.dumps(data).encode() + b"\n\n")

@@ -181,20 +181,30 @@ class ChatEngine:
         await run.done.wait()
         return run
 
-    async def subscribe(self, run_id: str, *, after: int = 0) -> AsyncIterator[RunEvent]:
-        """Events of any retained run (for reconnects with Last-Event-ID)."""
+    async def open_stream(
+        self, run_id: str, *, after: int = 0, owner: str | None = None
+    ) -> AsyncIterator[RunEvent]:
+        """The events of a run after ``after`` (a reconnect's Last-Event-ID), then live.
+
+        Checked before returning, so an unknown or someone else's run is a plain
+        RunNotFound rather than an empty stream.
+        """
+        run = self.active_run(run_id, owner=owner)
+        if run is not None:
+            return self.follow(run, after)
+        if owner is not None and await self.memory.cold.get_run(run_id, owner=owner) is None:
+            raise RunNotFound(run_id)
         if not await self.events.known(run_id):
             raise RunNotFound(run_id)
-        async for event in self.events.subscribe(run_id, after):
-            yield event
+        return self.events.subscribe(run_id, after)
 
-    async def shutdown(self, timeout: float = 5.0) -> None:
+    async def shutdown(self, grace: float = 5.0) -> None:
         """Process ending: interrupt live runs and let them record that."""
         runs = list(self._runs.values())
         for run in runs:
             self._request_stop(run, RunStatus.INTERRUPTED)
         if runs:
-            await asyncio.wait([asyncio.ensure_future(r.done.wait()) for r in runs], timeout=timeout)
+            await asyncio.wait([asyncio.ensure_future(r.done.wait()) for r in runs], timeout=grace)
 
     # -- accepting -----------------------------------------------------------------
 
@@ -358,7 +368,10 @@ class ChatEngine:
                     tool_calls.append(call)
                     await self._publish(run, EventType.TOOL_CALL, call)
                 elif isinstance(item, Usage):
-                    usage = {"promptTokens": item.prompt_tokens, "completionTokens": item.completion_tokens}
+                    usage = {
+                        "promptTokens": item.prompt_tokens,
+                        "completionTokens": item.completion_tokens,
+                    }
                 elif isinstance(item, Finish):
                     finish_reason = item.reason
                 elif isinstance(item, ProviderError):
@@ -420,7 +433,9 @@ class ChatEngine:
             run.result["error"] = error
         try:
             if status is RunStatus.FAILED:
-                await self._publish(run, EventType.ERROR, {"message": error, "messageId": assistant.id})
+                await self._publish(
+                    run, EventType.ERROR, {"message": error, "messageId": assistant.id}
+                )
             await self._publish(run, EventType.RESULT, run.result)
             await self.events.finish(run.run_id)
         finally:

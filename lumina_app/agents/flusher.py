@@ -4,6 +4,7 @@ when ``chars`` characters have accumulated or ``interval`` seconds have passed."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -44,10 +45,8 @@ class AnswerFlusher:
 
     async def _loop(self) -> None:
         while not self._closing:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.interval)
-            except TimeoutError:
-                pass
             self._wake.clear()
             if self._pending and not self._closing:
                 self._pending = 0

@@ -92,7 +92,9 @@ class DemoProvider:
         fail_at = len(words) // 2 if "/fail" in user_input else None
         for index, word in enumerate(words):
             if index == fail_at:
-                yield ProviderError("demo model: simulated provider failure (the message asked for /fail)")
+                yield ProviderError(
+                    "demo model: simulated provider failure (the message asked for /fail)"
+                )
                 return
             if self.delay:
                 await asyncio.sleep(self.delay)
@@ -134,7 +136,9 @@ class OpenAIProvider:
                     yield Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
                 for choice in chunk.choices:
                     delta = choice.delta
-                    thinking = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+                    thinking = getattr(delta, "reasoning_content", None) or getattr(
+                        delta, "reasoning", None
+                    )
                     if thinking:
                         yield ThinkingDelta(thinking)
                     if delta.content:
@@ -198,7 +202,9 @@ class ProviderFactory:
             )
             self._clients[(base_url, api_key)] = client
         return OpenAIProvider(
-            client, model=agent.model or self.settings.llm_model or "", temperature=agent.temperature
+            client,
+            model=agent.model or self.settings.llm_model or "",
+            temperature=agent.temperature,
         )
 
     async def close(self) -> None:

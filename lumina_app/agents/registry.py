@@ -48,7 +48,9 @@ class AgentRegistry:
     def list(self) -> list[AgentDefinition]:
         if not self.agents_dir.is_dir():
             return []
-        ids = sorted(p.name for p in self.agents_dir.iterdir() if p.is_dir() and is_valid_agent_id(p.name))
+        ids = sorted(
+            p.name for p in self.agents_dir.iterdir() if p.is_dir() and is_valid_agent_id(p.name)
+        )
         return [agent for agent in (self.get(i) for i in ids) if agent is not None]
 
     def get(self, agent_id: str) -> AgentDefinition | None:
@@ -82,9 +84,13 @@ class AgentRegistry:
         try:
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return AgentDefinition(id=agent_id, name=agent_id, error=f"config.json unreadable: {exc}")
+            return AgentDefinition(
+                id=agent_id, name=agent_id, error=f"config.json unreadable: {exc}"
+            )
         if not isinstance(config, dict):
-            return AgentDefinition(id=agent_id, name=agent_id, error="config.json must be an object")
+            return AgentDefinition(
+                id=agent_id, name=agent_id, error="config.json must be an object"
+            )
         problem = _check_config(config)
         name = config.get("name") if isinstance(config.get("name"), str) else agent_id
         if problem:

@@ -17,6 +17,7 @@ from lumina_app.storage.circuit_breaker import CircuitBreaker
 from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.database import create_engine
 from lumina_app.storage.hot_window import HotWindow
+from lumina_app.storage.idempotency import IdempotencyStore
 from lumina_app.storage.local_window import LocalHotWindow
 from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client
 from lumina_app.storage.run_events import LocalRunEventLog, RunEventLog
@@ -33,6 +34,7 @@ class Services:
     providers: ProviderFactory
     chat: ChatEngine
     events: RunEventLog
+    idempotency: IdempotencyStore
 
     async def health(self) -> dict[str, str]:
         """``ok | degraded | down`` for SQL and the hot tier."""
@@ -84,7 +86,9 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         ),
         events=events,
     )
-    services = Services(settings, sql, memory, registry, providers, chat, events)
+    services = Services(
+        settings, sql, memory, registry, providers, chat, events, IdempotencyStore(sql)
+    )
     if recover:
         await chat.recover()
     return services

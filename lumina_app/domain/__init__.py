@@ -9,6 +9,7 @@ from lumina_app.domain.errors import (
     InvalidInput,
     LuminaError,
     NotFound,
+    RequestInProgress,
     RunNotFound,
     StoreUnavailable,
 )
@@ -27,11 +28,11 @@ from lumina_app.domain.events import (
 )
 from lumina_app.domain.types import (
     ConversationInfo,
-    RunRecord,
     ConversationStatus,
     MessageStatus,
     Msg,
     MsgRole,
+    RunRecord,
     new_turn_id,
     utcnow,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "AgentUnavailable",
     "InputTooLarge",
     "NotFound",
+    "RequestInProgress",
     "RunNotFound",
     "EventType",
     "Finish",

@@ -48,6 +48,12 @@ class ConversationBusy(LuminaError):
         self.run_id = run_id
 
 
+class RequestInProgress(LuminaError):
+    """The same idempotent request is still being served."""
+
+    code = "in_progress"
+
+
 class InvalidInput(LuminaError):
     code = "invalid_input"
 

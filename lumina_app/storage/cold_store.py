@@ -33,16 +33,19 @@ _RUN_FIELDS = [c.name for c in R.columns]
 
 
 @asynccontextmanager
-async def _translated_errors() -> AsyncIterator[None]:
+async def translated_errors() -> AsyncIterator[None]:
     """Connection-level failures become ``StoreUnavailable``; bugs stay bugs."""
     try:
         yield
     except IntegrityError:
         raise
     except (OperationalError, DBAPIError, OSError, TimeoutError) as exc:
-        if isinstance(exc, DBAPIError) and not isinstance(exc, OperationalError):
-            if not exc.connection_invalidated:
-                raise
+        if (
+            isinstance(exc, DBAPIError)
+            and not isinstance(exc, OperationalError)
+            and not exc.connection_invalidated
+        ):
+            raise
         raise StoreUnavailable(f"database unavailable: {_short(exc)}") from exc
 
 
@@ -131,7 +134,7 @@ class ColdStore:
             "created_at": now,
             "updated_at": now,
         }
-        async with _translated_errors(), self.engine.begin() as conn:
+        async with translated_errors(), self.engine.begin() as conn:
             result = await conn.execute(sa.insert(C).values(**values))
             values["id"] = result.inserted_primary_key[0]
         return ConversationInfo(**{**values, "status": ConversationStatus.IDLE})
@@ -145,7 +148,7 @@ class ColdStore:
             query = query.where(C.c.owner == owner)
         if agent_id is not None:
             query = query.where(C.c.agent_id == agent_id)
-        async with _translated_errors(), self.engine.connect() as conn:
+        async with translated_errors(), self.engine.connect() as conn:
             row = (await conn.execute(query)).first()
         if row is None:
             raise ConversationNotFound(conversation_uuid)
@@ -167,7 +170,9 @@ class ColdStore:
         if owner is not None:
             query = query.where(C.c.owner == owner)
         if search:
-            pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            pattern = (
+                "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            )
             in_messages = (
                 sa.select(M.c.id)
                 .where(M.c.conversation_id == C.c.id, M.c.content.ilike(pattern, escape="\\"))
@@ -184,7 +189,7 @@ class ColdStore:
                 sa.or_(C.c.updated_at < when, sa.and_(C.c.updated_at == when, C.c.id < row_id))
             )
         query = query.order_by(C.c.updated_at.desc(), C.c.id.desc()).limit(limit + 1)
-        async with _translated_errors(), self.engine.connect() as conn:
+        async with translated_errors(), self.engine.connect() as conn:
             rows = (await conn.execute(query)).all()
         items = [_conversation(r) for r in rows[:limit]]
         next_cursor = None
@@ -210,13 +215,15 @@ class ColdStore:
             values["updated_at"] = utcnow()
         if not values:
             return
-        async with _translated_errors(), self.engine.begin() as conn:
-            result = await conn.execute(sa.update(C).where(C.c.id == conversation_id).values(values))
+        async with translated_errors(), self.engine.begin() as conn:
+            result = await conn.execute(
+                sa.update(C).where(C.c.id == conversation_id).values(values)
+            )
         if result.rowcount == 0:
             raise ConversationNotFound(str(conversation_id))
 
     async def delete_conversation(self, conversation_id: int) -> None:
-        async with _translated_errors(), self.engine.begin() as conn:
+        async with translated_errors(), self.engine.begin() as conn:
             await conn.execute(sa.delete(R).where(R.c.conversation_id == conversation_id))
             await conn.execute(sa.delete(M).where(M.c.conversation_id == conversation_id))
             await conn.execute(sa.delete(C).where(C.c.id == conversation_id))
@@ -252,8 +259,10 @@ class ColdStore:
             values["tool_call_count"] = C.c.tool_call_count + tool_calls
         if status is not None:
             values["status"] = status.value
-        async with _translated_errors(), self.engine.begin() as conn:
-            result = await conn.execute(sa.update(C).where(C.c.id == conversation_id).values(values))
+        async with translated_errors(), self.engine.begin() as conn:
+            result = await conn.execute(
+                sa.update(C).where(C.c.id == conversation_id).values(values)
+            )
             if result.rowcount == 0:
                 raise ConversationNotFound(str(conversation_id))
             last = await conn.scalar(sa.select(C.c.last_seq).where(C.c.id == conversation_id))
@@ -305,7 +314,7 @@ class ColdStore:
             values["status"] = status.value
         if meta is not None:
             values["meta"] = meta
-        async with _translated_errors(), self.engine.begin() as conn:
+        async with translated_errors(), self.engine.begin() as conn:
             await conn.execute(sa.update(M).where(M.c.id == message_id).values(values))
             if conversation_id is not None and (conversation_status or tool_calls):
                 conv_values: dict[str, Any] = {"updated_at": now}
@@ -332,7 +341,7 @@ class ColdStore:
             .order_by(M.c.seq.desc())
             .limit(n)
         )
-        async with _translated_errors(), self.engine.connect() as conn:
+        async with translated_errors(), self.engine.connect() as conn:
             rows = (await conn.execute(query)).all()
         return [_message(r) for r in reversed(rows)]
 
@@ -344,28 +353,28 @@ class ColdStore:
         after_seq: int | None = None,
         before_seq: int | None = None,
     ) -> list[Msg]:
-        """A page in seq order: forward from ``after_seq``, or the page ending before ``before_seq``."""
+        """A page in seq order: forward from ``after_seq``, else the page before ``before_seq``."""
         query = sa.select(M).where(M.c.conversation_id == conversation_id)
         if after_seq is not None:
             query = query.where(M.c.seq > after_seq).order_by(M.c.seq.asc()).limit(limit)
-            async with _translated_errors(), self.engine.connect() as conn:
+            async with translated_errors(), self.engine.connect() as conn:
                 return [_message(r) for r in (await conn.execute(query)).all()]
         if before_seq is not None:
             query = query.where(M.c.seq < before_seq)
         query = query.order_by(M.c.seq.desc()).limit(limit)
-        async with _translated_errors(), self.engine.connect() as conn:
+        async with translated_errors(), self.engine.connect() as conn:
             rows = (await conn.execute(query)).all()
         return [_message(r) for r in reversed(rows)]
 
     async def get_message(self, message_id: int) -> Msg | None:
-        async with _translated_errors(), self.engine.connect() as conn:
+        async with translated_errors(), self.engine.connect() as conn:
             row = (await conn.execute(sa.select(M).where(M.c.id == message_id))).first()
         return _message(row) if row else None
 
     async def close_streaming(self) -> int:
-        """Crash recovery: answers left ``streaming`` become ``interrupted``; nothing stays running."""
+        """Crash recovery: answers left ``streaming`` become ``interrupted``; no run stays open."""
         now = utcnow()
-        async with _translated_errors(), self.engine.begin() as conn:
+        async with translated_errors(), self.engine.begin() as conn:
             result = await conn.execute(
                 sa.update(M)
                 .where(M.c.status == MessageStatus.STREAMING.value)
@@ -383,14 +392,18 @@ class ColdStore:
             )
         return result.rowcount
 
+    async def conversation_uuid(self, conversation_id: int) -> str | None:
+        async with translated_errors(), self.engine.connect() as conn:
+            return await conn.scalar(sa.select(C.c.uuid).where(C.c.id == conversation_id))
+
     async def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord | None:
         query = sa.select(R).where(R.c.run_id == run_id)
         if owner is not None:
             query = query.where(R.c.owner == owner)
-        async with _translated_errors(), self.engine.connect() as conn:
+        async with translated_errors(), self.engine.connect() as conn:
             row = (await conn.execute(query)).first()
         return RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS}) if row else None
 
     async def ping(self) -> None:
-        async with _translated_errors(), self.engine.connect() as conn:
+        async with translated_errors(), self.engine.connect() as conn:
             await conn.execute(sa.text("SELECT 1"))

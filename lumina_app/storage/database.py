@@ -21,9 +21,7 @@ def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:
         kwargs.update(pool_size=pool_size, max_overflow=20, pool_timeout=30)
     else:
         kwargs.update(pool_size=pool_size, max_overflow=20, pool_timeout=10, pool_recycle=1800)
-    if backend == "mysql":
-        kwargs["connect_args"] = {"connect_timeout": 5}
-    elif backend == "postgresql":
+    if backend == "mysql" or backend == "postgresql":
         kwargs["connect_args"] = {"connect_timeout": 5}
     engine = create_async_engine(url, **kwargs)
     if backend == "sqlite":

@@ -99,7 +99,21 @@ class RunRow(SQLModel, table=True):
     error: str | None = Field(default=None, sa_column=sa.Column(sa.Text()))
 
 
+class IdempotencyRow(SQLModel, table=True):
+    """A create-request's key and first response, so a retry returns it and creates nothing."""
+
+    __tablename__ = "lumina_idempotency"
+    __table_args__ = (_MYSQL_TABLE_ARGS,)
+
+    owner: str = Field(sa_column=sa.Column(sa.String(128), primary_key=True))
+    key: str = Field(sa_column=sa.Column(sa.String(255), primary_key=True))
+    fingerprint: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    response: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False, index=True))
+
+
 conversations: sa.Table = ConversationRow.__table__  # type: ignore[attr-defined]
 messages: sa.Table = MessageRow.__table__  # type: ignore[attr-defined]
 runs: sa.Table = RunRow.__table__  # type: ignore[attr-defined]
+idempotency: sa.Table = IdempotencyRow.__table__  # type: ignore[attr-defined]
 metadata = SQLModel.metadata

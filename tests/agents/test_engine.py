@@ -24,7 +24,9 @@ async def collect(gen) -> list[RunEvent]:
     return [event async for event in gen]
 
 
-async def send(services, text: str, conversation: str | None = None, agent: str = "tester") -> list[RunEvent]:
+async def send(
+    services, text: str, conversation: str | None = None, agent: str = "tester"
+) -> list[RunEvent]:
     return await collect(
         services.chat.stream(agent_id=agent, message=text, conversation_uuid=conversation)
     )
@@ -93,7 +95,12 @@ async def test_scenarios_new_continue_resume_and_resume_after_flushall(
         events = await send(again, "four", conv)
         assert events[0].data["scenario"] == "resume"
         sent = fake_llm.requests[-1]["messages"]
-        assert [m["content"] for m in sent if m["role"] == "user"] == ["one", "two", "three", "four"]
+        assert [m["content"] for m in sent if m["role"] == "user"] == [
+            "one",
+            "two",
+            "three",
+            "four",
+        ]
         assert len(sent) == 1 + 6 + 1
     finally:
         await again.close()
@@ -111,8 +118,10 @@ async def test_resume_context_equals_warm_context(services, settings_factory, fa
         events = await send(restarted, "cold", conv)
         assert events[0].data["scenario"] == "resume"
         cold = fake_llm.requests[-1]["messages"][:-1]
-        expected_tail = warm[3:] + [{"role": "user", "content": "warm"},
-                                    {"role": "assistant", "content": "Hello from the fake LLM."}]
+        expected_tail = warm[3:] + [
+            {"role": "user", "content": "warm"},
+            {"role": "assistant", "content": "Hello from the fake LLM."},
+        ]
         assert cold == [warm[0]] + expected_tail
     finally:
         await restarted.close()
@@ -155,10 +164,13 @@ async def test_provider_error_fails_the_answer_with_the_message(services, fake_l
 
 
 async def test_unreachable_provider_fails_cleanly(services, data_dir) -> None:
-    from tests.agents.conftest import write_agent
+    from tests.conftest import write_agent
 
-    write_agent(data_dir / "agents", "offline", {"name": "x", "provider": "openai",
-                "base_url": "http://127.0.0.1:9/v1", "model": "m"})
+    write_agent(
+        data_dir / "agents",
+        "offline",
+        {"name": "x", "provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"},
+    )
     events = await send(services, "hi", agent="offline")
     assert events[-1].data["status"] == "failed"
     assert "unreachable" in events[-1].data["error"] or "error" in events[-1].data["error"]
@@ -212,7 +224,9 @@ async def test_stop_keeps_the_partial_text(services, fake_llm) -> None:
     conv = await services.memory.get_conversation(run.conversation.uuid)
     answer = (await services.memory.history(conv))[-1]
     assert answer.status is MessageStatus.STOPPED
-    assert answer.content.startswith("w0 w1 w2 w3 w4 ") and answer.content == seen[-1].data["content"]
+    assert (
+        answer.content.startswith("w0 w1 w2 w3 w4 ") and answer.content == seen[-1].data["content"]
+    )
     assert conv.status is not ConversationStatus.RUNNING
     record = await services.memory.cold.get_run(run.run_id)
     assert record.status == "stopped"
@@ -234,9 +248,18 @@ async def test_crash_recovery_closes_streaming_answers(services, settings_factor
     conv = await services.memory.create_conversation(agent_id="tester")
     from lumina_app.domain import RunRecord
 
-    record = RunRecord(run_id="run-crashed", conversation_id=conv.id, agent_id="tester", owner="",
-                       scenario="new", provider="openai", model="m")
-    await services.memory.begin_turn(conv, Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t"), record)
+    record = RunRecord(
+        run_id="run-crashed",
+        conversation_id=conv.id,
+        agent_id="tester",
+        owner="",
+        scenario="new",
+        provider="openai",
+        model="m",
+    )
+    await services.memory.begin_turn(
+        conv, Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t"), record
+    )
     await services.memory.flush_answer(record.assistant_message_id, "half of it")
     restarted = await open_services(settings_factory())  # start-up runs the sweep
     try:

@@ -59,7 +59,9 @@ async def test_unicode_round_trips_byte_identical(engine) -> None:
     store = ColdStore(engine)
     conv = await store.create_conversation(agent_id="a", title=TRICKY[:40])
     big = TRICKY * 5000  # ~200 KB: past MySQL's 64 KiB TEXT
-    await store.append_messages(conv.id, [Msg.user(TRICKY, turn_id="t"), Msg.assistant(big, turn_id="t")])
+    await store.append_messages(
+        conv.id, [Msg.user(TRICKY, turn_id="t"), Msg.assistant(big, turn_id="t")]
+    )
     first, second = await store.page_messages(conv.id)
     assert first.content.encode() == TRICKY.encode()
     assert second.content.encode() == big.encode()
@@ -89,7 +91,9 @@ async def test_list_is_newest_first_and_paginates_with_a_cursor(engine) -> None:
     await store.create_conversation(agent_id="a", title="other owner", owner="bob")
     seen, cursor = [], None
     while True:
-        page, cursor = await store.list_conversations(agent_id="a", owner="", limit=3, cursor=cursor)
+        page, cursor = await store.list_conversations(
+            agent_id="a", owner="", limit=3, cursor=cursor
+        )
         seen.extend(c.title for c in page)
         if cursor is None:
             break
@@ -127,7 +131,10 @@ async def test_crash_sweep_marks_streaming_interrupted(engine) -> None:
     conv = await store.create_conversation(agent_id="a")
     _, answer = await store.append_messages(
         conv.id,
-        [Msg.user("q", turn_id="t"), Msg(MsgRole.ASSISTANT, "half an ans", turn_id="t", status=MessageStatus.STREAMING)],
+        [
+            Msg.user("q", turn_id="t"),
+            Msg(MsgRole.ASSISTANT, "half an ans", turn_id="t", status=MessageStatus.STREAMING),
+        ],
         status=ConversationStatus.RUNNING,
     )
     assert await store.close_streaming() == 1

@@ -36,7 +36,9 @@ async def memory(engine, redis_prefix):
 async def add_turns(memory: MemoryManager, conv, count: int, start: int = 0) -> None:
     for i in range(start, start + count):
         turn = new_turn_id()
-        await memory.save_turn(conv, Msg.user(f"q{i}", turn_id=turn), Msg.assistant(f"a{i}", turn_id=turn))
+        await memory.save_turn(
+            conv, Msg.user(f"q{i}", turn_id=turn), Msg.assistant(f"a{i}", turn_id=turn)
+        )
 
 
 async def sql_tail(memory: MemoryManager, conv, n: int) -> list[tuple[int, str, str]]:
@@ -188,7 +190,9 @@ def _commands(server) -> dict[str, int]:
 
 
 async def test_in_process_window_has_the_same_behaviour(engine) -> None:
-    memory = MemoryManager(ColdStore(engine), LocalHotWindow(window=20, max_conversations=2), window=20)
+    memory = MemoryManager(
+        ColdStore(engine), LocalHotWindow(window=20, max_conversations=2), window=20
+    )
     convs = [await memory.create_conversation(agent_id="a") for _ in range(3)]
     for conv in convs:
         await add_turns(memory, conv, 12)

@@ -53,7 +53,10 @@ def test_bad_value_stops_with_one_line_naming_the_variable(
     ("sync_url", "async_prefix"),
     [
         ("sqlite:///data/x.db", "sqlite+aiosqlite:///data/x.db"),
-        ("mysql+pymysql://root@127.0.0.1:3306/test", "mysql+aiomysql://root@127.0.0.1:3306/test?charset=utf8mb4"),
+        (
+            "mysql+pymysql://root@127.0.0.1:3306/test",
+            "mysql+aiomysql://root@127.0.0.1:3306/test?charset=utf8mb4",
+        ),
         ("postgresql+psycopg://u:p@h/db", "postgresql+psycopg://u:p@h/db"),
     ],
 )

@@ -1,0 +1,57 @@
+"""Plain-dict views of conversations and messages shared by the API and the archive, so
+the meta.json / history.json shapes are defined once (DESIGN §7)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from lumina_app.domain.types import ConversationInfo, Msg, MsgRole
+
+
+def iso_ms(moment: datetime) -> str:
+    """``2026-03-23T10:12:11.993Z``: ISO-8601 UTC, milliseconds, ``Z``."""
+    return (
+        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    )
+
+
+def iso_us(moment: datetime) -> str:
+    """Full precision ISO-8601 UTC with ``Z`` (what the v1 API returns)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def parse_iso(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def conversation_meta(conv: ConversationInfo) -> dict[str, Any]:
+    """The archive's meta.json shape."""
+    return {
+        "conversationId": conv.uuid,
+        "agentId": conv.agent_id,
+        "title": conv.title,
+        "createdAt": iso_ms(conv.created_at),
+        "updatedAt": iso_ms(conv.updated_at),
+        "status": conv.status.value,
+        "stats": {"messageCount": conv.message_count, "toolCallCount": conv.tool_call_count},
+    }
+
+
+_ARCHIVE_ROLE = {
+    MsgRole.USER: "user",
+    MsgRole.ASSISTANT: "assistant",
+    MsgRole.SYSTEM: "system",
+    MsgRole.TOOL: "tool",
+}
+
+
+def history_entry(msg: Msg) -> dict[str, Any]:
+    """The archive's history.json entry shape."""
+    return {
+        "role": _ARCHIVE_ROLE[msg.role],
+        "content": msg.content,
+        "messageId": msg.turn_id,
+        "timestamp": iso_ms(msg.created_at) if msg.created_at else None,
+    }
