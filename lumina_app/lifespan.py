@@ -1,0 +1,31 @@
+"""Start-up and shutdown of process-wide resources (engines, pools, run recovery)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from lumina_app.agents.services import open_services, set_services
+from lumina_app.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
+    """Open shared resources before the first request and close them at shutdown.
+
+    Reflex mounts the FastAPI app, whose own ``lifespan=`` never runs, so this is
+    registered with ``app.register_lifespan_task``. At start-up, runs that a crashed
+    process left ``streaming`` are closed as ``interrupted``.
+    """
+    services = await open_services(get_settings())
+    set_services(services)
+    log.info("lumina services open (hot window: %s)", services.memory.hot.name)
+    try:
+        yield
+    finally:
+        set_services(None)
+        await services.close()

@@ -1,0 +1,1 @@
+"""Reflex states, components and pages (UI state only)."""

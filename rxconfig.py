@@ -1,0 +1,11 @@
+"""Reflex configuration. Lumina's own knobs are LUMINA_* in lumina_app.settings."""
+
+import reflex as rx
+
+config = rx.Config(
+    app_name="lumina_app",
+    telemetry_enabled=False,
+    show_built_with_reflex=False,
+    plugins=[rx.plugins.RadixThemesPlugin()],
+    disable_plugins=[rx.plugins.SitemapPlugin],
+)
