@@ -6,6 +6,6 @@ config = rx.Config(
     app_name="lumina_app",
     telemetry_enabled=False,
     show_built_with_reflex=False,
-    plugins=[rx.plugins.RadixThemesPlugin()],
+    plugins=[rx.plugins.RadixThemesPlugin(theme=rx.theme(accent_color="violet", radius="medium"))],
     disable_plugins=[rx.plugins.SitemapPlugin],
 )

@@ -26,6 +26,7 @@ from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
 log = logging.getLogger(__name__)
 
 DeleteHook = Callable[[ConversationInfo], Awaitable[None]]
+FinalHook = Callable[[ConversationInfo, Sequence[Msg]], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -49,10 +50,16 @@ class MemoryManager:
         self.window = window
         self.stats = WindowStats()
         self._delete_hooks: list[DeleteHook] = []
+        self._final_hooks: list[FinalHook] = []
 
     def on_delete(self, hook: DeleteHook) -> None:
         """Other tiers (archive, run buffers) register what a delete must also clear."""
         self._delete_hooks.append(hook)
+
+    def on_final(self, hook: FinalHook) -> None:
+        """Observers (the archive mirror) of messages committed final; called after SQL and
+        the hot window, so they must be quick. A failing observer is logged, never raised."""
+        self._final_hooks.append(hook)
 
     # -- conversations -------------------------------------------------------------
 
@@ -74,7 +81,8 @@ class MemoryManager:
         return await self.cold.list_conversations(**kwargs)
 
     async def rename(self, conversation: ConversationInfo, title: str) -> None:
-        await self.cold.update_conversation(conversation.id, title=title)
+        """A new title; the conversation keeps its place in lists (ordered by activity)."""
+        await self.cold.update_conversation(conversation.id, title=title, touch=False)
 
     async def delete(self, conversation: ConversationInfo) -> None:
         """Rows first (the record), then the hot key and whatever else registered."""
@@ -90,6 +98,7 @@ class MemoryManager:
         (saved,) = await self.cold.append_messages(conversation.id, [msg])
         if saved.status.is_final:
             await self._hot(self.hot.append(conversation.uuid, [saved]))
+            await self._finalised(conversation, [saved])
         return saved
 
     async def save_turn(
@@ -105,6 +114,7 @@ class MemoryManager:
         final = [m for m in saved if m.status.is_final]
         if len(final) == len(saved):
             await self._hot(self.hot.append(conversation.uuid, final))
+            await self._finalised(conversation, final)
         return saved[0], saved[1]
 
     async def begin_turn(
@@ -144,6 +154,7 @@ class MemoryManager:
             run=run,
         )
         await self._hot(self.hot.append(conversation.uuid, [assistant]))
+        await self._finalised(conversation, [assistant])
 
     # -- reads ---------------------------------------------------------------------
 
@@ -194,6 +205,13 @@ class MemoryManager:
 
     async def hot_status(self) -> str:
         return await self.hot.status()
+
+    async def _finalised(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
+        for hook in self._final_hooks:
+            try:
+                await hook(conversation, msgs)
+            except Exception:  # noqa: BLE001 - an observer must never undo a committed write
+                log.warning("on_final hook %r failed", hook, exc_info=True)
 
     async def _hot(self, operation: Awaitable[None]) -> None:
         """Hot-tier writes are best effort: SQL already holds the truth."""

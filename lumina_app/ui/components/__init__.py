@@ -1,0 +1,1 @@
+"""Small presentational components; each reads the states it shows, nothing else."""

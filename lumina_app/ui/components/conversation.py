@@ -1,0 +1,223 @@
+"""The main pane: header, banners, the message list (paged upwards) and the live turn."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from lumina_app.ui.components.message import bubble, markdown, message_item, user_text
+from lumina_app.ui.state.chat import ChatState
+from lumina_app.ui.state.health import HealthState
+from lumina_app.ui.state.sidebar import SidebarState
+
+
+def header() -> rx.Component:
+    return rx.hstack(
+        rx.icon_button(
+            rx.icon("menu"),
+            variant="ghost",
+            on_click=SidebarState.set_drawer_open(True),
+            display=["flex", "flex", "none"],
+            aria_label="Open conversations",
+            custom_attrs={"data-testid": "open-drawer"},
+        ),
+        rx.vstack(
+            rx.heading(
+                rx.cond(ChatState.title != "", ChatState.title, "New conversation"),
+                size="4",
+                class_name="lumina-ellipsis",
+                custom_attrs={"data-testid": "conversation-title"},
+            ),
+            rx.text(ChatState.agent_name, size="1", color="gray"),
+            spacing="0",
+            min_width="0",
+            flex="1",
+        ),
+        rx.spacer(),
+        rx.color_mode.button(variant="ghost"),
+        align="center",
+        width="100%",
+        padding="0.75em 1em",
+        border_bottom="1px solid var(--gray-a5)",
+    )
+
+
+def banners() -> rx.Component:
+    return rx.fragment(
+        rx.cond(
+            HealthState.banner != "",
+            rx.callout(
+                HealthState.banner,
+                icon="info",
+                color_scheme="amber",
+                size="1",
+                custom_attrs={"data-testid": "health-banner"},
+            ),
+        ),
+        rx.cond(
+            ChatState.error != "",
+            rx.callout(
+                ChatState.error,
+                icon="triangle_alert",
+                color_scheme="red",
+                size="1",
+                custom_attrs={"data-testid": "chat-error"},
+            ),
+        ),
+    )
+
+
+def live_turn() -> rx.Component:
+    """The question just sent and the answer as it streams in."""
+    return rx.cond(
+        ChatState.streaming,
+        rx.fragment(
+            rx.cond(
+                ChatState.pending_user != "",
+                bubble(
+                    "user",
+                    "You",
+                    ChatState.pending_time,
+                    user_text(ChatState.pending_user),
+                    "",
+                    "",
+                    "pending-message",
+                ),
+            ),
+            bubble(
+                "assistant",
+                "Assistant",
+                "",
+                rx.cond(
+                    ChatState.stream_text != "",
+                    markdown(ChatState.stream_text),
+                    rx.hstack(rx.spinner(size="1"), rx.text("Thinking…", size="2", color="gray")),
+                ),
+                "streaming",
+                "",
+                "streaming-message",
+            ),
+        ),
+    )
+
+
+def empty_state() -> rx.Component:
+    return rx.cond(
+        (ChatState.messages.length() == 0) & ~ChatState.streaming,
+        rx.center(
+            rx.vstack(
+                rx.heading(ChatState.agent_name, size="6"),
+                rx.text(
+                    ChatState.agent_description, color="gray", text_align="center", max_width="32em"
+                ),
+                rx.text("Send a message to start.", size="2", color="gray"),
+                align="center",
+            ),
+            padding_y="4em",
+        ),
+    )
+
+
+def message_list() -> rx.Component:
+    # column-reverse keeps the view pinned to the newest message as text streams in.
+    return rx.box(
+        rx.box(
+            rx.cond(
+                ChatState.has_older,
+                rx.center(
+                    rx.button(
+                        "Load older messages",
+                        variant="soft",
+                        size="1",
+                        on_click=ChatState.load_older,
+                        id="load-older",
+                    ),
+                    padding_y="0.5em",
+                ),
+            ),
+            empty_state(),
+            rx.foreach(ChatState.messages, message_item),
+            live_turn(),
+            max_width="52em",
+            margin_x="auto",
+            padding_x="1em",
+            width="100%",
+        ),
+        id="message-list",
+        display="flex",
+        flex_direction="column-reverse",
+        overflow_y="auto",
+        flex="1",
+        min_height="0",
+        width="100%",
+    )
+
+
+def composer() -> rx.Component:
+    return rx.form(
+        rx.hstack(
+            rx.text_area(
+                id="composer",
+                name="message",
+                placeholder="Message… (Enter to send, Shift+Enter for a new line)",
+                enter_key_submit=True,
+                auto_height=True,
+                rows="1",
+                max_length=32000,
+                width="100%",
+                size="3",
+                custom_attrs={"data-testid": "composer"},
+            ),
+            rx.cond(
+                ChatState.streaming,
+                rx.button(
+                    rx.icon("square"),
+                    "Stop",
+                    type="button",
+                    color_scheme="red",
+                    size="3",
+                    on_click=ChatState.stop,
+                    custom_attrs={"data-testid": "stop-button"},
+                ),
+                rx.button(
+                    rx.icon("send"),
+                    "Send",
+                    type="submit",
+                    size="3",
+                    disabled=ChatState.agent_id == "",
+                    custom_attrs={"data-testid": "send-button"},
+                ),
+            ),
+            align="end",
+            width="100%",
+        ),
+        on_submit=ChatState.send,
+        reset_on_submit=True,
+        width="100%",
+        max_width="52em",
+        margin_x="auto",
+        padding="0.75em 1em 1em",
+    )
+
+
+def conversation_pane() -> rx.Component:
+    return rx.vstack(
+        header(),
+        banners(),
+        rx.cond(
+            ChatState.not_found != "",
+            rx.center(
+                rx.vstack(
+                    rx.heading("Not found", size="5"),
+                    rx.text(ChatState.not_found, custom_attrs={"data-testid": "not-found"}),
+                    align="center",
+                ),
+                padding="4em",
+                flex="1",
+            ),
+            rx.fragment(message_list(), composer()),
+        ),
+        spacing="0",
+        height="100dvh",
+        flex="1",
+        min_width="0",
+    )

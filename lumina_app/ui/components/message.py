@@ -1,0 +1,91 @@
+"""One message: avatar, author, time, status, and the text (Markdown for answers)."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from lumina_app.ui.views import MessageView
+
+STATUS_COLORS = {"stopped": "amber", "interrupted": "orange", "failed": "red", "streaming": "blue"}
+
+
+def _code_block(value: str, **props) -> rx.Component:
+    return rx.code_block(value, can_copy=True, wrap_long_lines=True, margin_y="0.5em", **props)
+
+
+def markdown(text) -> rx.Component:  # noqa: ANN001 - a str Var
+    """Markdown without raw HTML: HTML inside a message is shown, never run."""
+    return rx.markdown(
+        text, use_raw=False, component_map={"pre": _code_block}, class_name="lumina-md"
+    )
+
+
+def avatar(role) -> rx.Component:  # noqa: ANN001 - a str Var
+    return rx.cond(
+        role == "user",
+        rx.avatar(fallback="You", size="2", radius="full", color_scheme="gray"),
+        rx.avatar(fallback="AI", size="2", radius="full", color_scheme="violet"),
+    )
+
+
+def status_badge(status) -> rx.Component:  # noqa: ANN001 - a str Var
+    return rx.cond(
+        (status != "complete") & (status != ""),
+        rx.badge(
+            status,
+            color_scheme=rx.match(status, *STATUS_COLORS.items(), "gray"),
+            variant="soft",
+            size="1",
+            custom_attrs={"data-testid": "message-status"},
+        ),
+    )
+
+
+def bubble(role, author, time, body: rx.Component, status, error, testid: str) -> rx.Component:  # noqa: ANN001
+    return rx.hstack(
+        avatar(role),
+        rx.box(
+            rx.hstack(
+                rx.text(author, weight="bold", size="2"),
+                rx.cond(
+                    time != "",
+                    rx.moment(time, format="YYYY-MM-DD HH:mm", size="1", color="gray"),
+                ),
+                status_badge(status),
+                spacing="2",
+                align="center",
+            ),
+            body,
+            rx.cond(
+                error != "",
+                rx.callout(
+                    error, icon="triangle_alert", color_scheme="red", size="1", margin_top="0.5em"
+                ),
+            ),
+            min_width="0",
+            width="100%",
+        ),
+        align="start",
+        spacing="3",
+        width="100%",
+        padding_y="0.6em",
+        class_name="lumina-message",
+        custom_attrs={"data-testid": testid, "data-role": role},
+    )
+
+
+def user_text(text) -> rx.Component:  # noqa: ANN001 - a str Var
+    return rx.text(text, white_space="pre-wrap", overflow_wrap="anywhere", size="3")
+
+
+def message_item(msg: MessageView) -> rx.Component:
+    is_user = msg["role"] == "user"
+    return bubble(
+        msg["role"],
+        rx.cond(is_user, "You", "Assistant"),
+        msg["time"],
+        rx.cond(is_user, user_text(msg["content"]), markdown(msg["content"])),
+        msg["status"],
+        msg["error"],
+        "message",
+    )

@@ -1,0 +1,258 @@
+"""The sidebar: agent picker, new conversation, search, the conversation list, and the
+rename and delete dialogs. On narrow screens the same content sits in a drawer."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from lumina_app.ui.state.chat import ChatState
+from lumina_app.ui.state.sidebar import SidebarState
+from lumina_app.ui.views import ConversationView
+
+
+def agent_picker() -> rx.Component:
+    return rx.select.root(
+        rx.select.trigger(width="100%", custom_attrs={"data-testid": "agent-picker"}),
+        rx.select.content(
+            rx.foreach(
+                SidebarState.agents,
+                lambda agent: rx.select.item(agent["name"], value=agent["id"]),
+            )
+        ),
+        value=ChatState.agent_id,
+        on_change=SidebarState.pick_agent,
+    )
+
+
+def conversation_item(conv: ConversationView) -> rx.Component:
+    href = "/chat/" + ChatState.agent_id + "/" + conv["uuid"]
+    active = ChatState.conversation_id == conv["uuid"]
+    return rx.hstack(
+        rx.link(
+            rx.vstack(
+                rx.text(
+                    conv["title"],
+                    size="2",
+                    weight="medium",
+                    trim="both",
+                    class_name="lumina-ellipsis",
+                ),
+                rx.hstack(
+                    rx.moment(conv["updated"], from_now=True, size="1", color="gray"),
+                    rx.cond(
+                        conv["status"] == "running",
+                        rx.badge("running", color_scheme="blue", size="1"),
+                        rx.cond(
+                            conv["status"] == "failed",
+                            rx.badge("failed", color_scheme="red", size="1"),
+                        ),
+                    ),
+                    spacing="2",
+                    align="center",
+                ),
+                spacing="1",
+                min_width="0",
+            ),
+            href=href,
+            underline="none",
+            color="inherit",
+            flex="1",
+            min_width="0",
+            on_click=SidebarState.set_drawer_open(False),
+            custom_attrs={"data-testid": "conversation-link"},
+        ),
+        rx.dropdown_menu.root(
+            rx.dropdown_menu.trigger(
+                rx.icon_button(
+                    rx.icon("ellipsis", size=16),
+                    variant="ghost",
+                    size="1",
+                    aria_label="Conversation actions",
+                    custom_attrs={"data-testid": "conversation-menu"},
+                )
+            ),
+            rx.dropdown_menu.content(
+                rx.dropdown_menu.item(
+                    "Rename", on_click=SidebarState.start_rename(conv["uuid"], conv["title"])
+                ),
+                rx.dropdown_menu.item(
+                    "Delete",
+                    color="red",
+                    on_click=SidebarState.ask_delete(conv["uuid"], conv["title"]),
+                ),
+            ),
+        ),
+        padding="0.5em 0.6em",
+        border_radius="var(--radius-3)",
+        background=rx.cond(active, "var(--accent-a4)", "transparent"),
+        _hover={"background": "var(--gray-a3)"},
+        align="center",
+        width="100%",
+        custom_attrs={"data-testid": "conversation-item"},
+    )
+
+
+def rename_dialog() -> rx.Component:
+    return rx.dialog.root(
+        rx.dialog.content(
+            rx.dialog.title("Rename conversation"),
+            rx.form(
+                rx.vstack(
+                    rx.input(
+                        name="title",
+                        default_value=SidebarState.rename_title,
+                        max_length=255,
+                        width="100%",
+                        auto_focus=True,
+                        custom_attrs={"data-testid": "rename-input"},
+                    ),
+                    rx.hstack(
+                        rx.button(
+                            "Cancel",
+                            type="button",
+                            variant="soft",
+                            color_scheme="gray",
+                            on_click=SidebarState.cancel_rename,
+                        ),
+                        rx.button(
+                            "Save", type="submit", custom_attrs={"data-testid": "rename-save"}
+                        ),
+                        justify="end",
+                        width="100%",
+                    ),
+                ),
+                on_submit=SidebarState.save_rename,
+            ),
+        ),
+        open=SidebarState.rename_id != "",
+        on_open_change=lambda _open: SidebarState.cancel_rename(),
+    )
+
+
+def delete_dialog() -> rx.Component:
+    return rx.alert_dialog.root(
+        rx.alert_dialog.content(
+            rx.alert_dialog.title("Delete conversation?"),
+            rx.alert_dialog.description(
+                "“" + SidebarState.delete_title + "” and all its messages will be deleted for good."
+            ),
+            rx.hstack(
+                rx.alert_dialog.cancel(
+                    rx.button(
+                        "Cancel",
+                        variant="soft",
+                        color_scheme="gray",
+                        on_click=SidebarState.cancel_delete,
+                    )
+                ),
+                rx.alert_dialog.action(
+                    rx.button(
+                        "Delete",
+                        color_scheme="red",
+                        on_click=SidebarState.confirm_delete,
+                        custom_attrs={"data-testid": "delete-confirm"},
+                    )
+                ),
+                justify="end",
+                spacing="3",
+                margin_top="1em",
+            ),
+        ),
+        open=SidebarState.delete_id != "",
+    )
+
+
+def sidebar_content() -> rx.Component:
+    return rx.vstack(
+        rx.hstack(
+            rx.icon("sparkles", color="var(--accent-9)"),
+            rx.heading("Lumina", size="5"),
+            align="center",
+        ),
+        agent_picker(),
+        rx.link(
+            rx.button(rx.icon("plus"), "New conversation", width="100%", variant="soft"),
+            href="/chat/" + ChatState.agent_id,
+            width="100%",
+            on_click=SidebarState.set_drawer_open(False),
+            custom_attrs={"data-testid": "new-conversation"},
+        ),
+        rx.input(
+            rx.input.slot(rx.icon("search", size=14)),
+            placeholder="Search titles and messages",
+            value=SidebarState.search,
+            on_change=SidebarState.set_search,
+            debounce_timeout=300,
+            width="100%",
+            custom_attrs={"data-testid": "search-input"},
+        ),
+        rx.box(
+            rx.vstack(
+                rx.foreach(SidebarState.conversations, conversation_item),
+                rx.cond(
+                    SidebarState.conversations.length() == 0,
+                    rx.text(
+                        rx.cond(SidebarState.search != "", "No matches.", "No conversations yet."),
+                        size="2",
+                        color="gray",
+                        padding="0.5em",
+                    ),
+                ),
+                rx.cond(
+                    SidebarState.next_cursor != "",
+                    rx.button(
+                        "Load more",
+                        variant="ghost",
+                        size="1",
+                        width="100%",
+                        on_click=SidebarState.load_more,
+                    ),
+                ),
+                spacing="1",
+                width="100%",
+            ),
+            overflow_y="auto",
+            flex="1",
+            min_height="0",
+            width="100%",
+        ),
+        spacing="3",
+        height="100%",
+        width="100%",
+        padding="1em",
+    )
+
+
+def sidebar() -> rx.Component:
+    return rx.box(
+        sidebar_content(),
+        width="18em",
+        flex_shrink="0",
+        height="100dvh",
+        border_right="1px solid var(--gray-a5)",
+        background="var(--gray-a2)",
+        display=["none", "none", "block"],
+        custom_attrs={"data-testid": "sidebar"},
+    )
+
+
+def drawer() -> rx.Component:
+    return rx.drawer.root(
+        rx.drawer.overlay(z_index="40"),
+        rx.drawer.portal(
+            rx.drawer.content(
+                sidebar_content(),
+                height="100%",
+                width="85vw",
+                max_width="20em",
+                background="var(--color-panel-solid)",
+                top="0",
+                left="0",
+                z_index="50",
+                custom_attrs={"data-testid": "drawer"},
+            )
+        ),
+        direction="left",
+        open=SidebarState.drawer_open,
+        on_open_change=SidebarState.set_drawer_open,
+    )

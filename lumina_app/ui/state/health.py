@@ -1,0 +1,24 @@
+"""The banner that says when Lumina is degraded (hot window down) or the database is down."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from lumina_app.agents.services import get_services
+
+
+class HealthState(rx.State):
+    banner: str = ""
+
+    @rx.event
+    async def check(self) -> None:
+        health = await get_services().health()
+        if health["database"] != "ok":
+            self.banner = "The database is unreachable: messages cannot be saved right now."
+        elif health["hot_window"] != "ok":
+            self.banner = (
+                "Redis is unreachable: Lumina is answering from the database "
+                "(slower, nothing lost)."
+            )
+        else:
+            self.banner = ""
