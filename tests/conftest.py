@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import redis
 import sqlalchemy as sa
+from alembic import command
 from alembic.config import Config
 
-from alembic import command
 from lumina_app.agents.services import open_services
 from lumina_app.settings import load_settings
 from tests.fake_llm import FakeLLM
@@ -202,16 +202,17 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 10
-        while True:
+        while True:  # a bare TCP probe: redis-py's own retries would add seconds here
             try:
-                client.ping()
-                break
-            except redis.ConnectionError:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    break
+            except OSError:
                 if time.monotonic() > deadline:
                     raise
-                time.sleep(0.02)
+                time.sleep(0.01)
+        client = self.client()
+        client.ping()
         client.close()
 
     def kill(self) -> None:

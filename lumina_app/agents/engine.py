@@ -241,7 +241,7 @@ class ChatEngine:
                 agent_id=agent.id, title=title or _title_from(text), owner=owner
             )
         else:
-            self._check_free(conversation_uuid)
+            # Found first: someone else's conversation is a 404, never a 409 naming its run.
             conversation = await self.memory.get_conversation(
                 conversation_uuid, owner=owner, agent_id=agent.id
             )

@@ -1,10 +1,10 @@
 """Alembic: upgrade head, downgrade base and upgrade again on every backend; no drift."""
 
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from alembic import command
 from lumina_app.storage.sql_models import metadata
 from tests.conftest import Database, alembic_config
 

@@ -1,0 +1,28 @@
+"""HTTP API mounted on the Reflex app through ``api_transformer`` (OpenAPI at /docs)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from lumina_app.api import routes_agents, routes_export, routes_health, routes_runs, routes_v1
+from lumina_app.api.errors import install_error_handlers
+from lumina_app.api.limits import BodyLimitMiddleware
+from lumina_app.settings import Settings
+
+
+def create_api(settings: Settings | None = None) -> FastAPI:
+    """Build the FastAPI app whose routes are served beside the Reflex UI.
+
+    Settings are read when requests arrive, not here: importing the app has no side effects.
+    """
+    api = FastAPI(
+        title="Lumina",
+        version=routes_health.VERSION,
+        description="Conversations and memory for LLM agents: two route families, SSE streams.",
+    )
+    api.state.settings = settings
+    install_error_handlers(api)
+    api.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes if settings else None)
+    for module in (routes_v1, routes_export, routes_agents, routes_runs, routes_health):
+        api.include_router(module.router)
+    return api

@@ -1,0 +1,72 @@
+"""Who is calling: ``Authorization: Bearer <key>`` when LUMINA_API_KEYS is set (the key's
+owner scopes every query), loopback clients only when it is not."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
+
+from fastapi import Depends, HTTPException, Request, Response
+from fastapi.routing import APIRoute
+
+from lumina_app.settings import Settings, get_settings
+
+LOCAL_OWNER = ""
+
+
+def _is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return host in ("localhost", "testclient")
+
+
+def resolve_owner(authorization: str | None, client_host: str | None, settings: Settings) -> str:
+    keys = settings.api_key_map
+    if not keys:
+        if not _is_loopback(client_host):
+            raise HTTPException(
+                403, "the API answers loopback clients only until LUMINA_API_KEYS is set"
+            )
+        return LOCAL_OWNER
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
+    owner = None
+    for key, key_owner in keys.items():  # compare against every key: constant time
+        if hmac.compare_digest(key.encode(), token.strip().encode()):
+            owner = key_owner
+    if owner is None:
+        raise HTTPException(401, "invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
+    return owner
+
+
+async def current_owner(request: Request) -> str:
+    owner = getattr(request.state, "owner", None)
+    if owner is None:
+        client = request.client.host if request.client else None
+        settings = getattr(request.app.state, "settings", None) or get_settings()
+        owner = resolve_owner(request.headers.get("authorization"), client, settings)
+        request.state.owner = owner
+    return owner
+
+
+Owner = Annotated[str, Depends(current_owner)]
+
+
+class AuthenticatedRoute(APIRoute):
+    """Checks the caller before FastAPI reads the body: without a valid key a request gets
+    401 (or 403), not a validation error about a body it had no right to send."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def authenticated(request: Request) -> Response:
+            await current_owner(request)
+            return await handler(request)
+
+        return authenticated

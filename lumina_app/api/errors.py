@@ -1,0 +1,97 @@
+"""Every error leaves the API as ``{"error": {"code", "message"}}`` with one status, mapped here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from lumina_app.domain import (
+    AgentUnavailable,
+    ConversationBusy,
+    InputTooLarge,
+    InvalidInput,
+    LuminaError,
+    NotFound,
+    RequestInProgress,
+    StoreUnavailable,
+)
+
+_STATUS: list[tuple[type[LuminaError], int]] = [
+    (NotFound, 404),
+    (ConversationBusy, 409),
+    (AgentUnavailable, 409),
+    (RequestInProgress, 409),
+    (InputTooLarge, 413),
+    (InvalidInput, 422),
+    (StoreUnavailable, 503),
+]
+
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "invalid_input",
+    503: "unavailable",
+}
+
+
+def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, **extra}}
+
+
+def error_response(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse(error_body(code, message, **extra), status_code=status, headers=headers)
+
+
+def status_for(exc: LuminaError) -> int:
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return status
+    return 400
+
+
+def lumina_error_response(exc: LuminaError) -> JSONResponse:
+    extra = {"runId": exc.run_id} if isinstance(exc, ConversationBusy) else {}
+    return error_response(status_for(exc), exc.code, str(exc), **extra)
+
+
+def _describe(errors: list[dict[str, Any]]) -> str:
+    parts = []
+    for err in errors[:5]:
+        if err.get("type") == "json_invalid":  # loc is ("body", <character position>)
+            reason = (err.get("ctx") or {}).get("error") or err.get("msg", "")
+            at = err.get("loc", ())[-1]
+            parts.append(f"body is not valid JSON (at character {at}: {reason})")
+            continue
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def install_error_handlers(api: FastAPI) -> None:
+    @api.exception_handler(LuminaError)
+    async def _lumina(_request: Request, exc: LuminaError) -> JSONResponse:
+        return lumina_error_response(exc)
+
+    @api.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, "invalid_input", _describe(list(exc.errors())))
+
+    @api.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "error")
+        message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+        response = error_response(exc.status_code, code, message)
+        if exc.headers:
+            response.headers.update(exc.headers)
+        return response

@@ -1,0 +1,79 @@
+"""``Idempotency-Key`` on the POSTs that create: a retry with the same key and request gets
+the first response and creates nothing; the same key with another request is a 422."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import Header
+from pydantic import BaseModel
+
+from lumina_app.agents.services import Services
+from lumina_app.domain import InvalidInput, RequestInProgress
+
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)]
+
+
+def _fingerprint(scope: str, request: BaseModel | dict[str, Any]) -> str:
+    data = request.model_dump(by_alias=True) if isinstance(request, BaseModel) else request
+    raw = json.dumps([scope, data], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+async def idempotent(
+    services: Services,
+    owner: str,
+    key: str | None,
+    scope: str,
+    request: BaseModel | dict[str, Any],
+    action: Callable[[], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    if not key:
+        return await action()
+    store = services.idempotency
+    fingerprint = _fingerprint(scope, request)
+    if not await store.claim(owner, key, fingerprint):
+        return await _replay(services, owner, key, fingerprint)
+    try:
+        response = await action()
+    except BaseException:
+        await store.release(owner, key)
+        raise
+    await store.complete(owner, key, response)
+    return response
+
+
+async def _replay(services: Services, owner: str, key: str, fingerprint: str) -> dict[str, Any]:
+    record = await services.idempotency.get(owner, key)
+    if record is None:  # the first request failed and let go of the key meanwhile
+        raise RequestInProgress("a request with this Idempotency-Key just failed; retry")
+    if record.fingerprint != fingerprint:
+        raise InvalidInput("Idempotency-Key was already used with a different request")
+    if record.response is None:
+        raise RequestInProgress("a request with this Idempotency-Key is still in progress")
+    return record.response
+
+
+async def idempotent_run(
+    services: Services,
+    owner: str,
+    key: str | None,
+    scope: str,
+    request: BaseModel | dict[str, Any],
+    start: Callable[[], Awaitable[str]],
+) -> tuple[str, bool]:
+    """Start a run once per key: its id, and whether this request was a retry of the one
+    that started it (a stream retried with Last-Event-ID is a reconnect)."""
+    started = False
+
+    async def action() -> dict[str, Any]:
+        nonlocal started
+        run_id = await start()
+        started = True
+        return {"runId": run_id}
+
+    accepted = await idempotent(services, owner, key, scope, request, action)
+    return accepted["runId"], not started

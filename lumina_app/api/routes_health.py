@@ -1,0 +1,41 @@
+"""``/healthz``: database and hot-window status, and the version. Open to all callers so
+load balancers can use it; it reveals no data."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from lumina_app.api.deps import ServicesDep
+from lumina_app.api.schemas import Health
+
+router = APIRouter(tags=["health"])
+VERSION = "0.1.0"
+
+
+def _reflex_version() -> str:
+    try:
+        return version("reflex")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz(services: ServicesDep) -> JSONResponse:
+    parts = await services.health()
+    if parts["database"] != "ok":
+        overall = "down"
+    elif parts["hot_window"] != "ok":
+        overall = "degraded"
+    else:
+        overall = "ok"
+    body = Health(
+        status=overall,
+        database=parts["database"],
+        hotWindow=parts["hot_window"],
+        hotWindowBackend=parts["hot_window_backend"],
+        version=f"lumina {VERSION} (reflex {_reflex_version()})",
+    )
+    return JSONResponse(body.model_dump(), status_code=503 if overall == "down" else 200)

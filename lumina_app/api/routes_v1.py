@@ -1,0 +1,229 @@
+"""Family A, Lumina v1: conversations, messages, execution (stream, async, sync)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, Response
+
+from lumina_app.agents.registry import is_valid_agent_id
+from lumina_app.api.auth import AuthenticatedRoute, Owner
+from lumina_app.api.deps import (
+    LastEventId,
+    ServicesDep,
+    find_conversation,
+    optional_conversation_id,
+    stream_response,
+)
+from lumina_app.api.idempotency import IdempotencyKey, idempotent, idempotent_run
+from lumina_app.api.schemas import (
+    MAX_SEQ,
+    ConversationOut,
+    ConversationPage,
+    CreateConversation,
+    ExecuteBody,
+    MessageOut,
+    MessagePage,
+    NoNul,
+    RenameConversation,
+    RunAccepted,
+    SyncResult,
+)
+from lumina_app.api.sse import v1_frames
+from lumina_app.domain import AgentNotFound, InvalidInput
+
+router = APIRouter(prefix="/api/v1", tags=["v1"], route_class=AuthenticatedRoute)
+Limit = Annotated[int, Query(ge=1, le=100)]
+
+
+@router.post("/conversations", status_code=201, response_model=ConversationOut)
+async def create_conversation(
+    body: CreateConversation,
+    services: ServicesDep,
+    owner: Owner,
+    idempotency_key: IdempotencyKey = None,
+) -> ConversationOut:
+    async def create() -> dict:
+        agent = services.registry.get(body.agent_id) if is_valid_agent_id(body.agent_id) else None
+        if agent is None:
+            raise AgentNotFound(body.agent_id)
+        conv = await services.memory.create_conversation(
+            agent_id=agent.id, title=body.title or "", owner=owner
+        )
+        return ConversationOut.of(conv).model_dump()
+
+    return await idempotent(services, owner, idempotency_key, "create-conversation", body, create)
+
+
+@router.get("/conversations", response_model=ConversationPage)
+async def list_conversations(
+    services: ServicesDep,
+    owner: Owner,
+    agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
+    limit: Limit = 20,
+    after: Annotated[str | None, Query(max_length=200)] = None,
+    q: Annotated[str | None, Query(max_length=200), NoNul] = None,
+) -> ConversationPage:
+    items, cursor = await services.memory.list_conversations(
+        agent_id=agent_id, owner=owner, limit=limit, cursor=after, search=q
+    )
+    return ConversationPage(items=[ConversationOut.of(c) for c in items], nextCursor=cursor)
+
+
+@router.get("/conversations/{conversation_id}", response_model=ConversationOut)
+async def get_conversation(
+    conversation_id: str, services: ServicesDep, owner: Owner
+) -> ConversationOut:
+    return ConversationOut.of(await find_conversation(services, conversation_id, owner=owner))
+
+
+@router.patch("/conversations/{conversation_id}", response_model=ConversationOut)
+async def rename_conversation(
+    conversation_id: str, body: RenameConversation, services: ServicesDep, owner: Owner
+) -> ConversationOut:
+    conv = await find_conversation(services, conversation_id, owner=owner)
+    await services.memory.rename(conv, body.title)
+    return ConversationOut.of(await find_conversation(services, conversation_id, owner=owner))
+
+
+@router.delete("/conversations/{conversation_id}", status_code=204)
+async def delete_conversation(
+    conversation_id: str, services: ServicesDep, owner: Owner
+) -> Response:
+    conv = await find_conversation(services, conversation_id, owner=owner)
+    await services.memory.delete(conv)
+    return Response(status_code=204)
+
+
+@router.get("/conversations/{conversation_id}/messages", response_model=MessagePage)
+async def list_messages(
+    conversation_id: str,
+    services: ServicesDep,
+    owner: Owner,
+    limit: Limit = 50,
+    after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
+) -> MessagePage:
+    """Ordered by seq. ``after`` pages forward; ``before`` gives the page ending before a
+    seq (the UI's scroll-up); both bound a range; neither gives the first page.
+    ``nextAfter`` / ``nextBefore`` continue forward / backward within the range asked for."""
+    conv = await find_conversation(services, conversation_id, owner=owner)
+    if after is None and before is None:
+        after = 0
+    msgs = await services.memory.history(conv, limit=limit, after_seq=after, before_seq=before)
+    if before is not None:  # with ``after`` too, the store pages forward from it: cut the range
+        msgs = [m for m in msgs if m.seq < before]
+    upper = conv.last_seq if before is None else min(conv.last_seq, before - 1)
+    next_after = msgs[-1].seq if msgs and msgs[-1].seq < upper else None
+    next_before = msgs[0].seq if msgs and msgs[0].seq > (after or 0) + 1 else None
+    return MessagePage(
+        items=[MessageOut.of(m) for m in msgs], nextAfter=next_after, nextBefore=next_before
+    )
+
+
+def _task(task: str | None, body: ExecuteBody | None) -> tuple[str, str | None]:
+    text = task if task is not None else (body.task if body else None)
+    if text is None:
+        raise InvalidInput("task is required (query parameter or JSON body)")
+    conversation = body.conversation_id if body and body.conversation_id else None
+    return text, conversation
+
+
+TaskQuery = Annotated[str | None, Query(max_length=1_000_000)]
+ConversationQuery = Annotated[str | None, Query(alias="conversationId", max_length=64)]
+OptionalBody = Annotated[ExecuteBody | None, Body()]
+
+
+@router.post(
+    "/agents/{agent_id}/execute/stream",
+    response_class=Response,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "SSE: chunk… then done"}},
+)
+async def execute_stream(
+    agent_id: str,
+    services: ServicesDep,
+    owner: Owner,
+    task: TaskQuery = None,
+    conversation_id: ConversationQuery = None,
+    body: OptionalBody = None,
+    idempotency_key: IdempotencyKey = None,
+    last_event_id: LastEventId = 0,
+) -> Response:
+    """A retry with the same Idempotency-Key gets the same run's stream, from after its
+    Last-Event-ID if it sends one (a reconnect)."""
+    text, body_conversation = _task(task, body)
+    conversation = optional_conversation_id(conversation_id or body_conversation)
+
+    async def start() -> str:
+        run = await services.chat.start(
+            agent_id=agent_id, message=text, conversation_uuid=conversation, owner=owner
+        )
+        return run.run_id
+
+    request = {"agent": agent_id, "task": text, "conversation": conversation}
+    run_id, retry = await idempotent_run(
+        services, owner, idempotency_key, "execute-stream", request, start
+    )
+    after = last_event_id if retry else 0
+    events = await services.chat.open_stream(run_id, after=after, owner=owner)
+    return stream_response(services, events, v1_frames)
+
+
+@router.post("/agents/{agent_id}/execute", status_code=202, response_model=RunAccepted)
+async def execute(
+    agent_id: str,
+    services: ServicesDep,
+    owner: Owner,
+    task: TaskQuery = None,
+    conversation_id: ConversationQuery = None,
+    body: OptionalBody = None,
+    idempotency_key: IdempotencyKey = None,
+) -> RunAccepted:
+    text, body_conversation = _task(task, body)
+    conversation = optional_conversation_id(conversation_id or body_conversation)
+
+    async def start() -> dict:
+        run = await services.chat.execute(
+            agent_id=agent_id, message=text, conversation_uuid=conversation, owner=owner
+        )
+        return RunAccepted(
+            runId=run.run_id,
+            conversationId=run.conversation.uuid,
+            status="running",
+            scenario=run.scenario.value,
+        ).model_dump()
+
+    request = {"agent": agent_id, "task": text, "conversation": conversation}
+    return await idempotent(services, owner, idempotency_key, "execute", request, start)
+
+
+@router.post("/agents/{agent_id}/execute/sync", response_model=SyncResult)
+async def execute_sync(
+    agent_id: str,
+    services: ServicesDep,
+    owner: Owner,
+    task: TaskQuery = None,
+    conversation_id: ConversationQuery = None,
+    body: OptionalBody = None,
+    idempotency_key: IdempotencyKey = None,
+) -> SyncResult:
+    text, body_conversation = _task(task, body)
+    conversation = optional_conversation_id(conversation_id or body_conversation)
+
+    async def run() -> dict:
+        result = await services.chat.execute_sync(
+            agent_id=agent_id, message=text, conversation_uuid=conversation, owner=owner
+        )
+        return SyncResult(
+            runId=result["runId"],
+            conversationId=result["conversationId"],
+            messageId=result["messageId"],
+            status=result["status"],
+            answer=result["content"],
+            scenario=result["scenario"],
+            error=result.get("error"),
+            usage=result.get("usage") or {},
+        ).model_dump()
+
+    request = {"agent": agent_id, "task": text, "conversation": conversation}
+    return await idempotent(services, owner, idempotency_key, "execute-sync", request, run)

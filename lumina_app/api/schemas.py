@@ -1,0 +1,205 @@
+"""Request and response bodies (Pydantic), and the converters from domain objects."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from lumina_app.domain import ConversationInfo, Msg
+from lumina_app.domain.views import conversation_meta, history_entry, iso_us
+
+
+def _no_nul(value: str | None) -> str | None:
+    if value is not None and "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+# Text that reaches SQL must not contain NUL (PostgreSQL refuses it): a 422 here, not a 500 there.
+NoNul = AfterValidator(_no_nul)
+# Seqs are 32-bit INTEGER columns; PostgreSQL refuses to compare with anything larger.
+MAX_SEQ = 2**31 - 1
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class CreateConversation(_Body):
+    agent_id: str = Field(alias="agentId", min_length=1, max_length=64)
+    title: Annotated[str | None, NoNul] = Field(default=None, max_length=255)
+
+
+class RenameConversation(_Body):
+    title: Annotated[str, NoNul] = Field(min_length=1, max_length=255)
+
+
+class ExecuteBody(_Body):
+    task: str | None = None
+    conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
+
+
+class ChatBody(_Body):
+    message: str
+    conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
+
+
+class ConversationOut(BaseModel):
+    uuid: str
+    agentId: str
+    title: str
+    status: str
+    messageCount: int
+    toolCallCount: int
+    lastSeq: int
+    createdAt: str
+    updatedAt: str
+
+    @classmethod
+    def of(cls, conv: ConversationInfo) -> ConversationOut:
+        return cls(
+            uuid=conv.uuid,
+            agentId=conv.agent_id,
+            title=conv.title,
+            status=conv.status.value,
+            messageCount=conv.message_count,
+            toolCallCount=conv.tool_call_count,
+            lastSeq=conv.last_seq,
+            createdAt=iso_us(conv.created_at),
+            updatedAt=iso_us(conv.updated_at),
+        )
+
+
+class ConversationPage(BaseModel):
+    items: list[ConversationOut]
+    nextCursor: str | None
+
+
+class MessageOut(BaseModel):
+    id: int
+    seq: int
+    turnId: str
+    role: str
+    content: str
+    status: str
+    createdAt: str
+    updatedAt: str
+    meta: dict[str, Any]
+
+    @classmethod
+    def of(cls, msg: Msg) -> MessageOut:
+        return cls(
+            id=msg.id or 0,
+            seq=msg.seq,
+            turnId=msg.turn_id,
+            role=msg.role.value,
+            content=msg.content,
+            status=msg.status.value,
+            createdAt=iso_us(msg.created_at),
+            updatedAt=iso_us(msg.updated_at or msg.created_at),
+            meta=msg.meta,
+        )
+
+
+class MessagePage(BaseModel):
+    items: list[MessageOut]
+    nextAfter: int | None
+    nextBefore: int | None = None
+
+
+class RunAccepted(BaseModel):
+    runId: str
+    conversationId: str
+    status: str
+    scenario: str
+
+
+class RunOut(BaseModel):
+    runId: str
+    conversationId: str
+    agentId: str
+    status: str
+    scenario: str
+    model: str
+    messageId: int | None
+    turnId: str | None = None
+    content: str | None = None
+    error: str | None = None
+    startedAt: str | None = None
+    finishedAt: str | None = None
+
+
+class SyncResult(BaseModel):
+    runId: str
+    conversationId: str
+    messageId: int
+    status: str
+    answer: str
+    scenario: str
+    error: str | None = None
+    usage: dict[str, int] = {}
+
+
+class AgentOut(BaseModel):
+    id: str
+    name: str
+    description: str
+    available: bool
+    error: str | None = None
+    provider: str
+    model: str | None = None
+
+
+class Stats(BaseModel):
+    messageCount: int
+    toolCallCount: int
+
+
+class ConversationMeta(BaseModel):
+    """The archive's meta.json shape."""
+
+    conversationId: str
+    agentId: str
+    title: str
+    createdAt: str
+    updatedAt: str
+    status: str
+    stats: Stats
+
+    @classmethod
+    def of(cls, conv: ConversationInfo) -> ConversationMeta:
+        return cls(**conversation_meta(conv))
+
+
+class HistoryEntry(BaseModel):
+    role: str
+    content: str
+    messageId: str
+    timestamp: str | None
+    id: int
+    seq: int
+    status: str
+
+    @classmethod
+    def of(cls, msg: Msg) -> HistoryEntry:
+        return cls(**history_entry(msg), id=msg.id or 0, seq=msg.seq, status=msg.status.value)
+
+
+class ConversationDetail(BaseModel):
+    meta: ConversationMeta
+    messages: list[HistoryEntry]
+    nextAfter: int | None
+
+
+class AgentConversations(BaseModel):
+    conversations: list[ConversationMeta]
+    nextCursor: str | None
+
+
+class Health(BaseModel):
+    status: str
+    database: str
+    hotWindow: str
+    hotWindowBackend: str
+    version: str

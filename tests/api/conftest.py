@@ -1,0 +1,43 @@
+"""API fixtures: the FastAPI app in-process over httpx, on services with real SQL + Redis."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from lumina_app.agents.services import open_services, set_services
+from lumina_app.api import create_api
+
+
+@pytest.fixture
+async def api_factory(settings_factory):
+    """Build (services, client) for given setting overrides; everything closed afterwards.
+
+    ``client_host`` sets the caller's address as the app sees it (default: loopback).
+    """
+    opened = []
+
+    async def make(*, client_host: str = "127.0.0.1", **overrides):
+        settings = settings_factory(**overrides)
+        services = await open_services(settings)
+        set_services(services)
+        app = create_api(settings)
+        client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, client=(client_host, 50123)),
+            base_url="http://testserver",
+            timeout=30,
+        )
+        opened.append((services, client))
+        return services, client
+
+    yield make
+    set_services(None)
+    for services, client in opened:
+        await client.aclose()
+        await services.close()
+
+
+@pytest.fixture
+async def api(api_factory):
+    _services, client = await api_factory()
+    return client
