@@ -1,0 +1,242 @@
+"""Export and import of the conversation archive: the one service path the API and the CLI
+share (DESIGN §7). File work runs in a thread; SQL work is one query / one transaction per
+conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lumina_app.domain import ConversationInfo, InvalidInput, Msg
+from lumina_app.memory import MemoryManager
+from lumina_app.storage import archive as files
+from lumina_app.storage import archive_writer as writer
+from lumina_app.storage.archive_reader import (
+    MAX_CONVERSATION_ID,
+    find_conversation_folders,
+    read_conversation,
+)
+from lumina_app.storage.archive_sql import ImportOutcome, final_messages, import_conversation
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``, called as items complete."""
+
+
+@dataclass(slots=True)
+class ImportItem:
+    """What importing one conversation folder did; ``error`` names the file at fault."""
+
+    folder: Path
+    conversation_id: str | None = None
+    agent_id: str | None = None
+    outcome: ImportOutcome | None = None
+    added: int = 0
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class ImportReport:
+    items: list[ImportItem] = field(default_factory=list)
+
+    def count(self, outcome: ImportOutcome) -> int:
+        return sum(1 for item in self.items if item.outcome is outcome)
+
+    @property
+    def errors(self) -> list[str]:
+        return [item.error for item in self.items if item.error]
+
+    @property
+    def messages_added(self) -> int:
+        return sum(item.added for item in self.items)
+
+
+@dataclass(slots=True)
+class ExportReport:
+    root: Path
+    conversations: int = 0
+    messages: int = 0
+
+
+class ArchiveService:
+    """Writes conversations to ``<root>/agents/...`` and reads such trees back into SQL."""
+
+    def __init__(self, memory: MemoryManager, root: Path) -> None:
+        self.memory = memory
+        self.root = root
+        # Serialises writes under ``root`` with deletes, so a late mirror write cannot
+        # resurrect the folder of a conversation deleted meanwhile.
+        self.lock = asyncio.Lock()
+        memory.on_delete(self.remove)
+
+    # -- reading what to export --------------------------------------------------------
+
+    async def snapshot(self, conversation: ConversationInfo) -> list[Msg]:
+        """The conversation's final messages in seq order (one query)."""
+        return await final_messages(self.memory.cold.engine, conversation.id)
+
+    async def select(
+        self, *, agent_id: str | None = None, conversation_id: str | None = None
+    ) -> list[ConversationInfo]:
+        """Every owner's conversations, optionally one agent's or one by id."""
+        if conversation_id is not None:
+            return [await self.memory.get_conversation(conversation_id, agent_id=agent_id)]
+        found: list[ConversationInfo] = []
+        cursor = None
+        while True:
+            page, cursor = await self.memory.list_conversations(
+                agent_id=agent_id, limit=500, cursor=cursor
+            )
+            found.extend(page)
+            if cursor is None:
+                return found
+
+    # -- export --------------------------------------------------------------------------
+
+    async def export_conversation(
+        self,
+        conversation: ConversationInfo,
+        root: Path | None = None,
+        *,
+        turns: Collection[str] | None = None,
+    ) -> int:
+        """Write one conversation's folder under ``root`` (default: the data dir); returns
+        the number of messages written."""
+        msgs = await self.snapshot(conversation)
+        await asyncio.to_thread(
+            writer.write_conversation, root or self.root, conversation, msgs, turns=turns
+        )
+        return len(msgs)
+
+    async def export_all(
+        self,
+        root: Path | None = None,
+        *,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+        progress: Progress | None = None,
+    ) -> ExportReport:
+        conversations = await self.select(agent_id=agent_id, conversation_id=conversation_id)
+        report = ExportReport(root or self.root)
+        for done, conversation in enumerate(conversations, start=1):
+            report.messages += await self.export_conversation(conversation, report.root)
+            report.conversations += 1
+            if progress:
+                progress(done, len(conversations))
+        return report
+
+    async def document(self, conversation: ConversationInfo) -> dict[str, Any]:
+        """``{"meta": <meta.json>, "history": <history.json>}``."""
+        msgs = await self.snapshot(conversation)
+        return {
+            "meta": files.archive_meta(conversation, msgs),
+            "history": files.archive_history(msgs),
+        }
+
+    async def markdown(self, conversation: ConversationInfo) -> str:
+        return files.markdown_transcript(conversation, await self.snapshot(conversation))
+
+    async def zip_archive(self, conversation: ConversationInfo) -> bytes:
+        """The conversation's folder, laid out from the archive root, as a .zip."""
+        msgs = await self.snapshot(conversation)
+        return await asyncio.to_thread(
+            lambda: files.zip_files(files.conversation_files(conversation, msgs))
+        )
+
+    # -- import --------------------------------------------------------------------------
+
+    async def import_path(
+        self, path: Path, *, owner: str = "", progress: Progress | None = None
+    ) -> ImportReport:
+        """Import an archive root, an agent folder, one conversation folder, or a .zip of
+        any of them. Each conversation is one transaction; a bad one is reported (with the
+        file at fault) and skipped, the others go in."""
+        if await asyncio.to_thread(_is_zip, path):
+            return await self._import_zip(path, owner=owner, progress=progress)
+        try:
+            folders = await asyncio.to_thread(find_conversation_folders, path)
+        except files.ArchiveError as exc:
+            return ImportReport([ImportItem(path, error=str(exc))])
+        report = ImportReport()
+        for done, folder in enumerate(folders, start=1):
+            report.items.append(await self.import_folder(folder, owner=owner))
+            if progress:
+                progress(done, len(folders))
+        return report
+
+    async def _import_zip(
+        self, path: Path, *, owner: str, progress: Progress | None
+    ) -> ImportReport:
+        tmp = await asyncio.to_thread(tempfile.mkdtemp, prefix="lumina-import-")
+        try:
+            try:
+                await asyncio.to_thread(_extract, path, Path(tmp))
+            except (zipfile.BadZipFile, OSError) as exc:
+                return ImportReport([ImportItem(path, error=f"{path}: bad zip file: {exc}")])
+            report = await self.import_path(Path(tmp), owner=owner, progress=progress)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+        for item in report.items:  # name files inside the zip, not the temp folder
+            item.folder = path / item.folder.relative_to(tmp)
+            item.error = item.error and item.error.replace(tmp, str(path))
+        return report
+
+    async def import_folder(self, folder: Path, *, owner: str = "") -> ImportItem:
+        item = ImportItem(folder)
+        try:
+            archived = await asyncio.to_thread(read_conversation, folder)
+        except files.ArchiveError as exc:
+            item.error = str(exc)
+            return item
+        conversation = archived.conversation
+        conversation.owner = owner
+        item.conversation_id, item.agent_id = conversation.uuid, conversation.agent_id
+        try:
+            item.outcome, item.added = await import_conversation(
+                self.memory.cold.engine, conversation, archived.messages
+            )
+        except InvalidInput as exc:
+            item.error = f"{folder}: {exc}"
+        return item
+
+    # -- the folder of a deleted conversation ---------------------------------------------
+
+    async def remove(self, conversation: ConversationInfo) -> None:
+        """``on_delete`` hook: the conversation's archive folder goes with it."""
+        async with self.lock:
+            try:
+                await asyncio.to_thread(
+                    writer.remove_conversation, self.root, conversation.agent_id, conversation.uuid
+                )
+            except OSError as exc:
+                log.warning("archive folder of %s not removed: %s", conversation.uuid, exc)
+
+    async def write_turns(self, conversation_uuid: str, turns: Collection[str]) -> None:
+        """Mirror one conversation's latest state (logs of ``turns`` only) under the lock;
+        a conversation deleted meanwhile raises ``ConversationNotFound``."""
+        async with self.lock:
+            conversation = await self.memory.get_conversation(conversation_uuid)
+            await self.export_conversation(conversation, turns=turns)
+
+
+def is_archive_conversation_id(value: str) -> bool:
+    """Whether ``value`` can be a conversation id an archive import keeps (``conv-…``)."""
+    return files.is_safe_name(value, max_length=MAX_CONVERSATION_ID)
+
+
+def _is_zip(path: Path) -> bool:
+    return path.is_file() and zipfile.is_zipfile(path)
+
+
+def _extract(archive: Path, target: Path) -> None:
+    """Unzip; zipfile drops absolute paths and ``..`` parts, so nothing lands outside."""
+    with zipfile.ZipFile(archive) as zipped:
+        zipped.extractall(target)

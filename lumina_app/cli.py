@@ -1,0 +1,327 @@
+"""``python -m lumina_app <command>``: archive export/import and maintenance, run beside
+(or without) the server. Every command reads the same LUMINA_* settings as the app."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlalchemy.engine import make_url
+
+from lumina_app.agents.archive_service import ImportOutcome, ImportReport
+from lumina_app.agents.services import Services, open_services
+from lumina_app.domain import LuminaError
+from lumina_app.settings import Settings, SettingsError, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent  # the repo: alembic.ini, alembic/
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="lumina",
+    help="Lumina maintenance: archive export/import, hot window, migrations, checks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@app.callback()
+def _setup() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+# -- plumbing ----------------------------------------------------------------------------
+
+
+def _settings() -> Settings:
+    """The settings, or the one-line reason they are bad (exit 2)."""
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(2) from None
+
+
+def _run(work: Callable[[Services], Awaitable[T]], settings: Settings | None = None) -> T:
+    """Open services, run ``work``, close them; a Lumina error ends the command (exit 1)."""
+    settings = settings or _settings()
+
+    async def main() -> T:
+        async with _opened(settings) as services:
+            return await work(services)
+
+    try:
+        return asyncio.run(main())
+    except (LuminaError, OSError) as exc:  # unreachable database, unwritable --out, ...
+        err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(1) from None
+
+
+@asynccontextmanager
+async def _opened(settings: Settings) -> AsyncIterator[Services]:
+    """Services without the start-up sweep (``sweep`` runs it on purpose)."""
+    services = await open_services(settings, recover=False)
+    try:
+        yield services
+    finally:
+        await services.close()
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A rich progress bar on stderr (shown on a terminal only); yields ``update(done, total)``."""
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+# -- archive -----------------------------------------------------------------------------
+
+
+@app.command()
+def export(
+    agent: Annotated[str | None, typer.Option(help="Only this agent's conversations.")] = None,
+    conversation: Annotated[
+        str | None, typer.Option(help="Only this conversation (its conversationId).")
+    ] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", help="Archive root to write (default: LUMINA_DATA_DIR)."),
+    ] = None,
+) -> None:
+    """Write conversations to the archive layout.
+
+    Writes agents/<agentId>/conversations/<convId>/ with meta.json, history.json and
+    <messageId>/messages.log per turn, every file atomically; existing files are replaced.
+    """
+
+    async def work(services: Services):  # noqa: ANN202
+        with _progress("exporting") as progress:
+            return await services.archive.export_all(
+                out_dir, agent_id=agent, conversation_id=conversation, progress=progress
+            )
+
+    report = _run(work)
+    out.print(
+        f"Exported {report.conversations} conversation(s), {report.messages} message(s) "
+        f"to {report.root}",
+        markup=False,
+    )
+
+
+@app.command("import")
+def import_(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="An archive root (holding agents/), an agent folder, one conversation "
+            "folder, or a .zip from the export API."
+        ),
+    ],
+    owner: Annotated[
+        str, typer.Option(help="Owner of created conversations (an LUMINA_API_KEYS owner).")
+    ] = "",
+) -> None:
+    """Import an archive (folders or .zip) into the database.
+
+    Idempotent: one transaction per conversation, matched by conversationId; an archive
+    holding more messages than the database appends the missing ones. Errors are printed
+    per file and the exit code is 1 if any conversation failed.
+    """
+
+    async def work(services: Services) -> ImportReport:
+        with _progress("importing") as progress:
+            return await services.archive.import_path(path, owner=owner, progress=progress)
+
+    report = _run(work)
+    for error in report.errors:
+        err.print(f"error: {error}", markup=False)
+    out.print(
+        f"Imported {path}: {report.count(ImportOutcome.CREATED)} created, "
+        f"{report.count(ImportOutcome.APPENDED)} appended, "
+        f"{report.count(ImportOutcome.UNCHANGED)} unchanged, {len(report.errors)} failed; "
+        f"{report.messages_added} message(s) added",
+        markup=False,
+    )
+    if report.errors:
+        raise typer.Exit(1)
+
+
+# -- hot window --------------------------------------------------------------------------
+
+
+@app.command("rebuild-hot")
+def rebuild_hot(
+    all_: Annotated[bool, typer.Option("--all", help="Every conversation.")] = False,
+    conversation: Annotated[
+        str | None, typer.Option(help="One conversation (its conversationId).")
+    ] = None,
+) -> None:
+    """Repopulate the hot window (the last N messages) from SQL."""
+    if all_ == (conversation is not None):
+        err.print("give exactly one of --all or --conversation ID")
+        raise typer.Exit(2)
+
+    async def work(services: Services) -> tuple[int, int, str]:
+        memory = services.memory
+        conversations = await services.archive.select(conversation_id=conversation)
+        fallbacks = memory.stats.fallbacks
+        with _progress("rebuilding") as progress:
+            for done, conv in enumerate(conversations, start=1):
+                await memory.rebuild(conv)
+                progress(done, len(conversations))
+        return len(conversations), memory.stats.fallbacks - fallbacks, memory.hot.name
+
+    count, failed, backend = _run(work)
+    if backend != "redis":
+        err.print(
+            "note: LUMINA_REDIS_URL is unset, so the hot window is in-process; "
+            "a rebuild here does not reach a running server (it rebuilds on demand)."
+        )
+    if failed:
+        err.print(f"error: the hot window did not answer for {failed} conversation(s)")
+        raise typer.Exit(1)
+    out.print(f"Rebuilt the hot window of {count} conversation(s) ({backend})")
+
+
+@app.command()
+def stats() -> None:
+    """Per agent: conversations and messages, and the hot-window hit rate.
+
+    The hit rate is what this command measures by loading each conversation's window once
+    (a running server's own counters are not visible from another process).
+    """
+
+    async def work(services: Services) -> tuple[Table, str]:
+        conversations = await services.archive.select()
+        totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for agent in services.registry.list():
+            totals[agent.id] = [0, 0]
+        with _progress("loading windows") as progress:
+            for done, conv in enumerate(conversations, start=1):
+                totals[conv.agent_id][0] += 1
+                totals[conv.agent_id][1] += conv.message_count
+                await services.memory.load(conv)
+                progress(done, len(conversations))
+        table = Table("agent", "conversations", "messages")
+        for agent_id in sorted(totals):
+            table.add_row(agent_id, *(str(n) for n in totals[agent_id]))
+        return table, _hit_rate_line(services)
+
+    table, hit_rate = _run(work)
+    out.print(table)
+    out.print(hit_rate, markup=False)
+
+
+def _hit_rate_line(services: Services) -> str:
+    s = services.memory.stats
+    loads = s.hits + s.rebuilds + s.fallbacks
+    line = (
+        f"Hot window ({services.memory.hot.name}): hit rate {s.hit_rate:.1%} over {loads} "
+        f"load(s) (hits {s.hits}, rebuilds {s.rebuilds}, fallbacks {s.fallbacks}), measured "
+        "by this command loading each conversation's window once; a running server keeps "
+        "its own counters, which a separate process cannot see."
+    )
+    if services.memory.hot.name != "redis":
+        line += " The window is in-process here (LUMINA_REDIS_URL unset), so every load rebuilds."
+    return line
+
+
+# -- operations --------------------------------------------------------------------------
+
+
+@app.command()
+def migrate() -> None:
+    """Upgrade the database schema to the newest revision (alembic upgrade head)."""
+    from alembic import command
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    settings = _settings()
+    ini = ROOT / "alembic.ini"
+    if not ini.is_file():
+        err.print(f"error: {ini} not found (run from a source checkout)", markup=False)
+        raise typer.Exit(1)
+    cfg = Config(str(ini))
+    cfg.set_main_option("script_location", str(ROOT / "alembic"))
+    cfg.set_main_option("sqlalchemy.url", settings.database_url.replace("%", "%%"))
+    cfg.attributes["configure_logger"] = False
+    try:
+        command.upgrade(cfg, "head")
+    except Exception as exc:  # noqa: BLE001 - any failure: report it in one line, exit 1
+        err.print(f"error: migration failed: {str(exc).splitlines()[0]}", markup=False)
+        raise typer.Exit(1) from None
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    out.print(f"Database {_safe_url(settings)} is at revision {head} (head)", markup=False)
+
+
+@app.command()
+def sweep() -> None:
+    """Close runs a crashed process left running (answers become 'interrupted').
+
+    Run it only while no server uses this database: it would cut its live runs.
+    """
+
+    async def work(services: Services) -> int:
+        return await services.chat.recover()
+
+    closed = _run(work)
+    out.print(f"Closed {closed} answer(s) left streaming")
+
+
+@app.command()
+def check() -> None:
+    """Validate the settings and summarise what they point at.
+
+    Exit code 2 on a bad setting (one line naming the variable), 1 if the database
+    cannot be reached.
+    """
+
+    async def work(services: Services) -> tuple[dict[str, str], list[str], list[str]]:
+        agents = services.registry.list()
+        good = [a.id for a in agents if a.available]
+        bad = [f"{a.id} ({a.error})" for a in agents if not a.available]
+        return await services.health(), good, bad
+
+    settings = _settings()
+    health, agents, broken = _run(work, settings)
+    backend = make_url(settings.database_url).get_backend_name()
+    hot = f"redis {_hide_password(settings.redis_url)}" if settings.redis_url else "in-process"
+    out.print(f"database:    {backend} {_safe_url(settings)}: {health['database']}", markup=False)
+    out.print(f"hot window:  {hot}: {health['hot_window']}", markup=False)
+    out.print(f"context:     last {settings.context_window} messages", markup=False)
+    out.print(
+        f"data dir:    {settings.data_dir} (archive mirror "
+        f"{'on' if settings.archive_mirror else 'off'})",
+        markup=False,
+    )
+    out.print(f"agents:      {len(agents)} found: {', '.join(agents) or '-'}", markup=False)
+    for item in broken:
+        out.print(f"unavailable: {item}", markup=False)
+    if health["database"] != "ok":
+        raise typer.Exit(1)
+
+
+def _safe_url(settings: Settings) -> str:
+    return make_url(settings.database_url).render_as_string(hide_password=True)
+
+
+def _hide_password(url: str) -> str:
+    return re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", url)
+
+
+def main() -> None:
+    app(prog_name="python -m lumina_app")

@@ -1,0 +1,156 @@
+"""The conversation archive on disk (DESIGN §7): the per-agent layout and its atomic writer.
+
+    <root>/agents/<agentId>/conversations/<convId>/meta.json
+                                                  /history.json
+                                                  /<messageId>/messages.log
+
+``conversation_files`` renders a conversation into those files (relative path → bytes), so
+the folder writer (``archive_writer``) and the zip export produce the same bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import re
+import zipfile
+from collections.abc import Collection, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from lumina_app.domain import ConversationInfo, Msg, MsgRole
+from lumina_app.domain.views import conversation_meta, history_entry, iso_ms
+
+META = "meta.json"
+HISTORY = "history.json"
+TURN_LOG = "messages.log"
+TMP_PREFIX = ".tmp-"
+
+# Ids become folder names: one path component, no leading dot, nothing a shell or a
+# filesystem treats specially. Native ids (uuid4, ``msg-<base36>-<hex>``) always pass.
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")
+_LOG_TAG = {
+    MsgRole.USER: "USER",
+    MsgRole.ASSISTANT: "AGENT",
+    MsgRole.SYSTEM: "SYSTEM",
+    MsgRole.TOOL: "TOOL",
+}
+
+
+class ArchiveError(Exception):
+    """A file of an archive cannot be used; ``path`` names it."""
+
+    def __init__(self, path: Path | str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = Path(path)
+        self.message = message
+
+
+def is_safe_name(name: str, *, max_length: int = 128) -> bool:
+    """Whether ``name`` can be used as one folder name of the layout."""
+    return 0 < len(name) <= max_length and bool(_SAFE_NAME.match(name))
+
+
+def conversation_relpath(agent_id: str, conversation_id: str) -> PurePosixPath:
+    """``agents/<agentId>/conversations/<convId>``; refuses ids that are not one safe name."""
+    for kind, value in (("agent id", agent_id), ("conversation id", conversation_id)):
+        if not is_safe_name(value):
+            where = f"agents/{agent_id}/conversations/{conversation_id}"
+            raise ArchiveError(where, f"{kind} {value!r} cannot be used as a folder name")
+    return PurePosixPath("agents", agent_id, "conversations", conversation_id)
+
+
+def conversation_dir(root: Path, agent_id: str, conversation_id: str) -> Path:
+    return root / conversation_relpath(agent_id, conversation_id)
+
+
+# -- rendering ---------------------------------------------------------------------------
+
+
+def dump_json(value: Any) -> bytes:
+    """UTF-8, not ASCII-escaped, indent 2, trailing newline."""
+    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def archive_meta(conv: ConversationInfo, msgs: Sequence[Msg]) -> dict[str, Any]:
+    """meta.json: ``messageCount`` counts what history.json holds."""
+    return conversation_meta(dataclasses.replace(conv, message_count=len(msgs)))
+
+
+def archive_history(msgs: Sequence[Msg]) -> list[dict[str, Any]]:
+    return [history_entry(m) for m in msgs]
+
+
+def turn_log(msgs: Sequence[Msg]) -> str:
+    """One turn's messages.log: ``[timestamp] [USER]``, the text, a blank line, the next."""
+    blocks = []
+    for msg in msgs:
+        stamp = iso_ms(msg.created_at) if msg.created_at else ""
+        blocks.append(f"[{stamp}] [{_LOG_TAG[msg.role]}]\n{msg.content}\n")
+    return "\n".join(blocks)
+
+
+def group_turns(msgs: Sequence[Msg]) -> dict[str, list[Msg]]:
+    """Messages by turn id, in seq order; messages whose turn id cannot name a folder
+    (empty, foreign characters) get no messages.log."""
+    turns: dict[str, list[Msg]] = {}
+    for msg in msgs:
+        if is_safe_name(msg.turn_id, max_length=64):
+            turns.setdefault(msg.turn_id, []).append(msg)
+    return turns
+
+
+def conversation_files(
+    conv: ConversationInfo, msgs: Sequence[Msg], *, turns: Collection[str] | None = None
+) -> dict[PurePosixPath, bytes]:
+    """The archive files of one conversation, relative to the archive root.
+
+    ``turns`` limits which messages.log files are rendered (the mirror writes only the
+    turns that just ended); meta.json and history.json are always whole.
+    """
+    base = conversation_relpath(conv.agent_id, conv.uuid)
+    files = {
+        base / META: dump_json(archive_meta(conv, msgs)),
+        base / HISTORY: dump_json(archive_history(msgs)),
+    }
+    for turn_id, turn_msgs in group_turns(msgs).items():
+        if turns is None or turn_id in turns:
+            files[base / turn_id / TURN_LOG] = turn_log(turn_msgs).encode("utf-8")
+    return files
+
+
+def zip_files(files: dict[PurePosixPath, bytes]) -> bytes:
+    """The rendered files as a .zip (deflated), paths as in the folder layout."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for rel in sorted(files, key=str):
+            archive.writestr(str(rel), files[rel])
+    return buffer.getvalue()
+
+
+def markdown_transcript(conv: ConversationInfo, msgs: Sequence[Msg]) -> str:
+    """A readable transcript: a header with the meta fields, then each message in order."""
+    meta = archive_meta(conv, msgs)
+    lines = [
+        f"# {conv.title or 'Untitled conversation'}",
+        "",
+        f"- Conversation: `{meta['conversationId']}`",
+        f"- Agent: `{meta['agentId']}`",
+        f"- Created: {meta['createdAt']}",
+        f"- Updated: {meta['updatedAt']}",
+        f"- Status: {meta['status']}",
+        f"- Messages: {meta['stats']['messageCount']}",
+    ]
+    for msg in msgs:
+        stamp = f" · {iso_ms(msg.created_at)}" if msg.created_at else ""
+        lines += ["", f"### {_MD_ROLE[msg.role]}{stamp}", "", msg.content]
+    return "\n".join(lines) + "\n"
+
+
+_MD_ROLE = {
+    MsgRole.USER: "User",
+    MsgRole.ASSISTANT: "Assistant",
+    MsgRole.SYSTEM: "System",
+    MsgRole.TOOL: "Tool",
+}

@@ -1,0 +1,162 @@
+"""The cold-store side of the archive: read a conversation's final messages in one query,
+and import an archived conversation with its messages in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from lumina_app.domain import (
+    ConversationInfo,
+    InvalidInput,
+    MessageStatus,
+    Msg,
+    MsgRole,
+)
+from lumina_app.storage.cold_store import translated_errors
+from lumina_app.storage.sql_models import conversations as C
+from lumina_app.storage.sql_models import messages as M
+
+
+class ImportOutcome(StrEnum):
+    CREATED = "created"
+    APPENDED = "appended"
+    UNCHANGED = "unchanged"
+
+
+async def final_messages(engine: AsyncEngine, conversation_id: int) -> list[Msg]:
+    """Every final message of a conversation in seq order (a ``streaming`` answer is left
+    out until it ends): one indexed query."""
+    query = (
+        sa.select(M.c.seq, M.c.role, M.c.content, M.c.turn_id, M.c.status, M.c.created_at)
+        .where(M.c.conversation_id == conversation_id, M.c.status != MessageStatus.STREAMING.value)
+        .order_by(M.c.seq)
+    )
+    async with translated_errors(), engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [
+        Msg(
+            role=MsgRole(r.role),
+            content=r.content,
+            seq=r.seq,
+            turn_id=r.turn_id,
+            status=MessageStatus(r.status),
+            created_at=r.created_at,
+        )
+        for r in rows
+    ]
+
+
+async def import_conversation(
+    engine: AsyncEngine, conv: ConversationInfo, msgs: Sequence[Msg]
+) -> tuple[ImportOutcome, int]:
+    """Insert ``conv`` (matched by its uuid) and ``msgs`` in one transaction.
+
+    A conversation already stored keeps its rows; archive messages past the ones it holds
+    (matched by position, checked by role and turn id) are appended with the next seqs.
+    Returns what happened and how many messages were added. A mismatch raises
+    ``InvalidInput`` and writes nothing.
+    """
+    try:
+        async with translated_errors(), engine.begin() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(
+                        C.c.id, C.c.agent_id, C.c.last_seq, C.c.tool_call_count, C.c.updated_at
+                    )
+                    .where(C.c.uuid == conv.uuid)
+                    .with_for_update()
+                )
+            ).first()
+            if row is None:
+                conversation_id = await _insert_conversation(conn, conv, len(msgs))
+                await _insert_messages(conn, conversation_id, msgs, first_seq=1)
+                return ImportOutcome.CREATED, len(msgs)
+            if row.agent_id != conv.agent_id:
+                raise InvalidInput(
+                    f"conversation {conv.uuid!r} already exists under agent {row.agent_id!r}"
+                )
+            stored = (
+                await conn.execute(
+                    sa.select(M.c.role, M.c.turn_id)
+                    .where(M.c.conversation_id == row.id)
+                    .order_by(M.c.seq)
+                )
+            ).all()
+            _check_prefix(conv.uuid, stored, msgs)
+            missing = list(msgs[len(stored) :])
+            if not missing:
+                return ImportOutcome.UNCHANGED, 0
+            await conn.execute(
+                sa.update(C)
+                .where(C.c.id == row.id)
+                .values(
+                    last_seq=C.c.last_seq + len(missing),
+                    message_count=C.c.message_count + len(missing),
+                    status=conv.status.value,
+                    tool_call_count=max(row.tool_call_count, conv.tool_call_count),
+                    updated_at=max(row.updated_at, conv.updated_at),
+                )
+            )
+            await _insert_messages(conn, row.id, missing, first_seq=row.last_seq + 1)
+            return ImportOutcome.APPENDED, len(missing)
+    except IntegrityError as exc:  # another importer inserted the same uuid meanwhile
+        raise InvalidInput(f"conversation {conv.uuid!r} could not be imported: {exc.orig}") from exc
+
+
+def _check_prefix(uuid: str, stored: Sequence[sa.Row], msgs: Sequence[Msg]) -> None:
+    for position, (row, msg) in enumerate(zip(stored, msgs, strict=False)):
+        if row.role != msg.role.value or row.turn_id != msg.turn_id:
+            raise InvalidInput(
+                f"conversation {uuid!r} already exists and differs at message {position + 1}: "
+                f"stored {row.role}/{row.turn_id}, archive {msg.role.value}/{msg.turn_id}"
+            )
+
+
+async def _insert_conversation(conn: AsyncConnection, conv: ConversationInfo, count: int) -> int:
+    result = await conn.execute(
+        sa.insert(C).values(
+            uuid=conv.uuid,
+            agent_id=conv.agent_id,
+            title=conv.title[:255],
+            status=conv.status.value,
+            message_count=count,
+            tool_call_count=conv.tool_call_count,
+            last_seq=count,
+            owner=conv.owner,
+            created_at=conv.created_at,
+            updated_at=conv.updated_at,
+        )
+    )
+    return result.inserted_primary_key[0]
+
+
+async def _insert_messages(
+    conn: AsyncConnection,
+    conversation_id: int,
+    msgs: Sequence[Msg],
+    *,
+    first_seq: int,
+) -> None:
+    """One executemany for all rows (seqs assigned here, consecutive from ``first_seq``)."""
+    if not msgs:
+        return
+    rows = [
+        {
+            "conversation_id": conversation_id,
+            "seq": first_seq + offset,
+            "turn_id": msg.turn_id,
+            "role": msg.role.value,
+            "content": msg.content,
+            "status": msg.status.value,
+            "created_at": msg.created_at,
+            "updated_at": msg.updated_at or msg.created_at,
+            "meta": msg.meta,
+        }
+        for offset, msg in enumerate(msgs)
+    ]
+    await conn.execute(sa.insert(M), rows)
