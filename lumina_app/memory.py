@@ -15,10 +15,12 @@ from typing import Any
 
 from lumina_app.domain import (
     ConversationInfo,
+    ConversationNotFound,
     ConversationStatus,
     MessageStatus,
     Msg,
     RunRecord,
+    StoreUnavailable,
 )
 from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
@@ -97,7 +99,7 @@ class MemoryManager:
         """Commit one message, then push it to the hot window if it is final."""
         (saved,) = await self.cold.append_messages(conversation.id, [msg])
         if saved.status.is_final:
-            await self._hot(self.hot.append(conversation.uuid, [saved]))
+            await self._window(conversation, [saved])
             await self._finalised(conversation, [saved])
         return saved
 
@@ -113,7 +115,7 @@ class MemoryManager:
         saved = await self.cold.append_messages(conversation.id, [user, assistant], status=status)
         final = [m for m in saved if m.status.is_final]
         if len(final) == len(saved):
-            await self._hot(self.hot.append(conversation.uuid, final))
+            await self._window(conversation, final)
             await self._finalised(conversation, final)
         return saved[0], saved[1]
 
@@ -126,7 +128,7 @@ class MemoryManager:
         saved_user, saved_assistant = await self.cold.append_messages(
             conversation.id, [user, assistant], status=ConversationStatus.RUNNING, run=run
         )
-        await self._hot(self.hot.append(conversation.uuid, [saved_user]))
+        await self._window(conversation, [saved_user])
         return saved_user, saved_assistant
 
     async def flush_answer(self, message_id: int, content: str) -> None:
@@ -153,7 +155,7 @@ class MemoryManager:
             tool_calls=tool_calls,
             run=run,
         )
-        await self._hot(self.hot.append(conversation.uuid, [assistant]))
+        await self._window(conversation, [assistant])
         await self._finalised(conversation, [assistant])
 
     # -- reads ---------------------------------------------------------------------
@@ -212,6 +214,21 @@ class MemoryManager:
                 await hook(conversation, msgs)
             except Exception:  # noqa: BLE001 - an observer must never undo a committed write
                 log.warning("on_final hook %r failed", hook, exc_info=True)
+
+    async def _window(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
+        """Push final messages to the hot window. One that is missing (expired, flushed,
+        never read by a warm session) or broken by a gap is rebuilt from SQL at once."""
+        try:
+            if not await self.hot.append(conversation.uuid, msgs):
+                current = await self.cold.get_conversation(conversation.uuid)
+                self.stats.rebuilds += 1
+                await self.rebuild(current)
+        except ConversationNotFound:
+            pass  # deleted meanwhile (e.g. during its own run): nothing to window
+        except HotWindowUnavailable:
+            self.stats.fallbacks += 1
+        except StoreUnavailable as exc:  # the write itself is committed; the window can wait
+            log.warning("hot window not rebuilt after a write: %s", exc)
 
     async def _hot(self, operation: Awaitable[None]) -> None:
         """Hot-tier writes are best effort: SQL already holds the truth."""

@@ -34,7 +34,7 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///data/lumina.db"
     redis_url: str | None = None
     redis_prefix: str = "lumina"
-    redis_socket_timeout: float = Field(0.25, gt=0)
+    redis_socket_timeout: float = Field(0.2, gt=0)
     redis_breaker_cooldown: float = Field(2.0, gt=0)
     hot_ttl_seconds: int = Field(7 * 24 * 3600, ge=1)
     hot_max_conversations: int = Field(10_000, ge=1)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from lumina_app.agents.archive_mirror import ArchiveMirror
+from lumina_app.agents.archive_service import ArchiveService
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
@@ -19,6 +21,7 @@ from lumina_app.storage.database import create_engine
 from lumina_app.storage.hot_window import HotWindow
 from lumina_app.storage.idempotency import IdempotencyStore
 from lumina_app.storage.local_window import LocalHotWindow
+from lumina_app.storage.redis_run_events import RedisRunEventLog
 from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client
 from lumina_app.storage.run_events import LocalRunEventLog, RunEventLog
 
@@ -35,6 +38,8 @@ class Services:
     chat: ChatEngine
     events: RunEventLog
     idempotency: IdempotencyStore
+    archive: ArchiveService
+    mirror: ArchiveMirror | None = None
 
     async def health(self) -> dict[str, str]:
         """``ok | degraded | down`` for SQL and the hot tier."""
@@ -49,6 +54,8 @@ class Services:
 
     async def close(self) -> None:
         await self.chat.shutdown()
+        if self.mirror is not None:
+            await self.mirror.close()
         await self.providers.close()
         await self.events.close()
         await self.memory.hot.close()
@@ -69,13 +76,29 @@ def _hot_window(settings: Settings) -> HotWindow:
     )
 
 
+def _run_events(settings: Settings, hot: HotWindow) -> RunEventLog:
+    """In process; with Redis, also copied to Redis Streams for resuming on any instance."""
+    local = LocalRunEventLog(retention=settings.run_buffer_ttl_seconds)
+    if not isinstance(hot, RedisHotWindow):
+        return local
+    block_ms = 5000
+    return RedisRunEventLog(
+        local=local,
+        writer=hot.client,
+        reader=create_redis_client(settings.redis_url, socket_timeout=block_ms / 1000 + 5),
+        prefix=settings.redis_prefix,
+        retention=settings.run_buffer_ttl_seconds,
+        block_ms=block_ms,
+    )
+
+
 async def open_services(settings: Settings, *, recover: bool = True) -> Services:
     """Build every part; with ``recover``, close runs a crash left open."""
     sql = create_engine(settings.async_database_url)
     memory = MemoryManager(ColdStore(sql), _hot_window(settings), window=settings.context_window)
     registry = AgentRegistry(settings.agents_dir)
     providers = ProviderFactory(settings)
-    events = LocalRunEventLog(retention=settings.run_buffer_ttl_seconds)
+    events = _run_events(settings, memory.hot)
     chat = ChatEngine(
         settings=settings,
         memory=memory,
@@ -86,8 +109,21 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         ),
         events=events,
     )
+    archive = ArchiveService(memory, settings.data_dir)
+    mirror = ArchiveMirror(archive) if settings.archive_mirror else None
+    if mirror is not None:
+        mirror.attach()
     services = Services(
-        settings, sql, memory, registry, providers, chat, events, IdempotencyStore(sql)
+        settings,
+        sql,
+        memory,
+        registry,
+        providers,
+        chat,
+        events,
+        IdempotencyStore(sql),
+        archive,
+        mirror,
     )
     if recover:
         await chat.recover()

@@ -30,6 +30,7 @@ from lumina_app.storage.sql_models import messages as M
 from lumina_app.storage.sql_models import runs as R
 
 _RUN_FIELDS = [c.name for c in R.columns]
+_MAX_INT = 2**31 - 1  # INTEGER columns; PostgreSQL refuses to compare with larger values
 
 
 @asynccontextmanager
@@ -185,6 +186,9 @@ class ColdStore:
                 when, row_id = datetime.fromisoformat(stamp), int(last_id)
             except ValueError as exc:
                 raise InvalidInput("malformed cursor") from exc
+            # Only what a cursor we issued can hold: an aware time and a 32-bit row id.
+            if when.tzinfo is None or not 0 < row_id <= _MAX_INT:
+                raise InvalidInput("malformed cursor")
             query = query.where(
                 sa.or_(C.c.updated_at < when, sa.and_(C.c.updated_at == when, C.c.id < row_id))
             )
@@ -260,17 +264,12 @@ class ColdStore:
         if status is not None:
             values["status"] = status.value
         async with translated_errors(), self.engine.begin() as conn:
-            result = await conn.execute(
-                sa.update(C).where(C.c.id == conversation_id).values(values)
-            )
-            if result.rowcount == 0:
-                raise ConversationNotFound(str(conversation_id))
-            last = await conn.scalar(sa.select(C.c.last_seq).where(C.c.id == conversation_id))
+            last = await self._bump_last_seq(conn, conversation_id, values)
             for offset, msg in enumerate(msgs):
                 msg.seq = last - count + 1 + offset
                 msg.created_at = msg.created_at or now
                 msg.updated_at = msg.updated_at or msg.created_at
-                msg.id = await self._insert_message(conn, conversation_id, msg)
+            await self._insert_messages(conn, conversation_id, msgs)
             if run is not None:
                 run.user_message_id = msgs[0].id
                 run.assistant_message_id = msgs[-1].id
@@ -279,21 +278,48 @@ class ColdStore:
         return list(msgs)
 
     @staticmethod
-    async def _insert_message(conn: AsyncConnection, conversation_id: int, msg: Msg) -> int:
-        result = await conn.execute(
-            sa.insert(M).values(
-                conversation_id=conversation_id,
-                seq=msg.seq,
-                turn_id=msg.turn_id,
-                role=msg.role.value,
-                content=msg.content,
-                status=msg.status.value,
-                created_at=msg.created_at,
-                updated_at=msg.updated_at,
-                meta=msg.meta,
-            )
-        )
-        return result.inserted_primary_key[0]
+    async def _bump_last_seq(conn: AsyncConnection, conversation_id: int, values: dict) -> int:
+        """Advance ``last_seq`` under the row lock and read it back (one statement where
+        the backend has UPDATE … RETURNING; MariaDB needs a second)."""
+        update = sa.update(C).where(C.c.id == conversation_id).values(values)
+        if conn.dialect.update_returning:
+            last = (await conn.execute(update.returning(C.c.last_seq))).scalar_one_or_none()
+        else:
+            result = await conn.execute(update)
+            last = None
+            if result.rowcount:
+                last = await conn.scalar(sa.select(C.c.last_seq).where(C.c.id == conversation_id))
+        if last is None:
+            raise ConversationNotFound(str(conversation_id))
+        return last
+
+    @staticmethod
+    async def _insert_messages(
+        conn: AsyncConnection, conversation_id: int, msgs: Sequence[Msg]
+    ) -> None:
+        """One INSERT … RETURNING for all rows (ids in parameter order) where supported."""
+        rows = [
+            {
+                "conversation_id": conversation_id,
+                "seq": msg.seq,
+                "turn_id": msg.turn_id,
+                "role": msg.role.value,
+                "content": msg.content,
+                "status": msg.status.value,
+                "created_at": msg.created_at,
+                "updated_at": msg.updated_at,
+                "meta": msg.meta,
+            }
+            for msg in msgs
+        ]
+        if len(rows) == 1 or not conn.dialect.insert_executemany_returning_sort_by_parameter_order:
+            for msg, row in zip(msgs, rows, strict=True):
+                msg.id = (await conn.execute(sa.insert(M).values(row))).inserted_primary_key[0]
+            return
+        statement = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)
+        ids = (await conn.execute(statement, rows)).scalars().all()
+        for msg, new_id in zip(msgs, ids, strict=True):
+            msg.id = new_id
 
     async def update_message(
         self,

@@ -32,8 +32,9 @@ class HotWindow(Protocol):
     async def read(self, conversation_uuid: str) -> Window | None:
         """The window, or None when there is none (never an empty stand-in)."""
 
-    async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> None:
-        """Add final messages with consecutive seqs to an existing window."""
+    async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> bool:
+        """Add final messages with consecutive seqs to an existing window; False when
+        there is no window to add to (missing, or just dropped for a gap)."""
 
     async def replace(self, conversation_uuid: str, msgs: Sequence[Msg], high_water: int) -> None:
         """Install a window rebuilt from SQL."""

@@ -29,19 +29,20 @@ class LocalHotWindow:
         self._entries.move_to_end(conversation_uuid)
         return Window(list(entry[0]), entry[1])
 
-    async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> None:
+    async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> bool:
         entry = self._entries.get(conversation_uuid)
         if entry is None or not msgs:
-            return
+            return entry is not None
         items, high_water = entry
         if msgs[0].seq > high_water + 1:
             del self._entries[conversation_uuid]
-            return
+            return False
         fresh = [m for m in msgs if m.seq > high_water]
         if fresh:
             items.extend(fresh)
             self._entries[conversation_uuid] = (items, fresh[-1].seq)
         self._entries.move_to_end(conversation_uuid)
+        return True
 
     async def replace(self, conversation_uuid: str, msgs: Sequence[Msg], high_water: int) -> None:
         self._entries[conversation_uuid] = (deque(msgs, maxlen=self.window), high_water)

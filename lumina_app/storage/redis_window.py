@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+import orjson
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -44,8 +44,8 @@ return 1
 """
 
 
-def _encode(msg: Msg) -> str:
-    return json.dumps(msg.to_hot(), ensure_ascii=False, separators=(",", ":"))
+def _encode(msg: Msg) -> bytes:
+    return orjson.dumps(msg.to_hot())
 
 
 def create_redis_client(url: str, *, socket_timeout: float) -> aioredis.Redis:
@@ -124,13 +124,16 @@ class RedisHotWindow:
         items, high_water = await self._call(op)
         if high_water is None:
             return None
-        return Window([Msg.from_hot(json.loads(item)) for item in items], int(high_water))
+        # orjson: decoding is a third of a hot read's cost with the json module.
+        return Window([Msg.from_hot(orjson.loads(item)) for item in items], int(high_water))
 
-    async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> None:
+    async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> bool:
         if not msgs:
-            return
+            return True
         args = [msgs[0].seq, self.window, self.ttl, *(_encode(m) for m in msgs)]
-        await self._call(lambda: self._append(keys=list(self.keys(conversation_uuid)), args=args))
+        keys = list(self.keys(conversation_uuid))
+        outcome = await self._call(lambda: self._append(keys=keys, args=args))
+        return int(outcome) >= 0  # -1: no window, -2: gap (window dropped)
 
     async def replace(self, conversation_uuid: str, msgs: Sequence[Msg], high_water: int) -> None:
         win_key, hw_key = self.keys(conversation_uuid)

@@ -1,0 +1,136 @@
+"""Run event buffers shared through Redis Streams, so a client can resume a stream on any
+instance. Events are kept in process for local followers (no Redis on the token path)
+and copied to ``<prefix>:run:{id}`` in batches — one pipelined round trip per batch — by a
+background writer. A stream entry's id is ``<event id>-0``, so ``XREAD`` from
+``<Last-Event-ID>-0`` is exactly "what was missed"."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from lumina_app.domain import EventType, RunEvent
+from lumina_app.storage.run_events import LocalRunEventLog
+
+log = logging.getLogger(__name__)
+_LIVE_TTL = 24 * 3600  # a run that never finishes still disappears eventually
+
+
+class RedisRunEventLog:
+    def __init__(
+        self,
+        *,
+        local: LocalRunEventLog,
+        writer: aioredis.Redis,
+        reader: aioredis.Redis,
+        prefix: str,
+        retention: int,
+        block_ms: int = 5000,
+    ) -> None:
+        self.local = local
+        self.writer = writer
+        self.reader = reader  # its own connections: XREAD BLOCK outlives the short timeouts
+        self.prefix = prefix
+        self.retention = retention
+        self.block_ms = block_ms
+        self._pending: list[tuple[str, RunEvent | None]] = []
+        self._task: asyncio.Task | None = None
+
+    def key(self, run_id: str) -> str:
+        return f"{self.prefix}:run:{{{run_id}}}"
+
+    # -- writing -------------------------------------------------------------------
+
+    async def publish(self, run_id: str, event: RunEvent) -> None:
+        await self.local.publish(run_id, event)
+        self._enqueue(run_id, event)
+
+    async def finish(self, run_id: str) -> None:
+        await self.local.finish(run_id)
+        self._enqueue(run_id, None)
+
+    def _enqueue(self, run_id: str, event: RunEvent | None) -> None:
+        self._pending.append((run_id, event))
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._drain(), name="run-events-to-redis")
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                async with self.writer.pipeline(transaction=False) as pipe:
+                    for run_id, event in batch:
+                        key = self.key(run_id)
+                        if event is None:
+                            pipe.expire(key, self.retention)
+                            continue
+                        pipe.xadd(key, _fields(event), id=f"{event.id}-0")
+                        if event.id == 1:
+                            pipe.expire(key, _LIVE_TTL)
+                    await pipe.execute(raise_on_error=False)
+            except (RedisError, OSError) as exc:
+                # Local followers are unaffected; only cross-instance resume loses these.
+                log.warning("run events not copied to redis: %s", exc)
+
+    async def flush(self) -> None:
+        """Wait until everything published so far is in Redis (tests, shutdown)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.wait([self._task])
+
+    # -- reading -------------------------------------------------------------------
+
+    async def known(self, run_id: str) -> bool:
+        if await self.local.known(run_id):
+            return True
+        try:
+            return bool(await self.reader.exists(self.key(run_id)))
+        except (RedisError, OSError):
+            return False
+
+    async def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
+        if await self.local.known(run_id):
+            async for event in self.local.subscribe(run_id, after):
+                yield event
+            return
+        key, last = self.key(run_id), f"{after}-0"
+        while True:
+            reply = await self.reader.xread({key: last}, count=500, block=self.block_ms)
+            if not reply:
+                if not await self.reader.exists(key):
+                    return  # expired or deleted: nothing more will come
+                continue
+            for entry_id, fields in reply[0][1]:
+                last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+                event = _event(int(last.split("-")[0]), fields)
+                yield event
+                if event.type is EventType.RESULT:
+                    return
+
+    async def delete(self, run_id: str) -> None:
+        await self.local.delete(run_id)
+        try:
+            await self.writer.delete(self.key(run_id))
+        except (RedisError, OSError) as exc:
+            log.warning("run events of %s not deleted from redis: %s", run_id, exc)
+
+    async def close(self) -> None:
+        await self.flush()
+        await self.local.close()
+        await self.reader.aclose()
+
+
+def _fields(event: RunEvent) -> dict[str, str]:
+    return {"t": event.type.value, "d": json.dumps(event.data, ensure_ascii=False)}
+
+
+def _event(event_id: int, fields: dict) -> RunEvent:
+    text = {
+        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+        for k, v in fields.items()
+    }
+    return RunEvent(event_id, EventType(text["t"]), json.loads(text["d"]))
