@@ -19,7 +19,7 @@ REFLEX_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	REFLEX_CHECK_LATEST_VERSION=0 \
 	NPM_CONFIG_REGISTRY="$(NPM_CONFIG_REGISTRY)"
 
-.PHONY: venv migrate run test lint bench
+.PHONY: venv check migrate run test lint bench
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,11 @@ $(STAMP): requirements.txt requirements-dev.txt | $(VENV)/bin/python
 
 venv: $(STAMP)
 
-migrate: venv
+# One clear line naming a bad LUMINA_* variable, before anything else starts.
+check: venv
+	$(VENV)/bin/python -m lumina_app check
+
+migrate: check
 	mkdir -p data
 	$(ALEMBIC) upgrade head
 
