@@ -131,9 +131,9 @@ class MemoryManager:
         await self._window(conversation, [saved_user])
         return saved_user, saved_assistant
 
-    async def flush_answer(self, message_id: int, content: str) -> None:
-        """Persist a growing answer: one UPDATE."""
-        await self.cold.update_message(message_id, content=content)
+    async def flush_answer(self, message_id: int, content: str) -> bool:
+        """Persist a growing answer: one UPDATE, fenced like the final write."""
+        return await self.cold.update_message(message_id, content=content, only_streaming=True)
 
     async def finish_answer(
         self,
@@ -143,9 +143,13 @@ class MemoryManager:
         conversation_status: ConversationStatus,
         tool_calls: int = 0,
         run: RunRecord | None = None,
-    ) -> None:
-        """Settle the answer's final text and status (and the run) in SQL, then window it."""
-        await self.cold.update_message(
+    ) -> bool:
+        """Settle the answer's final text and status (and the run) in SQL, then window it.
+
+        False if the answer had already been closed by someone else (fenced off): then
+        nothing is written.
+        """
+        written = await self.cold.update_message(
             assistant.id,
             content=assistant.content,
             status=assistant.status,
@@ -154,9 +158,12 @@ class MemoryManager:
             conversation_status=conversation_status,
             tool_calls=tool_calls,
             run=run,
+            only_streaming=True,
         )
-        await self._window(conversation, [assistant])
-        await self._finalised(conversation, [assistant])
+        if written:
+            await self._window(conversation, [assistant])
+            await self._finalised(conversation, [assistant])
+        return written
 
     # -- reads ---------------------------------------------------------------------
 

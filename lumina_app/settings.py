@@ -54,6 +54,7 @@ class Settings(BaseSettings):
     flush_interval_ms: float = Field(250.0, ge=0)
     flush_chars: int = Field(200, ge=1)
     cancel_on_disconnect: bool = False
+    run_lease_seconds: float = Field(10.0, gt=0)
     run_buffer_ttl_seconds: int = Field(300, ge=1)
     sse_keepalive_seconds: float = Field(15.0, gt=0)
     sse_send_timeout_seconds: float = Field(30.0, gt=0)

@@ -49,6 +49,7 @@ from lumina_app.domain import (
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import Settings
 from lumina_app.storage.run_events import RunEventLog
+from lumina_app.storage.run_locks import LocalRunLocks, RunLocks
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +98,10 @@ class ChatEngine:
         providers: ProviderFactory,
         sessions: SessionPool,
         events: RunEventLog,
+        locks: RunLocks | None = None,
     ) -> None:
         self.settings = settings
+        self.locks = locks or LocalRunLocks()
         self.memory = memory
         self.registry = registry
         self.providers = providers
@@ -111,11 +114,34 @@ class ChatEngine:
     # -- public API ----------------------------------------------------------------
 
     async def recover(self) -> int:
-        """At start-up: close what a crash left ``streaming``/``running`` as interrupted."""
-        closed = await self.memory.cold.close_streaming()
+        """At start-up: close what a crash left ``streaming``/``running`` as interrupted.
+
+        With locks shared between instances only orphans are closed (runs whose lease has
+        run out); a lone process closes everything left open.
+        """
+        if self.locks.shared:
+            closed = await self.sweep_orphans()
+        else:
+            closed = await self.memory.cold.close_streaming()
         if closed:
-            log.warning("closed %d answer(s) left streaming by a previous process", closed)
+            log.warning("closed %d answer(s) left streaming by a lost process", closed)
         return closed
+
+    async def sweep_orphans(self) -> int:
+        """Interrupt runs recorded as running whose owner no longer holds their lease."""
+        closed = 0
+        for run_id, conversation_uuid in await self.memory.cold.running_runs():
+            if run_id in self._runs or await self.locks.holder(conversation_uuid) == run_id:
+                continue
+            if await self.memory.cold.interrupt_run(run_id, "the instance running it was lost"):
+                closed += 1
+        return closed
+
+    def on_stop_request(self, run_id: str) -> None:
+        """A stop published by another instance: act on it if the run is ours."""
+        run = self._runs.get(run_id)
+        if run is not None:
+            self._request_stop(run, RunStatus.STOPPED)
 
     async def start(
         self,
@@ -172,14 +198,27 @@ class ChatEngine:
         run_id = self._by_conversation.get(conversation_uuid)
         return self._runs.get(run_id) if run_id else None
 
-    async def stop(self, run_id: str, *, owner: str | None = None) -> ActiveRun:
-        """User stop: the answer ends ``stopped`` with the text it had."""
+    async def stop(self, run_id: str, *, owner: str | None = None, wait: float = 10.0) -> None:
+        """User stop: the answer ends ``stopped`` with the text it had. A run of another
+        instance is asked to stop through the shared locks; this waits (bounded) until
+        the store shows it ended."""
         run = self.active_run(run_id, owner=owner)
-        if run is None:
+        if run is not None:
+            self._request_stop(run, RunStatus.STOPPED)
+            await run.done.wait()
+            return
+        record = await self.memory.cold.get_run(run_id, owner=owner)
+        if record is None:
             raise RunNotFound(run_id)
-        self._request_stop(run, RunStatus.STOPPED)
-        await run.done.wait()
-        return run
+        if record.status != RunStatus.RUNNING.value:
+            return
+        await self.locks.request_stop(run_id)
+        deadline = asyncio.get_running_loop().time() + wait
+        while asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+            record = await self.memory.cold.get_run(run_id, owner=owner)
+            if record is None or record.status != RunStatus.RUNNING.value:
+                return
 
     async def open_stream(
         self, run_id: str, *, after: int = 0, owner: str | None = None
@@ -249,7 +288,18 @@ class ChatEngine:
         self._check_free(conversation.uuid)
         self._by_conversation[conversation.uuid] = run_id  # the slot is ours from here on
         try:
-            run = await self._prepare(run_id, agent, conversation, text, owner, created)
+            holder = await self.locks.acquire(conversation.uuid, run_id)
+            if holder is not None and not await self._take_stale_lock(
+                conversation.uuid, holder, run_id
+            ):
+                raise ConversationBusy(conversation.uuid, holder)
+            try:
+                # Re-read under the lock: another instance may have just finished a turn.
+                conversation = await self.memory.get_conversation(conversation.uuid)
+                run = await self._prepare(run_id, agent, conversation, text, owner, created)
+            except BaseException:
+                await self.locks.release(conversation.uuid, run_id)
+                raise
         except BaseException:
             self._by_conversation.pop(conversation.uuid, None)
             raise
@@ -257,6 +307,16 @@ class ChatEngine:
         await self._publish(run, EventType.SESSION, self._session_data(run))
         run.task = asyncio.create_task(self._generate(run), name=run_id)
         return run
+
+    async def _take_stale_lock(self, conversation_uuid: str, holder: str, run_id: str) -> bool:
+        """A lock whose run the store shows as ended was not released (Redis was away at
+        the time): take it over rather than refuse the conversation for a whole lease."""
+        if holder in self._runs:
+            return False
+        record = await self.memory.cold.get_run(holder)
+        if record is not None and record.status == RunStatus.RUNNING.value:
+            return False
+        return await self.locks.take_over(conversation_uuid, holder, run_id)
 
     def _check_free(self, conversation_uuid: str) -> None:
         busy = self._by_conversation.get(conversation_uuid)
@@ -350,6 +410,7 @@ class ChatEngine:
             interval=self.settings.flush_interval_ms / 1000,
             chars=self.settings.flush_chars,
         )
+        heartbeat = asyncio.create_task(self._heartbeat(run), name=f"{run.run_id}-lease")
         status, error = RunStatus.COMPLETE, None
         usage: dict[str, int] = {}
         thinking: list[str] = []
@@ -387,6 +448,7 @@ class ChatEngine:
             status, error = RunStatus.FAILED, f"provider crashed: {exc}"
         finally:
             run.generating = False
+            heartbeat.cancel()
             await flusher.close()
         meta = dict(run.assistant.meta)
         meta.update(usage=usage, finishReason=finish_reason)
@@ -419,6 +481,7 @@ class ChatEngine:
             self.sessions.put(Session(run.agent.id, run.conversation.uuid, history, assistant.seq))
         else:
             self.sessions.drop(run.agent.id, run.conversation.uuid)
+        status = RunStatus(run.record.status)
         run.result = {
             "runId": run.run_id,
             "conversationId": run.conversation.uuid,
@@ -441,21 +504,36 @@ class ChatEngine:
         finally:
             self._runs.pop(run.run_id, None)
             self._by_conversation.pop(run.conversation.uuid, None)
+            await self.locks.release(run.conversation.uuid, run.run_id)
             run.done.set()
+
+    async def _heartbeat(self, run: ActiveRun) -> None:
+        """Keep the run's lease; if it was lost (this instance stalled past the lease and
+        a survivor closed the run), stop generating: the store is fenced against us."""
+        interval = self.settings.run_lease_seconds / 3
+        while True:
+            await asyncio.sleep(interval)
+            if not await self.locks.renew(run.conversation.uuid, run.run_id):
+                log.warning("run %s lost its lease; stopping it", run.run_id)
+                self._request_stop(run, RunStatus.INTERRUPTED)
+                return
 
     async def _store_final(self, run: ActiveRun, tool_calls: int) -> bool:
         """The final write matters most: retry it briefly; if SQL stays away, the start-up
         sweep marks the row interrupted (its last flushed text is kept)."""
         for attempt in range(4):
             try:
-                await self.memory.finish_answer(
+                written = await self.memory.finish_answer(
                     run.conversation,
                     run.assistant,
                     conversation_status=_CONVERSATION_STATUS[RunStatus(run.record.status)],
                     tool_calls=tool_calls,
                     run=run.record,
                 )
-                return True
+                if not written:  # a survivor closed this run already: it stays interrupted
+                    run.assistant.status = MessageStatus.INTERRUPTED
+                    run.record.status = RunStatus.INTERRUPTED.value
+                return written
             except StoreUnavailable as exc:
                 if attempt == 3:
                     log.warning("final write of %s failed: %s", run.run_id, exc)

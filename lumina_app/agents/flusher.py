@@ -1,5 +1,7 @@
 """Persists a growing answer off the event path: at most one UPDATE in flight, triggered
-when ``chars`` characters have accumulated or ``interval`` seconds have passed."""
+when ``chars`` characters have accumulated or ``interval`` seconds have passed — but never
+more often than every ``interval / 5`` (a fast stream would otherwise rewrite the whole
+answer back to back)."""
 
 from __future__ import annotations
 
@@ -24,19 +26,24 @@ class AnswerFlusher:
         self._write = write
         self.interval = interval
         self.chars = chars
-        self.parts: list[str] = []
+        self._joined = ""
+        self._parts: list[str] = []
         self._pending = 0
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._closing = False
+        self._stopping = asyncio.Event()
         self.flushes = 0
 
     @property
     def text(self) -> str:
-        return "".join(self.parts)
+        if self._parts:  # join only what arrived since the last look
+            self._joined += "".join(self._parts)
+            self._parts.clear()
+        return self._joined
 
     def add(self, text: str) -> None:
-        self.parts.append(text)
+        self._parts.append(text)
         self._pending += len(text)
         if self._task is None:
             self._task = asyncio.create_task(self._loop(), name="answer-flusher")
@@ -46,7 +53,8 @@ class AnswerFlusher:
     async def _loop(self) -> None:
         while not self._closing:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval)
+                async with asyncio.timeout(self.interval):
+                    await self._wake.wait()
             self._wake.clear()
             if self._pending and not self._closing:
                 self._pending = 0
@@ -56,6 +64,9 @@ class AnswerFlusher:
                 except StoreUnavailable as exc:
                     # The final write retries; a missed intermediate flush loses nothing.
                     log.warning("answer flush skipped: %s", exc)
+                with contextlib.suppress(TimeoutError):  # the rate cap; close() cuts it short
+                    async with asyncio.timeout(self.interval / 5):
+                        await self._stopping.wait()
 
     async def close(self) -> None:
         """Stop flushing, letting an UPDATE in flight finish (cancelling one mid-statement
@@ -63,5 +74,6 @@ class AnswerFlusher:
         if self._task is not None:
             self._closing = True
             self._wake.set()
+            self._stopping.set()
             await self._task
             self._task = None

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -13,6 +14,7 @@ from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
 from lumina_app.agents.sessions import SessionPool
+from lumina_app.domain import StoreUnavailable
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import Settings
 from lumina_app.storage.circuit_breaker import CircuitBreaker
@@ -24,6 +26,7 @@ from lumina_app.storage.local_window import LocalHotWindow
 from lumina_app.storage.redis_run_events import RedisRunEventLog
 from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client
 from lumina_app.storage.run_events import LocalRunEventLog, RunEventLog
+from lumina_app.storage.run_locks import LocalRunLocks, RedisRunLocks, RunLocks
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,7 @@ class Services:
     idempotency: IdempotencyStore
     archive: ArchiveService
     mirror: ArchiveMirror | None = None
+    _tasks: list[asyncio.Task] = field(default_factory=list)
 
     async def health(self) -> dict[str, str]:
         """``ok | degraded | down`` for SQL and the hot tier."""
@@ -52,12 +56,33 @@ class Services:
         hot = await self.memory.hot_status()
         return {"database": database, "hot_window": hot, "hot_window_backend": self.memory.hot.name}
 
+    def start_background(self) -> None:
+        """Listen for stops sent to this instance's runs; close runs of lost instances."""
+        self._tasks = [
+            asyncio.create_task(self.chat.locks.listen_for_stops(self.chat.on_stop_request)),
+            asyncio.create_task(self._sweep_orphans_forever()),
+        ]
+
+    async def _sweep_orphans_forever(self) -> None:
+        if not self.chat.locks.shared:
+            return  # a lone process closed everything at start-up
+        while True:
+            await asyncio.sleep(self.settings.run_lease_seconds / 2)
+            try:
+                await self.chat.sweep_orphans()
+            except StoreUnavailable as exc:
+                log.warning("orphan sweep skipped: %s", exc)
+
     async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.chat.shutdown()
         if self.mirror is not None:
             await self.mirror.close()
         await self.providers.close()
         await self.events.close()
+        await self.chat.locks.close()
         await self.memory.hot.close()
         await self.sql.dispose()
 
@@ -92,6 +117,18 @@ def _run_events(settings: Settings, hot: HotWindow) -> RunEventLog:
     )
 
 
+def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
+    """Shared through Redis when there is one, so several instances respect each other."""
+    if not isinstance(hot, RedisHotWindow):
+        return LocalRunLocks()
+    return RedisRunLocks(
+        hot.client,
+        create_redis_client(settings.redis_url, socket_timeout=None),
+        prefix=settings.redis_prefix,
+        lease_ms=int(settings.run_lease_seconds * 1000),
+    )
+
+
 async def open_services(settings: Settings, *, recover: bool = True) -> Services:
     """Build every part; with ``recover``, close runs a crash left open."""
     sql = create_engine(settings.async_database_url)
@@ -108,6 +145,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
             max_size=settings.session_pool_size, idle_seconds=settings.session_idle_seconds
         ),
         events=events,
+        locks=_run_locks(settings, memory.hot),
     )
     archive = ArchiveService(memory, settings.data_dir)
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
@@ -127,6 +165,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     )
     if recover:
         await chat.recover()
+    services.start_background()
     return services
 
 

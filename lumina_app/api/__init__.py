@@ -7,6 +7,7 @@ from fastapi import FastAPI
 from lumina_app.api import routes_agents, routes_export, routes_health, routes_runs, routes_v1
 from lumina_app.api.errors import install_error_handlers
 from lumina_app.api.limits import BodyLimitMiddleware
+from lumina_app.api.schemas import error_responses
 from lumina_app.settings import Settings
 
 
@@ -23,6 +24,8 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     api.state.settings = settings
     install_error_handlers(api)
     api.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes if settings else None)
-    for module in (routes_v1, routes_export, routes_agents, routes_runs, routes_health):
-        api.include_router(module.router)
+    errors = error_responses(401, 403, 404, 409, 413, 422, 503)
+    for module in (routes_v1, routes_export, routes_agents, routes_runs):
+        api.include_router(module.router, responses=errors)
+    api.include_router(routes_health.router, responses=error_responses(503))
     return api

@@ -8,8 +8,9 @@ import ipaddress
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Request, Response
+from fastapi import Depends, HTTPException, Request, Response, Security
 from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from lumina_app.settings import Settings, get_settings
 
@@ -55,7 +56,24 @@ async def current_owner(request: Request) -> str:
     return owner
 
 
-Owner = Annotated[str, Depends(current_owner)]
+# Declares the scheme in the OpenAPI schema (and the "Authorize" button of /docs). It checks
+# nothing itself (auto_error=False): resolve_owner does, exactly as before.
+bearer_scheme = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearer",
+    description="A key from LUMINA_API_KEYS. Required when LUMINA_API_KEYS is set; "
+    "until then the API answers loopback clients only, without a key.",
+)
+
+
+async def _declared_owner(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
+) -> str:
+    return await current_owner(request)
+
+
+Owner = Annotated[str, Depends(_declared_owner)]
 
 
 class AuthenticatedRoute(APIRoute):

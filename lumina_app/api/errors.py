@@ -78,6 +78,21 @@ def _describe(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
+def _unreadable_body(exc: StarletteHTTPException) -> str | None:
+    """FastAPI answers 400 "error parsing the body" when ``json.loads`` fails with something
+    other than a JSON syntax error: the body is invalid input like any malformed JSON (422)."""
+    if exc.status_code != 400 or exc.detail != "There was an error parsing the body":
+        return None
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        return f"body is not valid JSON (not UTF-8 text at byte {cause.start})"
+    if isinstance(cause, RecursionError):
+        return "body is not valid JSON (nested too deeply)"
+    if isinstance(cause, ValueError):
+        return "body is not valid JSON"
+    return None
+
+
 def install_error_handlers(api: FastAPI) -> None:
     @api.exception_handler(LuminaError)
     async def _lumina(_request: Request, exc: LuminaError) -> JSONResponse:
@@ -89,6 +104,9 @@ def install_error_handlers(api: FastAPI) -> None:
 
     @api.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        unreadable = _unreadable_body(exc)
+        if unreadable:
+            return error_response(422, "invalid_input", unreadable)
         code = _HTTP_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
         response = error_response(exc.status_code, code, message)

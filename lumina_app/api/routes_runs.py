@@ -97,7 +97,5 @@ async def resume_stream(
 async def stop_run(run_id: str, services: ServicesDep, owner: Owner) -> RunOut:
     """Stop a live run (its answer ends ``stopped`` with the text so far). Stopping a run
     that already ended answers with its final state."""
-    _valid_run_id(run_id)
-    if services.chat.active_run(run_id, owner=owner) is not None:
-        await services.chat.stop(run_id, owner=owner)
+    await services.chat.stop(_valid_run_id(run_id), owner=owner)
     return await _run_out(services, run_id, owner)

@@ -18,6 +18,20 @@ def _no_nul(value: str | None) -> str | None:
 
 # Text that reaches SQL must not contain NUL (PostgreSQL refuses it): a 422 here, not a 500 there.
 NoNul = AfterValidator(_no_nul)
+
+
+def _unicode(value: str | None) -> str | None:
+    """JSON may escape a lone surrogate (``"\\ud800"``); no database can store it as text."""
+    if value is not None:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("must be valid Unicode text (lone surrogate)") from None
+    return value
+
+
+Unicode = AfterValidator(_unicode)
+
 # Seqs are 32-bit INTEGER columns; PostgreSQL refuses to compare with anything larger.
 MAX_SEQ = 2**31 - 1
 
@@ -36,12 +50,12 @@ class RenameConversation(_Body):
 
 
 class ExecuteBody(_Body):
-    task: str | None = None
+    task: Annotated[str | None, Unicode] = None
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
 
 
 class ChatBody(_Body):
-    message: str
+    message: Annotated[str, Unicode]
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
 
 
@@ -203,3 +217,29 @@ class Health(BaseModel):
     hotWindow: str
     hotWindowBackend: str
     version: str
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    runId: str | None = Field(default=None, description="409 conversation_busy: the running run")
+
+
+class ErrorOut(BaseModel):
+    """Every error response: ``{"error": {"code", "message"}}``."""
+
+    error: ErrorDetail
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the errors an operation can answer with (documentation only)."""
+    described = {
+        401: "Missing or invalid bearer key (when LUMINA_API_KEYS is set)",
+        403: "Not a loopback client (when LUMINA_API_KEYS is not set)",
+        404: "No such conversation, agent or run (also: someone else's)",
+        409: "The conversation has a running run, or the agent is unavailable",
+        413: "Request body or task over the limit",
+        422: "Invalid input",
+        503: "The database is unavailable",
+    }
+    return {s: {"model": ErrorOut, "description": described[s]} for s in statuses}

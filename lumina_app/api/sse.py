@@ -114,43 +114,55 @@ class EventStream(Response):
         await send(
             {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
-        disconnected = asyncio.ensure_future(_wait_disconnect(receive))
-        pending: asyncio.Future | None = None
+        # One pump task reads the frames; per frame there is only a queue hand-off (no task
+        # per frame). A bounded queue is the back-pressure on a slow client.
+        queue: asyncio.Queue = asyncio.Queue(maxsize=256)
+        pump = asyncio.create_task(self._pump(queue))
+        disconnected = asyncio.create_task(_wait_disconnect(receive))
+        disconnected.add_done_callback(lambda _: _interrupt(pump, queue))
         finished = False
         try:
             while True:
-                if pending is None:
-                    pending = asyncio.ensure_future(anext(self.frames))
-                done, _ = await asyncio.wait(
-                    {pending, disconnected},
-                    timeout=self.keepalive,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if disconnected in done:
-                    return
-                if pending in done:
-                    try:
-                        chunk = pending.result()
-                    except StopAsyncIteration:
-                        finished = True
-                        break
-                    finally:
-                        pending = None
-                else:
+                try:
+                    async with asyncio.timeout(self.keepalive):
+                        chunk = await queue.get()
+                except TimeoutError:
                     chunk = KEEPALIVE
-                await asyncio.wait_for(
-                    send({"type": "http.response.body", "body": chunk, "more_body": True}),
-                    self.send_timeout,
-                )
+                if chunk is _GONE:
+                    return
+                if chunk is _END:
+                    finished = True
+                    break
+                async with asyncio.timeout(self.send_timeout):
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except TimeoutError:
-            return  # a client that stopped reading is dropped
+            return  # a client that stopped reading is dropped; the run carries on
         finally:
             disconnected.cancel()
-            if pending is not None:
-                pending.cancel()
-                await asyncio.wait([pending])  # let the generator unwind before closing it
+            pump.cancel()
+            await asyncio.wait([pump])  # let the generator unwind before closing it
             await self.frames.aclose()
             if self.on_close:
                 self.on_close()
             if finished:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _pump(self, queue: asyncio.Queue) -> None:
+        async for chunk in self.frames:
+            await queue.put(chunk)
+        await queue.put(_END)
+
+
+_END = object()
+_GONE = object()
+
+
+def _interrupt(pump: asyncio.Task, queue: asyncio.Queue) -> None:
+    """The client went away: stop reading frames and wake the sender."""
+    pump.cancel()
+    while True:
+        try:
+            queue.put_nowait(_GONE)
+            return
+        except asyncio.QueueFull:
+            queue.get_nowait()

@@ -19,6 +19,7 @@ from lumina_app.storage.run_events import LocalRunEventLog
 
 log = logging.getLogger(__name__)
 _LIVE_TTL = 24 * 3600  # a run that never finishes still disappears eventually
+_BATCH = 1000
 
 
 class RedisRunEventLog:
@@ -61,7 +62,8 @@ class RedisRunEventLog:
 
     async def _drain(self) -> None:
         while self._pending:
-            batch, self._pending = self._pending, []
+            await asyncio.sleep(0.005)  # let a burst gather: one round trip per batch
+            batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
             try:
                 async with self.writer.pipeline(transaction=False) as pipe:
                     for run_id, event in batch:

@@ -48,12 +48,13 @@ def _encode(msg: Msg) -> bytes:
     return orjson.dumps(msg.to_hot())
 
 
-def create_redis_client(url: str, *, socket_timeout: float) -> aioredis.Redis:
-    """A client with short timeouts and no hidden retries (the window does its own)."""
+def create_redis_client(url: str, *, socket_timeout: float | None) -> aioredis.Redis:
+    """A client with short timeouts and no hidden retries (the window does its own).
+    ``socket_timeout=None`` is for blocking readers (pub/sub)."""
     return aioredis.Redis.from_url(
         url,
         socket_timeout=socket_timeout,
-        socket_connect_timeout=socket_timeout,
+        socket_connect_timeout=socket_timeout or 5.0,
         retry=Retry(NoBackoff(), 0),
         retry_on_timeout=False,
         health_check_interval=0,

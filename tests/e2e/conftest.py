@@ -29,8 +29,10 @@ def app_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Module-scoped: the sync Playwright API runs an event loop in this thread while it is
+    open, and async tests after these must find none."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -1,0 +1,203 @@
+"""Who may run a conversation now, and how a stop reaches the process running it.
+
+In process: a dict. With Redis: ``SET <prefix>:{conv}:lock <runId> NX PX <lease>`` renewed
+by the run's heartbeat, released with compare-and-delete, so the one-active-run rule holds
+across instances; a killed instance's lease simply runs out. Stops are published on a
+channel every instance listens to. If Redis cannot be reached the instance falls back to
+its own in-process lock (it is then only as strong as a single instance).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_TAKE_OVER = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class RunLocks(Protocol):
+    shared: bool  # True when other instances see the same locks
+
+    async def acquire(self, conversation_uuid: str, run_id: str) -> str | None:
+        """Take the conversation for ``run_id``; returns the holder's run id if busy."""
+
+    async def renew(self, conversation_uuid: str, run_id: str) -> bool:
+        """Extend the lease; False means the lock is no longer ours (fenced off)."""
+
+    async def release(self, conversation_uuid: str, run_id: str) -> None: ...
+
+    async def take_over(self, conversation_uuid: str, stale_run_id: str, run_id: str) -> bool:
+        """Replace a lock left by a run that has already ended (its release was lost)."""
+
+    async def holder(self, conversation_uuid: str) -> str | None: ...
+
+    async def request_stop(self, run_id: str) -> None:
+        """Ask whichever process runs ``run_id`` to stop it."""
+
+    async def listen_for_stops(self, on_stop: Callable[[str], None]) -> None:
+        """Run until cancelled, calling ``on_stop(run_id)`` for each request."""
+
+    async def close(self) -> None: ...
+
+
+class LocalRunLocks:
+    shared = False
+
+    def __init__(self) -> None:
+        self._holders: dict[str, str] = {}
+
+    async def acquire(self, conversation_uuid: str, run_id: str) -> str | None:
+        holder = self._holders.get(conversation_uuid)
+        if holder is not None and holder != run_id:
+            return holder
+        self._holders[conversation_uuid] = run_id
+        return None
+
+    async def renew(self, conversation_uuid: str, run_id: str) -> bool:
+        return self._holders.get(conversation_uuid) == run_id
+
+    async def release(self, conversation_uuid: str, run_id: str) -> None:
+        if self._holders.get(conversation_uuid) == run_id:
+            del self._holders[conversation_uuid]
+
+    async def holder(self, conversation_uuid: str) -> str | None:
+        return self._holders.get(conversation_uuid)
+
+    async def take_over(self, conversation_uuid: str, stale_run_id: str, run_id: str) -> bool:
+        if self._holders.get(conversation_uuid) != stale_run_id:
+            return False
+        self._holders[conversation_uuid] = run_id
+        return True
+
+    async def request_stop(self, run_id: str) -> None:
+        """Nothing to do: a run of this process is stopped directly."""
+
+    async def listen_for_stops(self, on_stop: Callable[[str], None]) -> None:
+        await asyncio.Event().wait()
+
+    async def close(self) -> None:
+        self._holders.clear()
+
+
+class RedisRunLocks:
+    shared = True
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        listener: aioredis.Redis,
+        *,
+        prefix: str,
+        lease_ms: int,
+    ) -> None:
+        self.client = client
+        self.listener = listener  # pub/sub holds a connection: not the short-timeout one
+        self.prefix = prefix
+        self.lease_ms = lease_ms
+        self.channel = f"{prefix}:stop"
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+        self._take_over = client.register_script(_TAKE_OVER)
+        self._fallback = LocalRunLocks()
+
+    def key(self, conversation_uuid: str) -> str:
+        return f"{self.prefix}:{{{conversation_uuid}}}:lock"
+
+    async def acquire(self, conversation_uuid: str, run_id: str) -> str | None:
+        local = await self._fallback.acquire(conversation_uuid, run_id)
+        if local is not None:
+            return local
+        try:
+            taken = await self.client.set(
+                self.key(conversation_uuid), run_id, nx=True, px=self.lease_ms
+            )
+            if taken:
+                return None
+            holder = await self.client.get(self.key(conversation_uuid))
+        except (RedisError, OSError) as exc:
+            log.warning("run lock in redis unavailable, using the in-process lock: %s", exc)
+            return None
+        if holder is None:  # released between SET and GET: try once more
+            return await self.acquire(conversation_uuid, run_id)
+        await self._fallback.release(conversation_uuid, run_id)
+        return holder.decode() if isinstance(holder, bytes) else holder
+
+    async def renew(self, conversation_uuid: str, run_id: str) -> bool:
+        try:
+            kept = await self._renew(
+                keys=[self.key(conversation_uuid)], args=[run_id, self.lease_ms]
+            )
+        except (RedisError, OSError):
+            return True  # cannot tell: keep going, SQL fencing still guards the writes
+        return bool(kept)
+
+    async def release(self, conversation_uuid: str, run_id: str) -> None:
+        await self._fallback.release(conversation_uuid, run_id)
+        try:
+            await self._release(keys=[self.key(conversation_uuid)], args=[run_id])
+        except (RedisError, OSError) as exc:
+            log.warning("run lock not released (its lease will expire): %s", exc)
+
+    async def take_over(self, conversation_uuid: str, stale_run_id: str, run_id: str) -> bool:
+        try:
+            taken = await self._take_over(
+                keys=[self.key(conversation_uuid)], args=[stale_run_id, run_id, self.lease_ms]
+            )
+        except (RedisError, OSError):
+            return False
+        if taken:
+            await self._fallback.acquire(conversation_uuid, run_id)
+        return bool(taken)
+
+    async def holder(self, conversation_uuid: str) -> str | None:
+        value = await self.client.get(self.key(conversation_uuid))
+        return value.decode() if isinstance(value, bytes) else value
+
+    async def request_stop(self, run_id: str) -> None:
+        await self.client.publish(self.channel, run_id)
+
+    async def listen_for_stops(self, on_stop: Callable[[str], None]) -> None:
+        while True:
+            try:
+                async with self.listener.pubsub() as pubsub:
+                    await pubsub.subscribe(self.channel)
+                    async for message in _messages(pubsub):
+                        on_stop(message)
+            except (RedisError, OSError) as exc:
+                log.warning("stop listener lost redis, retrying: %s", exc)
+                await asyncio.sleep(1.0)
+
+    async def close(self) -> None:
+        await self.listener.aclose()
+
+
+async def _messages(pubsub: aioredis.client.PubSub) -> AsyncIterator[str]:
+    async for message in pubsub.listen():
+        if message.get("type") == "message":
+            data = message["data"]
+            yield data.decode() if isinstance(data, bytes) else data

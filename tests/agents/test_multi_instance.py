@@ -1,0 +1,106 @@
+"""Two engines (as two instances) over one SQL database and one Redis: the run lock, stops,
+warm-vs-resume context and orphaned runs all work across them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lumina_app.agents.context import build_context
+from lumina_app.agents.services import open_services
+from lumina_app.domain import ConversationBusy, EventType, Msg, RunRecord
+
+
+@pytest.fixture
+async def pair(settings_factory):
+    one = await open_services(settings_factory(run_lease_seconds=1.0))
+    two = await open_services(settings_factory(run_lease_seconds=1.0), recover=False)
+    yield one, two
+    await one.close()
+    await two.close()
+
+
+async def test_one_active_run_per_conversation_across_instances(pair, fake_llm) -> None:
+    one, two = pair
+    fake_llm.script.delay = 0.05
+    run = await one.chat.start(agent_id="tester", message="slow one")
+    with pytest.raises(ConversationBusy) as busy:
+        await two.chat.start(
+            agent_id="tester", message="again", conversation_uuid=run.conversation.uuid
+        )
+    assert busy.value.run_id == run.run_id
+    await run.done.wait()
+    fake_llm.script.delay = 0
+    after = await two.chat.execute_sync(
+        agent_id="tester", message="now", conversation_uuid=run.conversation.uuid
+    )
+    assert after["status"] == "complete"
+
+
+async def test_stop_sent_to_the_other_instance(pair, fake_llm) -> None:
+    one, two = pair
+    fake_llm.script.chunks = [f"w{i} " for i in range(200)]
+    fake_llm.script.delay = 0.02
+    run = await one.chat.start(agent_id="tester", message="long")
+    await asyncio.sleep(0.3)
+    await two.chat.stop(run.run_id, owner="")
+    assert run.done.is_set()
+    assert run.result["status"] == "stopped"
+    record = await two.memory.cold.get_run(run.run_id)
+    assert record.status == "stopped"
+
+
+async def test_warm_on_one_is_resume_on_two_with_the_same_context(pair, fake_llm) -> None:
+    one, two = pair
+    first = await one.chat.execute_sync(agent_id="tester", message="alpha")
+    conv = first["conversationId"]
+    await one.chat.execute_sync(agent_id="tester", message="beta", conversation_uuid=conv)
+    warm = one.chat.sessions.get("tester", conv)
+    assert warm is not None  # instance one would 'continue' from memory
+    agent = one.registry.get("tester")
+    would_send = build_context(agent.system_prompt, warm.history, "gamma", window=20).messages
+
+    run = await two.chat.start(agent_id="tester", message="gamma", conversation_uuid=conv)
+    assert run.scenario.value == "resume"
+    await run.done.wait()
+    assert fake_llm.requests[-1]["messages"] == would_send
+
+
+async def test_orphaned_run_is_interrupted_by_a_survivor(pair) -> None:
+    one, two = pair
+    conv = await one.memory.create_conversation(agent_id="tester")
+    record = RunRecord(
+        run_id="run-0123456789abcdef",
+        conversation_id=conv.id,
+        agent_id="tester",
+        owner="",
+        scenario="new",
+        provider="openai",
+        model="m",
+    )
+    await one.memory.begin_turn(
+        conv, Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t"), record
+    )
+    await one.memory.flush_answer(record.assistant_message_id, "half")
+    assert await one.chat.locks.acquire(conv.uuid, record.run_id) is None
+    # The instance holding it dies: nobody renews the lease.
+    assert await two.chat.sweep_orphans() == 0  # lease still valid
+    # Within a lease and a sweep interval a survivor's background sweep closes it.
+    for _ in range(40):
+        await asyncio.sleep(0.1)
+        if (await two.memory.cold.get_run(record.run_id)).status != "running":
+            break
+    assert (await two.memory.cold.get_run(record.run_id)).status == "interrupted"
+    stored = await two.memory.cold.get_message(record.assistant_message_id)
+    assert (stored.status.value, stored.content) == ("interrupted", "half")
+    # A late write from the lost instance is fenced off.
+    assert not await one.memory.flush_answer(record.assistant_message_id, "half and more")
+    assert (await two.memory.cold.get_message(record.assistant_message_id)).content == "half"
+    events = [
+        e
+        async for e in two.chat.stream(
+            agent_id="tester", message="next", conversation_uuid=conv.uuid
+        )
+    ]
+    assert events[0].data["scenario"] == "resume" and events[-1].type is EventType.RESULT
