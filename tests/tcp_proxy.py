@@ -9,9 +9,9 @@ from tests.conftest import free_port
 
 
 class TcpProxy:
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(self, target_host: str, target_port: int, port: int | None = None) -> None:
         self.target = (target_host, target_port)
-        self.port = free_port()
+        self.port = port or free_port()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.base_events.Server | None = None

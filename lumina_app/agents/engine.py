@@ -198,6 +198,19 @@ class ChatEngine:
         run_id = self._by_conversation.get(conversation_uuid)
         return self._runs.get(run_id) if run_id else None
 
+    async def running_run_id(self, conversation_uuid: str) -> str | None:
+        """The conversation's live run, in this process or (with shared locks) any other."""
+        run = self.active_run_for(conversation_uuid)
+        if run is not None:
+            return run.run_id
+        if not self.locks.shared:
+            return None
+        holder = await self.locks.holder(conversation_uuid)
+        if holder is None:
+            return None
+        record = await self.memory.cold.get_run(holder)
+        return holder if record is not None and record.status == RunStatus.RUNNING.value else None
+
     async def stop(self, run_id: str, *, owner: str | None = None, wait: float = 10.0) -> None:
         """User stop: the answer ends ``stopped`` with the text it had. A run of another
         instance is asked to stop through the shared locks; this waits (bounded) until

@@ -17,6 +17,7 @@ from lumina_app.domain import (
     ConversationBusy,
     EventType,
     LuminaError,
+    MessageStatus,
     NotFound,
     RunNotFound,
     StoreUnavailable,
@@ -105,13 +106,13 @@ class ChatState(rx.State):
         msgs = await services.memory.history(
             conversation, limit=PAGE_SIZE + 1, before_seq=conversation.last_seq + 1
         )
-        run = services.chat.active_run_for(conversation_id)
-        if run is not None:
-            msgs = [m for m in msgs if m.id != run.assistant.id]
-            self.streaming, self.run_id = True, run.run_id
+        run_id = await services.chat.running_run_id(conversation_id)
+        if run_id is not None:  # its answer is shown as it streams, not as a stored row
+            msgs = [m for m in msgs if m.status is not MessageStatus.STREAMING]
+            self.streaming, self.run_id = True, run_id
         self.has_older = len(msgs) > PAGE_SIZE
         self.messages = [message_view(m) for m in msgs[-PAGE_SIZE:]]
-        if run is not None:
+        if run_id is not None:
             return ChatState.follow_run
 
     @rx.event
@@ -172,9 +173,11 @@ class ChatState(rx.State):
             self.run_id = run.run_id
             self.conversation_id = run.conversation.uuid
             self.title = run.conversation.title
-        if not conversation:  # a new conversation: give it its URL without a reload
-            url = chat_url(agent, run.conversation.uuid)
-            yield rx.call_script(f"window.history.replaceState(null, '', {url!r})")
+        if not conversation:
+            # A new conversation gets its URL through the router, so a reconnect (or another
+            # instance) loads this conversation; that load re-attaches to the run.
+            yield rx.redirect(chat_url(agent, run.conversation.uuid), replace=True)
+            return
         yield _sidebar_refresh()
         async for update in self._follow(run.run_id, ticket, skip_events=1):
             yield update
