@@ -53,6 +53,7 @@ class MemoryManager:
         self.stats = WindowStats()
         self._delete_hooks: list[DeleteHook] = []
         self._final_hooks: list[FinalHook] = []
+        self._runs_deleted_hooks: list[Callable[[list[str]], Awaitable[None]]] = []
 
     def on_delete(self, hook: DeleteHook) -> None:
         """Other tiers (archive, run buffers) register what a delete must also clear."""
@@ -88,10 +89,16 @@ class MemoryManager:
 
     async def delete(self, conversation: ConversationInfo) -> None:
         """Rows first (the record), then the hot key and whatever else registered."""
-        await self.cold.delete_conversation(conversation.id)
+        run_ids = await self.cold.delete_conversation(conversation.id)
         await self._hot(self.hot.delete(conversation.uuid))
         for hook in self._delete_hooks:
             await hook(conversation)
+        for runs_hook in self._runs_deleted_hooks:
+            await runs_hook(run_ids)
+
+    def on_runs_deleted(self, hook: Callable[[list[str]], Awaitable[None]]) -> None:
+        """Whoever keeps per-run data (event buffers) drops it when its runs are deleted."""
+        self._runs_deleted_hooks.append(hook)
 
     # -- writes --------------------------------------------------------------------
 

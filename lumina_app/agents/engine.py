@@ -10,6 +10,7 @@ run's event log, so it finishes and is stored even when nobody is listening; con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -110,6 +111,7 @@ class ChatEngine:
         self._runs: dict[str, ActiveRun] = {}
         self._by_conversation: dict[str, str] = {}
         memory.on_delete(self._forget_conversation)
+        memory.on_runs_deleted(self._drop_run_buffers)
 
     # -- public API ----------------------------------------------------------------
 
@@ -553,6 +555,15 @@ class ChatEngine:
                     return False
                 await asyncio.sleep(0.2 * (attempt + 1))
         return False
+
+    async def _drop_run_buffers(self, run_ids: list[str]) -> None:
+        for run_id in run_ids:
+            run = self._runs.get(run_id)
+            if run is not None:  # interrupted by the delete: let it finish, then drop it
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(5):
+                        await run.done.wait()
+            await self.events.delete(run_id)
 
     async def _forget_conversation(self, conversation: ConversationInfo) -> None:
         self.sessions.drop(conversation.agent_id, conversation.uuid)

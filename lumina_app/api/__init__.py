@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from lumina_app.api import routes_agents, routes_export, routes_health, routes_runs, routes_v1
-from lumina_app.api.errors import install_error_handlers
+from lumina_app.api.errors import install_error_handlers, unmatched
 from lumina_app.api.limits import BodyLimitMiddleware
 from lumina_app.api.schemas import error_responses
 from lumina_app.settings import Settings
@@ -28,4 +28,9 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     for module in (routes_v1, routes_export, routes_agents, routes_runs):
         api.include_router(module.router, responses=errors)
     api.include_router(routes_health.router, responses=error_responses(503))
+    for path in ("/api/{_rest:path}", "/healthz"):  # last: only what nothing above serves
+        api.add_api_route(path, unmatched, methods=list(ALL_METHODS), include_in_schema=False)
     return api
+
+
+ALL_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 
 from lumina_app.domain import (
     AgentUnavailable,
@@ -91,6 +92,38 @@ def _unreadable_body(exc: StarletteHTTPException) -> str | None:
     if isinstance(cause, ValueError):
         return "body is not valid JSON"
     return None
+
+
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """The methods some API route serves at this path (all of them: GET, PATCH and DELETE of
+    a conversation are three routes). Mounts (Reflex's app at "") are not API routes."""
+    allowed = []
+    for method in _METHODS:
+        scope = {**request.scope, "method": method}
+        for route in request.app.router.routes:
+            if isinstance(route, Mount) or getattr(route, "endpoint", None) is unmatched:
+                continue
+            if route.matches(scope)[0] is Match.FULL:
+                allowed.append(method)
+                break
+    return ", ".join(allowed) or None
+
+
+async def unmatched(request: Request) -> JSONResponse:
+    """What no API route serves. Registered last under /api/ (and /healthz): on the real
+    server Reflex mounts its app at "" after these routes, so without this an unknown path
+    or method got Reflex's plain-text 404 instead of a JSON error."""
+    allowed = _allowed_methods(request)
+    if allowed is None:
+        return error_response(404, "not_found", f"no such endpoint: {request.url.path}")
+    response = error_response(
+        405, "method_not_allowed", f"{request.method} is not allowed here (allowed: {allowed})"
+    )
+    response.headers["Allow"] = allowed
+    return response
 
 
 def install_error_handlers(api: FastAPI) -> None:

@@ -24,6 +24,7 @@ from lumina_app.api.schemas import (
     ChatBody,
     ConversationDetail,
     ConversationMeta,
+    Cursor,
     HistoryEntry,
     NoNul,
 )
@@ -68,7 +69,7 @@ async def agent_conversations(
     services: ServicesDep,
     owner: Owner,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    after: Annotated[str | None, Query(max_length=200)] = None,
+    after: Annotated[str | None, Query(max_length=200), Cursor] = None,
     q: Annotated[str | None, Query(max_length=200), NoNul] = None,
 ) -> AgentConversations:
     _agent(services, agent_id)

@@ -21,6 +21,7 @@ from lumina_app.api.schemas import (
     ConversationOut,
     ConversationPage,
     CreateConversation,
+    Cursor,
     ExecuteBody,
     MessageOut,
     MessagePage,
@@ -28,6 +29,7 @@ from lumina_app.api.schemas import (
     RenameConversation,
     RunAccepted,
     SyncResult,
+    TaskText,
 )
 from lumina_app.api.sse import v1_frames
 from lumina_app.domain import AgentNotFound, InvalidInput
@@ -61,7 +63,7 @@ async def list_conversations(
     owner: Owner,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
     limit: Limit = 20,
-    after: Annotated[str | None, Query(max_length=200)] = None,
+    after: Annotated[str | None, Query(max_length=200), Cursor] = None,
     q: Annotated[str | None, Query(max_length=200), NoNul] = None,
 ) -> ConversationPage:
     items, cursor = await services.memory.list_conversations(
@@ -129,7 +131,7 @@ def _task(task: str | None, body: ExecuteBody | None) -> tuple[str, str | None]:
     return text, conversation
 
 
-TaskQuery = Annotated[str | None, Query(max_length=1_000_000)]
+TaskQuery = Annotated[str | None, Query(max_length=1_000_000), TaskText]
 ConversationQuery = Annotated[str | None, Query(alias="conversationId", max_length=64)]
 OptionalBody = Annotated[ExecuteBody | None, Body()]
 

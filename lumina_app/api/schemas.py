@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+)
+from pydantic_core import core_schema
 
 from lumina_app.domain import ConversationInfo, Msg
 from lumina_app.domain.views import conversation_meta, history_entry, iso_us
@@ -16,8 +24,42 @@ def _no_nul(value: str | None) -> str | None:
     return value
 
 
+class SchemaNote:
+    """Adds JSON-schema keywords to a field (to its string form, when it may be null) without
+    changing how it is validated: the rule is enforced elsewhere, with a clearer message
+    than a pattern mismatch would give. The OpenAPI schema then tells clients the rule."""
+
+    def __init__(self, **keywords: Any) -> None:
+        self.keywords = keywords
+
+    def __get_pydantic_json_schema__(
+        self, core: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        schema = handler(core)
+        strings = [b for b in schema.get("anyOf", []) if b.get("type") == "string"]
+        for target in strings or [schema]:
+            target.update(self.keywords)
+        return schema
+
+
+class _NoNul(SchemaNote):
+    """Rejects NUL (422), and says so in the schema."""
+
+    def __init__(self) -> None:
+        super().__init__(pattern=r"^[^\x00]*$")
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(_no_nul, handler(source))
+
+
 # Text that reaches SQL must not contain NUL (PostgreSQL refuses it): a 422 here, not a 500 there.
-NoNul = AfterValidator(_no_nul)
+NoNul = _NoNul()
+# A task or message: some non-blank text, no NUL (the engine answers 422 otherwise).
+TaskText = SchemaNote(minLength=1, pattern=r"^[^\x00]*[^\s\x00][^\x00]*$")
+# A page cursor is opaque: the ``nextCursor`` of the previous page (anything else is 422).
+Cursor = SchemaNote(format="cursor", description="nextCursor of the previous page")
 
 
 def _unicode(value: str | None) -> str | None:
@@ -50,12 +92,12 @@ class RenameConversation(_Body):
 
 
 class ExecuteBody(_Body):
-    task: Annotated[str | None, Unicode] = None
+    task: Annotated[str | None, Unicode, TaskText] = None
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
 
 
 class ChatBody(_Body):
-    message: Annotated[str, Unicode]
+    message: Annotated[str, Unicode, TaskText]
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
 
 

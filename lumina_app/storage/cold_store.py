@@ -238,11 +238,22 @@ class ColdStore:
         if result.rowcount == 0:
             raise ConversationNotFound(str(conversation_id))
 
-    async def delete_conversation(self, conversation_id: int) -> None:
+    async def delete_conversation(self, conversation_id: int) -> list[str]:
+        """Delete the conversation with its messages and runs; returns the run ids."""
         async with translated_errors(), self._begin() as conn:
+            run_ids = (
+                (
+                    await conn.execute(
+                        sa.select(R.c.run_id).where(R.c.conversation_id == conversation_id)
+                    )
+                )
+                .scalars()
+                .all()
+            )
             await conn.execute(sa.delete(R).where(R.c.conversation_id == conversation_id))
             await conn.execute(sa.delete(M).where(M.c.conversation_id == conversation_id))
             await conn.execute(sa.delete(C).where(C.c.id == conversation_id))
+        return list(run_ids)
 
     # -- messages ------------------------------------------------------------------
 

@@ -293,3 +293,12 @@ async def test_demo_model_shows_the_context_it_received(services) -> None:
     second = await send(services, "what is my name?", first[0].data["conversationId"], agent="demo")
     text = answer_of(second)
     assert "2 earlier messages" in text and "my name is Ada" in text
+
+
+async def test_delete_drops_the_run_event_buffers(services) -> None:
+    events = await send(services, "to be deleted")
+    run_id, conv_id = events[0].data["runId"], events[0].data["conversationId"]
+    assert await services.events.known(run_id)
+    await services.memory.delete(await services.memory.get_conversation(conv_id))
+    assert not await services.events.known(run_id)
+    assert await services.memory.cold.get_run(run_id) is None
