@@ -14,37 +14,27 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
-from lumina_app.agents.context import BuiltContext, build_context
-from lumina_app.agents.flusher import AnswerFlusher
-from lumina_app.agents.providers import Provider, ProviderFactory
+from lumina_app.agents.context import build_context
+from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentDefinition, AgentRegistry
-from lumina_app.agents.sessions import Session, SessionPool
+from lumina_app.agents.run_driver import ActiveRun, RunDriver
+from lumina_app.agents.sessions import SessionPool
 from lumina_app.domain import (
     AgentNotFound,
     AgentUnavailable,
     ConversationBusy,
     ConversationInfo,
-    ConversationStatus,
     EventType,
-    Finish,
     InputTooLarge,
     InvalidInput,
-    MessageStatus,
     Msg,
-    ProviderError,
     RunEvent,
     RunNotFound,
     RunRecord,
     RunStatus,
     Scenario,
-    StoreUnavailable,
-    TextDelta,
-    ThinkingDelta,
-    ToolCall,
-    Usage,
     new_turn_id,
 )
 from lumina_app.memory import MemoryManager
@@ -53,40 +43,6 @@ from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import LocalRunLocks, RunLocks
 
 log = logging.getLogger(__name__)
-
-_CONVERSATION_STATUS = {
-    RunStatus.COMPLETE: ConversationStatus.COMPLETED,
-    RunStatus.STOPPED: ConversationStatus.COMPLETED,
-    RunStatus.INTERRUPTED: ConversationStatus.FAILED,
-    RunStatus.FAILED: ConversationStatus.FAILED,
-}
-
-
-@dataclass(eq=False)
-class ActiveRun:
-    """A run in this process: what it answers, and how to stop or await it."""
-
-    run_id: str
-    conversation: ConversationInfo
-    agent: AgentDefinition
-    owner: str
-    record: RunRecord
-    user: Msg
-    assistant: Msg
-    context: BuiltContext
-    provider: Provider
-    window_history: list[Msg]
-    created_conversation: bool = False
-    next_event_id: int = 1
-    stop_reason: RunStatus | None = None
-    generating: bool = True
-    task: asyncio.Task | None = None
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    result: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def scenario(self) -> Scenario:
-        return Scenario(self.record.scenario)
 
 
 class ChatEngine:
@@ -110,6 +66,14 @@ class ChatEngine:
         self.events = events
         self._runs: dict[str, ActiveRun] = {}
         self._by_conversation: dict[str, str] = {}
+        self.driver = RunDriver(
+            settings=settings,
+            memory=memory,
+            sessions=sessions,
+            events=events,
+            locks=self.locks,
+            on_end=self._forget_run,
+        )
         memory.on_delete(self._forget_conversation)
         memory.on_runs_deleted(self._drop_run_buffers)
 
@@ -143,7 +107,7 @@ class ChatEngine:
         """A stop published by another instance: act on it if the run is ours."""
         run = self._runs.get(run_id)
         if run is not None:
-            self._request_stop(run, RunStatus.STOPPED)
+            self.driver.request_stop(run, RunStatus.STOPPED)
 
     async def start(
         self,
@@ -178,7 +142,7 @@ class ChatEngine:
                 yield event
         finally:
             if not run.done.is_set() and self.settings.cancel_on_disconnect:
-                self._request_stop(run, RunStatus.INTERRUPTED)
+                self.driver.request_stop(run, RunStatus.INTERRUPTED)
 
     async def execute(self, **kwargs: Any) -> ActiveRun:
         """Fire and forget: the run id is known at once, the answer lands in the store."""
@@ -219,7 +183,7 @@ class ChatEngine:
         the store shows it ended."""
         run = self.active_run(run_id, owner=owner)
         if run is not None:
-            self._request_stop(run, RunStatus.STOPPED)
+            self.driver.request_stop(run, RunStatus.STOPPED)
             await run.done.wait()
             return
         record = await self.memory.cold.get_run(run_id, owner=owner)
@@ -256,7 +220,7 @@ class ChatEngine:
         """Process ending: interrupt live runs and let them record that."""
         runs = list(self._runs.values())
         for run in runs:
-            self._request_stop(run, RunStatus.INTERRUPTED)
+            self.driver.request_stop(run, RunStatus.INTERRUPTED)
         if runs:
             await asyncio.wait([asyncio.ensure_future(r.done.wait()) for r in runs], timeout=grace)
 
@@ -319,8 +283,8 @@ class ChatEngine:
             self._by_conversation.pop(conversation.uuid, None)
             raise
         self._runs[run_id] = run
-        await self._publish(run, EventType.SESSION, self._session_data(run))
-        run.task = asyncio.create_task(self._generate(run), name=run_id)
+        await self.driver.publish(run, EventType.SESSION, self._session_data(run))
+        run.task = asyncio.create_task(self.driver.generate(run), name=run_id)
         return run
 
     async def _take_stale_lock(self, conversation_uuid: str, holder: str, run_id: str) -> bool:
@@ -408,153 +372,9 @@ class ChatEngine:
 
     # -- generating ----------------------------------------------------------------
 
-    async def _publish(self, run: ActiveRun, kind: EventType, data: dict[str, Any]) -> None:
-        event = RunEvent(run.next_event_id, kind, data)
-        run.next_event_id += 1
-        await self.events.publish(run.run_id, event)
-
-    def _request_stop(self, run: ActiveRun, reason: RunStatus) -> None:
-        # Only generation is cancellable: the final write must never be cut short.
-        if run.stop_reason is None and run.generating and run.task is not None:
-            run.stop_reason = reason
-            run.task.cancel()
-
-    async def _generate(self, run: ActiveRun) -> None:
-        flusher = AnswerFlusher(
-            lambda text: self.memory.flush_answer(run.assistant.id, text),
-            interval=self.settings.flush_interval_ms / 1000,
-            chars=self.settings.flush_chars,
-        )
-        heartbeat = asyncio.create_task(self._heartbeat(run), name=f"{run.run_id}-lease")
-        status, error = RunStatus.COMPLETE, None
-        usage: dict[str, int] = {}
-        thinking: list[str] = []
-        tool_calls: list[dict[str, str]] = []
-        finish_reason = None
-        try:
-            async for item in run.provider.stream(run.context.messages):
-                if isinstance(item, TextDelta):
-                    flusher.add(item.text)
-                    await self._publish(run, EventType.DELTA, {"text": item.text})
-                elif isinstance(item, ThinkingDelta):
-                    thinking.append(item.text)
-                    await self._publish(run, EventType.THINKING, {"text": item.text})
-                elif isinstance(item, ToolCall):
-                    call = {"id": item.call_id, "name": item.name, "arguments": item.arguments}
-                    tool_calls.append(call)
-                    await self._publish(run, EventType.TOOL_CALL, call)
-                elif isinstance(item, Usage):
-                    usage = {
-                        "promptTokens": item.prompt_tokens,
-                        "completionTokens": item.completion_tokens,
-                    }
-                elif isinstance(item, Finish):
-                    finish_reason = item.reason
-                elif isinstance(item, ProviderError):
-                    status, error = RunStatus.FAILED, item.message
-                    break
-        except asyncio.CancelledError:
-            if run.stop_reason is None:
-                raise
-            status = run.stop_reason
-            error = "stopped by the user" if status is RunStatus.STOPPED else "run interrupted"
-        except Exception as exc:  # a provider bug must still end the run cleanly
-            log.exception("provider %s raised", run.provider.name)
-            status, error = RunStatus.FAILED, f"provider crashed: {exc}"
-        finally:
-            run.generating = False
-            heartbeat.cancel()
-            await flusher.close()
-        meta = dict(run.assistant.meta)
-        meta.update(usage=usage, finishReason=finish_reason)
-        if thinking:
-            meta["thinking"] = "".join(thinking)
-        if tool_calls:
-            meta["toolCalls"] = tool_calls
-        if error and status is not RunStatus.COMPLETE:
-            meta["error"] = error
-        await self._finish(run, flusher.text, status, error, meta, len(tool_calls))
-
-    async def _finish(
-        self,
-        run: ActiveRun,
-        text: str,
-        status: RunStatus,
-        error: str | None,
-        meta: dict[str, Any],
-        tool_calls: int,
-    ) -> None:
-        assistant = run.assistant
-        assistant.content = text
-        assistant.status = MessageStatus(status.value)
-        assistant.meta = meta
-        run.record.status = status.value
-        run.record.error = error if status is not RunStatus.COMPLETE else None
-        stored = await self._store_final(run, tool_calls)
-        if stored:
-            history = (run.window_history + [run.user, assistant])[-self.settings.context_window :]
-            self.sessions.put(Session(run.agent.id, run.conversation.uuid, history, assistant.seq))
-        else:
-            self.sessions.drop(run.agent.id, run.conversation.uuid)
-        status = RunStatus(run.record.status)
-        run.result = {
-            "runId": run.run_id,
-            "conversationId": run.conversation.uuid,
-            "messageId": assistant.id,
-            "turnId": assistant.turn_id,
-            "status": status.value,
-            "content": text,
-            "usage": meta.get("usage") or {},
-            "scenario": run.scenario.value,
-        }
-        if error and status is not RunStatus.COMPLETE:
-            run.result["error"] = error
-        try:
-            if status is RunStatus.FAILED:
-                await self._publish(
-                    run, EventType.ERROR, {"message": error, "messageId": assistant.id}
-                )
-            await self._publish(run, EventType.RESULT, run.result)
-            await self.events.finish(run.run_id)
-        finally:
-            self._runs.pop(run.run_id, None)
-            self._by_conversation.pop(run.conversation.uuid, None)
-            await self.locks.release(run.conversation.uuid, run.run_id)
-            run.done.set()
-
-    async def _heartbeat(self, run: ActiveRun) -> None:
-        """Keep the run's lease; if it was lost (this instance stalled past the lease and
-        a survivor closed the run), stop generating: the store is fenced against us."""
-        interval = self.settings.run_lease_seconds / 3
-        while True:
-            await asyncio.sleep(interval)
-            if not await self.locks.renew(run.conversation.uuid, run.run_id):
-                log.warning("run %s lost its lease; stopping it", run.run_id)
-                self._request_stop(run, RunStatus.INTERRUPTED)
-                return
-
-    async def _store_final(self, run: ActiveRun, tool_calls: int) -> bool:
-        """The final write matters most: retry it briefly; if SQL stays away, the start-up
-        sweep marks the row interrupted (its last flushed text is kept)."""
-        for attempt in range(4):
-            try:
-                written = await self.memory.finish_answer(
-                    run.conversation,
-                    run.assistant,
-                    conversation_status=_CONVERSATION_STATUS[RunStatus(run.record.status)],
-                    tool_calls=tool_calls,
-                    run=run.record,
-                )
-                if not written:  # a survivor closed this run already: it stays interrupted
-                    run.assistant.status = MessageStatus.INTERRUPTED
-                    run.record.status = RunStatus.INTERRUPTED.value
-                return written
-            except StoreUnavailable as exc:
-                if attempt == 3:
-                    log.warning("final write of %s failed: %s", run.run_id, exc)
-                    return False
-                await asyncio.sleep(0.2 * (attempt + 1))
-        return False
+    def _forget_run(self, run: ActiveRun) -> None:
+        self._runs.pop(run.run_id, None)
+        self._by_conversation.pop(run.conversation.uuid, None)
 
     async def _drop_run_buffers(self, run_ids: list[str]) -> None:
         for run_id in run_ids:
@@ -569,7 +389,7 @@ class ChatEngine:
         self.sessions.drop(conversation.agent_id, conversation.uuid)
         run = self.active_run_for(conversation.uuid)
         if run is not None:
-            self._request_stop(run, RunStatus.INTERRUPTED)
+            self.driver.request_stop(run, RunStatus.INTERRUPTED)
 
 
 def _title_from(text: str, limit: int = 60) -> str:

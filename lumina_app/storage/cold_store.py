@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from lumina_app.domain import (
@@ -24,37 +23,15 @@ from lumina_app.domain import (
     Msg,
     MsgRole,
     RunRecord,
-    StoreUnavailable,
     utcnow,
 )
+from lumina_app.storage.cold_runs import RunRecords, run_values
+from lumina_app.storage.errors import translated_errors
 from lumina_app.storage.sql_models import conversations as C
 from lumina_app.storage.sql_models import messages as M
 from lumina_app.storage.sql_models import runs as R
 
-_RUN_FIELDS = [c.name for c in R.columns]
 _MAX_INT = 2**31 - 1  # INTEGER columns; PostgreSQL refuses to compare with larger values
-
-
-@asynccontextmanager
-async def translated_errors() -> AsyncIterator[None]:
-    """Connection-level failures become ``StoreUnavailable``; bugs stay bugs."""
-    try:
-        yield
-    except IntegrityError:
-        raise
-    except (OperationalError, DBAPIError, OSError, TimeoutError) as exc:
-        if (
-            isinstance(exc, DBAPIError)
-            and not isinstance(exc, OperationalError)
-            and not exc.connection_invalidated
-        ):
-            raise
-        raise StoreUnavailable(f"database unavailable: {_short(exc)}") from exc
-
-
-def _short(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-    return text[0][:200] if text else type(exc).__name__
 
 
 def _conversation(row: sa.Row) -> ConversationInfo:
@@ -87,10 +64,6 @@ def _message(row: sa.Row) -> Msg:
     )
 
 
-def _run_values(run: RunRecord) -> dict[str, Any]:
-    return {name: getattr(run, name) for name in _RUN_FIELDS}
-
-
 def encode_cursor(*parts: object) -> str:
     raw = "|".join(str(p) for p in parts).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -107,7 +80,7 @@ def decode_cursor(cursor: str, arity: int) -> list[str]:
     return parts
 
 
-class ColdStore:
+class ColdStore(RunRecords):
     """Async data functions over the two tables. Every write is one transaction."""
 
     def __init__(self, engine: AsyncEngine) -> None:
@@ -297,7 +270,7 @@ class ColdStore:
                 run.user_message_id = msgs[0].id
                 run.assistant_message_id = msgs[-1].id
                 run.started_at = run.started_at or now
-                await conn.execute(sa.insert(R).values(_run_values(run)))
+                await conn.execute(sa.insert(R).values(run_values(run)))
         return list(msgs)
 
     @staticmethod
@@ -432,84 +405,9 @@ class ColdStore:
             row = (await conn.execute(sa.select(M).where(M.c.id == message_id))).first()
         return _message(row) if row else None
 
-    async def close_streaming(self) -> int:
-        """Crash recovery: answers left ``streaming`` become ``interrupted``; no run stays open."""
-        now = utcnow()
-        async with translated_errors(), self._begin() as conn:
-            result = await conn.execute(
-                sa.update(M)
-                .where(M.c.status == MessageStatus.STREAMING.value)
-                .values(status=MessageStatus.INTERRUPTED.value, updated_at=now)
-            )
-            await conn.execute(
-                sa.update(C)
-                .where(C.c.status == ConversationStatus.RUNNING.value)
-                .values(status=ConversationStatus.FAILED.value, updated_at=now)
-            )
-            await conn.execute(
-                sa.update(R)
-                .where(R.c.status == "running")
-                .values(status="interrupted", finished_at=now, error="process ended mid-run")
-            )
-        return result.rowcount
-
     async def conversation_uuid(self, conversation_id: int) -> str | None:
         async with translated_errors(), self.engine.connect() as conn:
             return await conn.scalar(sa.select(C.c.uuid).where(C.c.id == conversation_id))
-
-    async def running_runs(self) -> list[tuple[str, str]]:
-        """``(run_id, conversation uuid)`` of every run recorded as running."""
-        query = (
-            sa.select(R.c.run_id, C.c.uuid)
-            .join(C, C.c.id == R.c.conversation_id)
-            .where(R.c.status == "running")
-        )
-        async with translated_errors(), self.engine.connect() as conn:
-            return [(row.run_id, row.uuid) for row in (await conn.execute(query)).all()]
-
-    async def interrupt_run(self, run_id: str, reason: str) -> bool:
-        """Close one orphaned run (its process is gone) as interrupted, text kept."""
-        now = utcnow()
-        async with translated_errors(), self._begin() as conn:
-            row = (
-                await conn.execute(
-                    sa.select(R.c.conversation_id, R.c.assistant_message_id).where(
-                        R.c.run_id == run_id, R.c.status == "running"
-                    )
-                )
-            ).first()
-            if row is None:
-                return False
-            await conn.execute(
-                sa.update(R)
-                .where(R.c.run_id == run_id)
-                .values(status="interrupted", finished_at=now, error=reason)
-            )
-            await conn.execute(
-                sa.update(M)
-                .where(
-                    M.c.id == row.assistant_message_id,
-                    M.c.status == MessageStatus.STREAMING.value,
-                )
-                .values(status=MessageStatus.INTERRUPTED.value, updated_at=now)
-            )
-            await conn.execute(
-                sa.update(C)
-                .where(
-                    C.c.id == row.conversation_id,
-                    C.c.status == ConversationStatus.RUNNING.value,
-                )
-                .values(status=ConversationStatus.FAILED.value, updated_at=now)
-            )
-        return True
-
-    async def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord | None:
-        query = sa.select(R).where(R.c.run_id == run_id)
-        if owner is not None:
-            query = query.where(R.c.owner == owner)
-        async with translated_errors(), self.engine.connect() as conn:
-            row = (await conn.execute(query)).first()
-        return RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS}) if row else None
 
     async def ping(self) -> None:
         async with translated_errors(), self.engine.connect() as conn:

@@ -1,0 +1,99 @@
+"""Run records in the cold store: what each run used and how it ended, and closing runs
+whose process is gone. Mixed into ``ColdStore``, which provides the engine and helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from lumina_app.domain import ConversationStatus, MessageStatus, RunRecord, utcnow
+from lumina_app.storage.errors import translated_errors
+from lumina_app.storage.sql_models import conversations as C
+from lumina_app.storage.sql_models import messages as M
+from lumina_app.storage.sql_models import runs as R
+
+_RUN_FIELDS = [c.name for c in R.columns]
+
+
+def run_values(run: RunRecord) -> dict[str, Any]:
+    return {name: getattr(run, name) for name in _RUN_FIELDS}
+
+
+class RunRecords:
+    """Needs ``self.engine`` and ``self._begin()`` (the SQLite write gate) from ColdStore."""
+
+    async def close_streaming(self) -> int:
+        """Crash recovery: answers left ``streaming`` become ``interrupted``; no run stays open."""
+        now = utcnow()
+        async with translated_errors(), self._begin() as conn:
+            result = await conn.execute(
+                sa.update(M)
+                .where(M.c.status == MessageStatus.STREAMING.value)
+                .values(status=MessageStatus.INTERRUPTED.value, updated_at=now)
+            )
+            await conn.execute(
+                sa.update(C)
+                .where(C.c.status == ConversationStatus.RUNNING.value)
+                .values(status=ConversationStatus.FAILED.value, updated_at=now)
+            )
+            await conn.execute(
+                sa.update(R)
+                .where(R.c.status == "running")
+                .values(status="interrupted", finished_at=now, error="process ended mid-run")
+            )
+        return result.rowcount
+
+    async def running_runs(self) -> list[tuple[str, str]]:
+        """``(run_id, conversation uuid)`` of every run recorded as running."""
+        query = (
+            sa.select(R.c.run_id, C.c.uuid)
+            .join(C, C.c.id == R.c.conversation_id)
+            .where(R.c.status == "running")
+        )
+        async with translated_errors(), self.engine.connect() as conn:
+            return [(row.run_id, row.uuid) for row in (await conn.execute(query)).all()]
+
+    async def interrupt_run(self, run_id: str, reason: str) -> bool:
+        """Close one orphaned run (its process is gone) as interrupted, text kept."""
+        now = utcnow()
+        async with translated_errors(), self._begin() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(R.c.conversation_id, R.c.assistant_message_id).where(
+                        R.c.run_id == run_id, R.c.status == "running"
+                    )
+                )
+            ).first()
+            if row is None:
+                return False
+            await conn.execute(
+                sa.update(R)
+                .where(R.c.run_id == run_id)
+                .values(status="interrupted", finished_at=now, error=reason)
+            )
+            await conn.execute(
+                sa.update(M)
+                .where(
+                    M.c.id == row.assistant_message_id,
+                    M.c.status == MessageStatus.STREAMING.value,
+                )
+                .values(status=MessageStatus.INTERRUPTED.value, updated_at=now)
+            )
+            await conn.execute(
+                sa.update(C)
+                .where(
+                    C.c.id == row.conversation_id,
+                    C.c.status == ConversationStatus.RUNNING.value,
+                )
+                .values(status=ConversationStatus.FAILED.value, updated_at=now)
+            )
+        return True
+
+    async def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord | None:
+        query = sa.select(R).where(R.c.run_id == run_id)
+        if owner is not None:
+            query = query.where(R.c.owner == owner)
+        async with translated_errors(), self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS}) if row else None
