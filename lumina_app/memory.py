@@ -22,6 +22,7 @@ from lumina_app.domain import (
     RunRecord,
     StoreUnavailable,
 )
+from lumina_app.domain.text import check_storable_text
 from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
 
@@ -69,6 +70,7 @@ class MemoryManager:
     async def create_conversation(
         self, *, agent_id: str, title: str = "", owner: str = ""
     ) -> ConversationInfo:
+        check_storable_text(title, "title")
         conversation = await self.cold.create_conversation(
             agent_id=agent_id, title=title, owner=owner
         )
@@ -85,6 +87,7 @@ class MemoryManager:
 
     async def rename(self, conversation: ConversationInfo, title: str) -> None:
         """A new title; the conversation keeps its place in lists (ordered by activity)."""
+        check_storable_text(title, "title")
         await self.cold.update_conversation(conversation.id, title=title, touch=False)
 
     async def delete(self, conversation: ConversationInfo) -> None:

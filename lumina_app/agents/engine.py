@@ -14,7 +14,10 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
+
+from redis.exceptions import RedisError
 
 from lumina_app.agents.context import build_context
 from lumina_app.agents.providers import ProviderFactory
@@ -36,7 +39,9 @@ from lumina_app.domain import (
     RunStatus,
     Scenario,
     new_turn_id,
+    utcnow,
 )
+from lumina_app.domain.text import check_storable_text
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import Settings
 from lumina_app.storage.run_events import RunEventLog
@@ -94,11 +99,24 @@ class ChatEngine:
         return closed
 
     async def sweep_orphans(self) -> int:
-        """Interrupt runs recorded as running whose owner no longer holds their lease."""
+        """Interrupt runs recorded as running whose owner no longer holds their lease.
+
+        Runs younger than a lease are left alone: their lock may have been taken while
+        Redis was unreachable (in-process fallback) and is re-established by the heartbeat.
+        """
         closed = 0
-        for run_id, conversation_uuid in await self.memory.cold.running_runs():
-            if run_id in self._runs or await self.locks.holder(conversation_uuid) == run_id:
+        oldest = utcnow() - timedelta(seconds=self.settings.run_lease_seconds)
+        for run_id, conversation_uuid, started_at in await self.memory.cold.running_runs():
+            if run_id in self._runs or self._by_conversation.get(conversation_uuid) == run_id:
+                continue  # ours: running, or still being accepted
+            if started_at > oldest:
                 continue
+            try:
+                if await self.locks.holder(conversation_uuid) == run_id:
+                    continue
+            except (RedisError, OSError) as exc:
+                log.warning("orphan sweep cannot read locks now: %s", exc)
+                return closed
             if await self.memory.cold.interrupt_run(run_id, "the instance running it was lost"):
                 closed += 1
         return closed
@@ -237,8 +255,7 @@ class ChatEngine:
     def _check_message(self, message: str) -> str:
         if not isinstance(message, str) or not message.strip():
             raise InvalidInput("message must be a non-empty string")
-        if "\x00" in message:
-            raise InvalidInput("message must not contain NUL characters")
+        check_storable_text(message, "message")
         if len(message) > self.settings.max_task_chars:
             raise InputTooLarge(
                 f"message is {len(message)} characters; the limit is {self.settings.max_task_chars}"

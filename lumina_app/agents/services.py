@@ -6,6 +6,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from lumina_app.agents.archive_mirror import ArchiveMirror
@@ -70,7 +71,7 @@ class Services:
             await asyncio.sleep(self.settings.run_lease_seconds / 2)
             try:
                 await self.chat.sweep_orphans()
-            except StoreUnavailable as exc:
+            except (StoreUnavailable, RedisError, OSError) as exc:
                 log.warning("orphan sweep skipped: %s", exc)
 
     async def close(self) -> None:

@@ -3,6 +3,7 @@ whose process is gone. Mixed into ``ColdStore``, which provides the engine and h
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -44,15 +45,17 @@ class RunRecords:
             )
         return result.rowcount
 
-    async def running_runs(self) -> list[tuple[str, str]]:
-        """``(run_id, conversation uuid)`` of every run recorded as running."""
+    async def running_runs(self) -> list[tuple[str, str, datetime]]:
+        """``(run_id, conversation uuid, started_at)`` of every run recorded as running."""
         query = (
-            sa.select(R.c.run_id, C.c.uuid)
+            sa.select(R.c.run_id, C.c.uuid, R.c.started_at)
             .join(C, C.c.id == R.c.conversation_id)
             .where(R.c.status == "running")
         )
         async with translated_errors(), self.engine.connect() as conn:
-            return [(row.run_id, row.uuid) for row in (await conn.execute(query)).all()]
+            return [
+                (row.run_id, row.uuid, row.started_at) for row in (await conn.execute(query)).all()
+            ]
 
     async def interrupt_run(self, run_id: str, reason: str) -> bool:
         """Close one orphaned run (its process is gone) as interrupted, text kept."""

@@ -19,9 +19,16 @@ from redis.exceptions import RedisError
 
 log = logging.getLogger(__name__)
 
+# Renew; a missing key (taken while Redis was away, or lost with a restart) is re-taken.
+# Only another run's value means the lease is lost.
 _RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
 end
 return 0
 """

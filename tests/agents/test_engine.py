@@ -261,7 +261,9 @@ async def test_crash_recovery_closes_streaming_answers(services, settings_factor
         conv, Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t"), record
     )
     await services.memory.flush_answer(record.assistant_message_id, "half of it")
-    restarted = await open_services(settings_factory())  # start-up runs the sweep
+    # Start-up sweeps runs whose lease ran out (younger ones may be another instance's).
+    await asyncio.sleep(0.6)
+    restarted = await open_services(settings_factory(run_lease_seconds=0.5))
     try:
         current = await restarted.memory.get_conversation(conv.uuid)
         answer = (await restarted.memory.history(current))[-1]

@@ -104,3 +104,44 @@ async def test_orphaned_run_is_interrupted_by_a_survivor(pair) -> None:
         )
     ]
     assert events[0].data["scenario"] == "resume" and events[-1].type is EventType.RESULT
+
+
+async def test_a_sweep_during_accept_leaves_a_live_run_alone(settings_factory, monkeypatch) -> None:
+    """Redis hiccups at lock time (in-process fallback) and a sweep runs mid-accept: the
+    live run must not be taken for an orphan."""
+    from redis.exceptions import TimeoutError as RedisTimeout
+
+    services = await open_services(settings_factory())
+    try:
+        chat, memory = services.chat, services.memory
+
+        async def set_times_out(*args, **kwargs):
+            raise RedisTimeout("Timeout reading from socket")
+
+        monkeypatch.setattr(chat.locks.client, "set", set_times_out)
+        begin_turn = memory.begin_turn
+
+        async def begin_turn_then_sweep(*args, **kwargs):
+            result = await begin_turn(*args, **kwargs)
+            await chat.sweep_orphans()
+            return result
+
+        monkeypatch.setattr(memory, "begin_turn", begin_turn_then_sweep)
+        result = await chat.execute_sync(agent_id="demo", message="hello")
+        assert result["status"] == "complete"
+        conv = await memory.get_conversation(result["conversationId"])
+        stored = await memory.cold.page_messages(conv.id, limit=10)
+        assert [m.status.value for m in stored] == ["complete", "complete"]
+    finally:
+        await services.close()
+
+
+async def test_text_no_database_can_store_is_invalid_input(services) -> None:
+    from lumina_app.domain import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        await services.chat.execute_sync(agent_id="demo", message="hi \ud800")
+    conv = await services.memory.create_conversation(agent_id="demo")
+    for title in ("a\x00b", "x\udc00"):
+        with pytest.raises(InvalidInput):
+            await services.memory.rename(conv, title)
