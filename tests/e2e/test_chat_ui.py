@@ -3,7 +3,10 @@ stop, a 375 px phone layout, inert HTML — and screenshots of the main views.""
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -11,7 +14,13 @@ from playwright.sync_api import Page, expect
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.e2e
-SHOTS = ROOT / "docs" / "screenshots"
+# The README's pictures are refreshed on request (LUMINA_UPDATE_SCREENSHOTS=1); otherwise
+# screenshots go to a scratch folder so a test run leaves the work tree clean.
+SHOTS = (
+    ROOT / "docs" / "screenshots"
+    if os.environ.get("LUMINA_UPDATE_SCREENSHOTS")
+    else Path(tempfile.gettempdir()) / "lumina-e2e-screenshots"
+)
 
 
 def shot(page: Page, name: str) -> None:
