@@ -85,7 +85,7 @@ def live_turn() -> rx.Component:
             ),
             bubble(
                 "assistant",
-                "Assistant",
+                ChatState.agent_name,
                 "",
                 rx.cond(
                     ChatState.stream_text != "",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.views import MessageView
 
 STATUS_COLORS = {"stopped": "amber", "interrupted": "orange", "failed": "red", "streaming": "blue"}
@@ -82,7 +83,7 @@ def message_item(msg: MessageView) -> rx.Component:
     is_user = msg["role"] == "user"
     return bubble(
         msg["role"],
-        rx.cond(is_user, "You", "Assistant"),
+        rx.cond(is_user, "You", ChatState.agent_name),
         msg["time"],
         rx.cond(is_user, user_text(msg["content"]), markdown(msg["content"])),
         msg["status"],
