@@ -55,8 +55,7 @@ def wait_idle(page: Page) -> None:
 
 def test_two_turns_stream_and_the_second_answer_remembers_the_first(page: Page, app_server) -> None:
     open_new(page, app_server.url)
-    send(page, "My name is Ada and I like 你好 👋")
-    expect(page.get_by_test_id("pending-message")).to_contain_text("My name is Ada")
+    send(page, "My name is Ada and I like 你好 👋")  # waits for the question on screen
     streaming = page.get_by_test_id("streaming-message")
     expect(streaming).to_contain_text("offline demo model")  # text arrives while streaming
     expect(page.get_by_test_id("stop-button")).to_be_visible()
@@ -99,6 +98,7 @@ def test_switch_rename_search_and_delete(page: Page, app_server) -> None:
     first_url = page.url
     page.get_by_test_id("new-conversation").click()
     expect(page).to_have_url(re.compile(r"/chat/socrates$"))
+    expect(answers(page)).to_have_count(0)  # the new, empty conversation is on screen
     send(page, "Teach me about prime numbers")
     wait_idle(page)
     second_url = page.url

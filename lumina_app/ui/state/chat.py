@@ -29,6 +29,8 @@ from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.views import UI_OWNER, MessageView, answer_view, message_view
 
 PAGE_SIZE = 40
+# The list a long session keeps on screen is bounded too: every turn re-sends it once.
+MAX_VISIBLE = 2 * PAGE_SIZE
 FLUSH_SECONDS = 0.05
 
 
@@ -71,8 +73,8 @@ class ChatState(rx.State):
     @rx.event
     async def load(self):
         """On page load: the agent, the conversation's latest page, a live run to re-attach."""
-        params = self.router.page.params
-        agent_id, conversation_id = params.get("agent", ""), params.get("conversation", "")
+        # The route's dynamic segments (/chat/[agent]/[conversation]); "" where absent.
+        agent_id, conversation_id = self.agent or "", self.conversation or ""
         services = get_services()
         self._ticket += 1
         self._reset_stream()
@@ -241,7 +243,10 @@ class ChatState(rx.State):
                     else m
                     for m in fresh
                 ]
-            self.messages = self.messages + fresh
+            kept = (self.messages + fresh)[-MAX_VISIBLE:]
+            if len(kept) < len(self.messages) + len(fresh):
+                self.has_older = True  # trimmed off the top: reachable again by paging
+            self.messages = kept
             self._reset_stream()
 
     @rx.event(background=True)
