@@ -275,34 +275,39 @@ class ChatEngine:
             conversation = await self.memory.create_conversation(
                 agent_id=agent.id, title=title or _title_from(text), owner=owner
             )
-        else:
-            # Found first: someone else's conversation is a 404, never a 409 naming its run.
-            conversation = await self.memory.get_conversation(
-                conversation_uuid, owner=owner, agent_id=agent.id
-            )
+            conversation_uuid = conversation.uuid
         run_id = "run-" + secrets.token_hex(8)
-        self._check_free(conversation.uuid)
-        self._by_conversation[conversation.uuid] = run_id  # the slot is ours from here on
+        busy = self._by_conversation.get(conversation_uuid)
+        if busy is not None:
+            await self._visible(conversation_uuid, owner, agent)  # others' ids: 404, not 409
+            raise ConversationBusy(conversation_uuid, busy)
+        self._by_conversation[conversation_uuid] = run_id  # the slot is ours from here on
         try:
-            holder = await self.locks.acquire(conversation.uuid, run_id)
+            holder = await self.locks.acquire(conversation_uuid, run_id)
             if holder is not None and not await self._take_stale_lock(
-                conversation.uuid, holder, run_id
+                conversation_uuid, holder, run_id
             ):
-                raise ConversationBusy(conversation.uuid, holder)
+                await self._visible(conversation_uuid, owner, agent)
+                raise ConversationBusy(conversation_uuid, holder)
             try:
-                # Re-read under the lock: another instance may have just finished a turn.
-                conversation = await self.memory.get_conversation(conversation.uuid)
+                if not created:  # read under the lock: no other instance can move it now
+                    conversation = await self._visible(conversation_uuid, owner, agent)
                 run = await self._prepare(run_id, agent, conversation, text, owner, created)
             except BaseException:
-                await self.locks.release(conversation.uuid, run_id)
+                await self.locks.release(conversation_uuid, run_id)
                 raise
         except BaseException:
-            self._by_conversation.pop(conversation.uuid, None)
+            self._by_conversation.pop(conversation_uuid, None)
             raise
         self._runs[run_id] = run
         await self.driver.publish(run, EventType.SESSION, self._session_data(run))
         run.task = asyncio.create_task(self.driver.generate(run), name=run_id)
         return run
+
+    async def _visible(
+        self, conversation_uuid: str, owner: str, agent: AgentDefinition
+    ) -> ConversationInfo:
+        return await self.memory.get_conversation(conversation_uuid, owner=owner, agent_id=agent.id)
 
     async def _take_stale_lock(self, conversation_uuid: str, holder: str, run_id: str) -> bool:
         """A lock whose run the store shows as ended was not released (Redis was away at
@@ -313,11 +318,6 @@ class ChatEngine:
         if record is not None and record.status == RunStatus.RUNNING.value:
             return False
         return await self.locks.take_over(conversation_uuid, holder, run_id)
-
-    def _check_free(self, conversation_uuid: str) -> None:
-        busy = self._by_conversation.get(conversation_uuid)
-        if busy is not None:
-            raise ConversationBusy(conversation_uuid, busy)
 
     async def _prepare(
         self,
