@@ -12,6 +12,34 @@ from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.sidebar import SidebarState
 
 STYLESHEET = "/lumina.css"
+# Scrolling up to the "Load older messages" button loads the older page (infinite scroll);
+# the button stays for keyboard users and browsers without IntersectionObserver.
+LOAD_OLDER_ON_SCROLL = """
+(() => {
+  if (window.__luminaOlder || !("IntersectionObserver" in window)) return;
+  window.__luminaOlder = true;
+  const inView = (button) => {
+    const list = document.getElementById("message-list");
+    if (!list || !document.body.contains(button)) return false;
+    const b = button.getBoundingClientRect(), l = list.getBoundingClientRect();
+    return b.bottom > l.top && b.top < l.bottom;
+  };
+  // Keep pulling while the button stays in view (a short page, or scroll anchoring).
+  const pull = (button) => {
+    button.click();
+    setTimeout(() => { if (inView(button)) pull(button); }, 500);
+  };
+  const seen = new IntersectionObserver((entries) => {
+    for (const entry of entries) if (entry.isIntersecting) pull(entry.target);
+  });
+  const watch = () => {
+    const button = document.getElementById("load-older");
+    if (button && !button.dataset.watched) { button.dataset.watched = "1"; seen.observe(button); }
+  };
+  new MutationObserver(watch).observe(document.body, { childList: true, subtree: true });
+  watch();
+})();
+"""
 ON_LOAD = [ChatState.load, SidebarState.refresh, HealthState.check]
 
 
@@ -22,6 +50,7 @@ def chat_page() -> rx.Component:
         conversation_pane(),
         rename_dialog(),
         delete_dialog(),
+        rx.script(LOAD_OLDER_ON_SCROLL),
         spacing="0",
         width="100%",
         height="100dvh",

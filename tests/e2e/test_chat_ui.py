@@ -204,3 +204,26 @@ def test_dark_mode_screenshot(page: Page, app_server) -> None:
     send(page, "Show me some code /markdown")
     wait_idle(page)
     shot(page, "chat-dark")
+
+
+def test_long_history_pages_in_as_you_scroll_up(page: Page, app_server) -> None:
+    import httpx
+
+    with httpx.Client(base_url=app_server.url, timeout=30) as api:
+        first = api.post("/api/v1/agents/assistant/execute/sync", json={"task": "turn 0"}).json()
+        conv = first["conversationId"]
+        for n in range(1, 45):
+            api.post(
+                "/api/v1/agents/assistant/execute/sync",
+                json={"task": f"turn {n}", "conversationId": conv},
+            )
+    page.goto(f"{app_server.url}/chat/assistant/{conv}")
+    messages = page.get_by_test_id("message")
+    expect(messages).to_have_count(40)  # the latest page only
+    expect(messages.last).to_contain_text("turn 44")
+    page.locator("#message-list").evaluate("el => el.scrollTo(0, -el.scrollHeight)")
+    expect(messages).to_have_count(80)  # scrolling up loaded the page before
+    page.locator("#message-list").evaluate("el => el.scrollTo(0, -el.scrollHeight)")
+    expect(messages).to_have_count(90)  # and the rest: all 45 turns
+    expect(messages.first).to_contain_text("turn 0")
+    expect(page.locator("#load-older")).to_have_count(0)
