@@ -276,7 +276,7 @@ def sweep() -> None:
     """
 
     async def work(services: Services) -> int:
-        return await services.chat.recover()
+        return await services.chat.recover(min_age=0)  # the operator says: none are live
 
     closed = _run(work)
     out.print(f"Closed {closed} answer(s) left streaming")

@@ -84,28 +84,29 @@ class ChatEngine:
 
     # -- public API ----------------------------------------------------------------
 
-    async def recover(self) -> int:
+    async def recover(self, *, min_age: float | None = None) -> int:
         """At start-up: close what a crash left ``streaming``/``running`` as interrupted.
 
         With locks shared between instances only orphans are closed (runs whose lease has
         run out); a lone process closes everything left open.
         """
         if self.locks.shared:
-            closed = await self.sweep_orphans()
+            closed = await self.sweep_orphans(min_age=min_age)
         else:
             closed = await self.memory.cold.close_streaming()
         if closed:
             log.warning("closed %d answer(s) left streaming by a lost process", closed)
         return closed
 
-    async def sweep_orphans(self) -> int:
+    async def sweep_orphans(self, *, min_age: float | None = None) -> int:
         """Interrupt runs recorded as running whose owner no longer holds their lease.
 
         Runs younger than a lease are left alone: their lock may have been taken while
         Redis was unreachable (in-process fallback) and is re-established by the heartbeat.
         """
         closed = 0
-        oldest = utcnow() - timedelta(seconds=self.settings.run_lease_seconds)
+        age = self.settings.run_lease_seconds if min_age is None else min_age
+        oldest = utcnow() - timedelta(seconds=age)
         for run_id, conversation_uuid, started_at in await self.memory.cold.running_runs():
             if run_id in self._runs or self._by_conversation.get(conversation_uuid) == run_id:
                 continue  # ours: running, or still being accepted
@@ -189,7 +190,10 @@ class ChatEngine:
             return run.run_id
         if not self.locks.shared:
             return None
-        holder = await self.locks.holder(conversation_uuid)
+        try:
+            holder = await self.locks.holder(conversation_uuid)
+        except (RedisError, OSError):
+            return None  # Redis away: only this process's runs can be known
         if holder is None:
             return None
         record = await self.memory.cold.get_run(holder)

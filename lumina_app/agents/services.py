@@ -127,6 +127,7 @@ def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
         create_redis_client(settings.redis_url, socket_timeout=None),
         prefix=settings.redis_prefix,
         lease_ms=int(settings.run_lease_seconds * 1000),
+        breaker=hot.breaker,
     )
 
 

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from lumina_app.storage.circuit_breaker import CircuitBreaker
+
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class RedisUnavailable(RedisError):
+    """Skipped: the circuit breaker says Redis is away."""
+
 
 # Renew; a missing key (taken while Redis was away, or lost with a restart) is re-taken.
 # Only another run's value means the lease is lost.
@@ -121,8 +129,12 @@ class RedisRunLocks:
         *,
         prefix: str,
         lease_ms: int,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self.client = client
+        # Shared with the hot window: when Redis is known to be away, skip it at once
+        # instead of waiting out a socket timeout per lock operation.
+        self.breaker = breaker or CircuitBreaker(cooldown=2.0)
         self.listener = listener  # pub/sub holds a connection: not the short-timeout one
         self.prefix = prefix
         self.lease_ms = lease_ms
@@ -135,19 +147,32 @@ class RedisRunLocks:
     def key(self, conversation_uuid: str) -> str:
         return f"{self.prefix}:{{{conversation_uuid}}}:lock"
 
+    async def _redis(self, operation: Callable[[], Awaitable[T]]) -> T:
+        if not self.breaker.allow():
+            raise RedisUnavailable("redis circuit open")
+        try:
+            result = await operation()
+        except (RedisError, OSError):
+            self.breaker.record_failure()
+            raise
+        self.breaker.record_success()
+        return result
+
     async def acquire(self, conversation_uuid: str, run_id: str) -> str | None:
         local = await self._fallback.acquire(conversation_uuid, run_id)
         if local is not None:
             return local
         try:
-            taken = await self.client.set(
-                self.key(conversation_uuid), run_id, nx=True, px=self.lease_ms
+            key = self.key(conversation_uuid)
+            taken = await self._redis(
+                lambda: self.client.set(key, run_id, nx=True, px=self.lease_ms)
             )
             if taken:
                 return None
-            holder = await self.client.get(self.key(conversation_uuid))
+            holder = await self._redis(lambda: self.client.get(key))
         except (RedisError, OSError) as exc:
-            log.warning("run lock in redis unavailable, using the in-process lock: %s", exc)
+            if not isinstance(exc, RedisUnavailable):  # the breaker already said so once
+                log.warning("run lock in redis unavailable, using the in-process lock: %s", exc)
             return None
         if holder is None:  # released between SET and GET: try once more
             return await self.acquire(conversation_uuid, run_id)
@@ -156,9 +181,8 @@ class RedisRunLocks:
 
     async def renew(self, conversation_uuid: str, run_id: str) -> bool:
         try:
-            kept = await self._renew(
-                keys=[self.key(conversation_uuid)], args=[run_id, self.lease_ms]
-            )
+            keys = [self.key(conversation_uuid)]
+            kept = await self._redis(lambda: self._renew(keys=keys, args=[run_id, self.lease_ms]))
         except (RedisError, OSError):
             return True  # cannot tell: keep going, SQL fencing still guards the writes
         return bool(kept)
@@ -166,14 +190,17 @@ class RedisRunLocks:
     async def release(self, conversation_uuid: str, run_id: str) -> None:
         await self._fallback.release(conversation_uuid, run_id)
         try:
-            await self._release(keys=[self.key(conversation_uuid)], args=[run_id])
+            keys = [self.key(conversation_uuid)]
+            await self._redis(lambda: self._release(keys=keys, args=[run_id]))
         except (RedisError, OSError) as exc:
-            log.warning("run lock not released (its lease will expire): %s", exc)
+            if not isinstance(exc, RedisUnavailable):
+                log.warning("run lock not released (its lease will expire): %s", exc)
 
     async def take_over(self, conversation_uuid: str, stale_run_id: str, run_id: str) -> bool:
         try:
-            taken = await self._take_over(
-                keys=[self.key(conversation_uuid)], args=[stale_run_id, run_id, self.lease_ms]
+            keys = [self.key(conversation_uuid)]
+            taken = await self._redis(
+                lambda: self._take_over(keys=keys, args=[stale_run_id, run_id, self.lease_ms])
             )
         except (RedisError, OSError):
             return False
@@ -182,7 +209,8 @@ class RedisRunLocks:
         return bool(taken)
 
     async def holder(self, conversation_uuid: str) -> str | None:
-        value = await self.client.get(self.key(conversation_uuid))
+        key = self.key(conversation_uuid)
+        value = await self._redis(lambda: self.client.get(key))
         return value.decode() if isinstance(value, bytes) else value
 
     async def request_stop(self, run_id: str) -> None:
