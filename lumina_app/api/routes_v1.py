@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Body, Depends, Query, Response
 
 from lumina_app.agents.registry import is_valid_agent_id
 from lumina_app.api.auth import AuthenticatedRoute, Owner
@@ -123,17 +124,38 @@ async def list_messages(
     )
 
 
-def _task(task: str | None, body: ExecuteBody | None) -> tuple[str, str | None]:
-    text = task if task is not None else (body.task if body else None)
-    if text is None:
-        raise InvalidInput("task is required (query parameter or JSON body)")
-    conversation = body.conversation_id if body and body.conversation_id else None
-    return text, conversation
-
-
 TaskQuery = Annotated[str | None, Query(max_length=1_000_000), TaskText]
 ConversationQuery = Annotated[str | None, Query(alias="conversationId", max_length=64)]
 OptionalBody = Annotated[ExecuteBody | None, Body()]
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What the three execute routes take: a task and an optional conversation, from the
+    query string or a JSON body (for long inputs)."""
+
+    agent_id: str
+    text: str
+    conversation: str | None
+
+    def fingerprint(self) -> dict[str, str | None]:
+        return {"agent": self.agent_id, "task": self.text, "conversation": self.conversation}
+
+
+def execution(
+    agent_id: str,
+    task: TaskQuery = None,
+    conversation_id: ConversationQuery = None,
+    body: OptionalBody = None,
+) -> Execution:
+    text = task if task is not None else (body.task if body else None)
+    if text is None:
+        raise InvalidInput("task is required (query parameter or JSON body)")
+    from_body = body.conversation_id if body and body.conversation_id else None
+    return Execution(agent_id, text, optional_conversation_id(conversation_id or from_body))
+
+
+ExecutionDep = Annotated[Execution, Depends(execution)]
 
 
 @router.post(
@@ -142,29 +164,23 @@ OptionalBody = Annotated[ExecuteBody | None, Body()]
     responses={200: {"content": {"text/event-stream": {}}, "description": "SSE: chunk… then done"}},
 )
 async def execute_stream(
-    agent_id: str,
+    job: ExecutionDep,
     services: ServicesDep,
     owner: Owner,
-    task: TaskQuery = None,
-    conversation_id: ConversationQuery = None,
-    body: OptionalBody = None,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
 ) -> Response:
     """A retry with the same Idempotency-Key gets the same run's stream, from after its
     Last-Event-ID if it sends one (a reconnect)."""
-    text, body_conversation = _task(task, body)
-    conversation = optional_conversation_id(conversation_id or body_conversation)
 
     async def start() -> str:
         run = await services.chat.start(
-            agent_id=agent_id, message=text, conversation_uuid=conversation, owner=owner
+            agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation, owner=owner
         )
         return run.run_id
 
-    request = {"agent": agent_id, "task": text, "conversation": conversation}
     run_id, retry = await idempotent_run(
-        services, owner, idempotency_key, "execute-stream", request, start
+        services, owner, idempotency_key, "execute-stream", job.fingerprint(), start
     )
     after = last_event_id if retry else 0
     events = await services.chat.open_stream(run_id, after=after, owner=owner)
@@ -173,20 +189,14 @@ async def execute_stream(
 
 @router.post("/agents/{agent_id}/execute", status_code=202, response_model=RunAccepted)
 async def execute(
-    agent_id: str,
+    job: ExecutionDep,
     services: ServicesDep,
     owner: Owner,
-    task: TaskQuery = None,
-    conversation_id: ConversationQuery = None,
-    body: OptionalBody = None,
     idempotency_key: IdempotencyKey = None,
 ) -> RunAccepted:
-    text, body_conversation = _task(task, body)
-    conversation = optional_conversation_id(conversation_id or body_conversation)
-
     async def start() -> dict:
         run = await services.chat.execute(
-            agent_id=agent_id, message=text, conversation_uuid=conversation, owner=owner
+            agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation, owner=owner
         )
         return RunAccepted(
             runId=run.run_id,
@@ -195,26 +205,19 @@ async def execute(
             scenario=run.scenario.value,
         ).model_dump()
 
-    request = {"agent": agent_id, "task": text, "conversation": conversation}
-    return await idempotent(services, owner, idempotency_key, "execute", request, start)
+    return await idempotent(services, owner, idempotency_key, "execute", job.fingerprint(), start)
 
 
 @router.post("/agents/{agent_id}/execute/sync", response_model=SyncResult)
 async def execute_sync(
-    agent_id: str,
+    job: ExecutionDep,
     services: ServicesDep,
     owner: Owner,
-    task: TaskQuery = None,
-    conversation_id: ConversationQuery = None,
-    body: OptionalBody = None,
     idempotency_key: IdempotencyKey = None,
 ) -> SyncResult:
-    text, body_conversation = _task(task, body)
-    conversation = optional_conversation_id(conversation_id or body_conversation)
-
     async def run() -> dict:
         result = await services.chat.execute_sync(
-            agent_id=agent_id, message=text, conversation_uuid=conversation, owner=owner
+            agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation, owner=owner
         )
         return SyncResult(
             runId=result["runId"],
@@ -227,5 +230,6 @@ async def execute_sync(
             usage=result.get("usage") or {},
         ).model_dump()
 
-    request = {"agent": agent_id, "task": text, "conversation": conversation}
-    return await idempotent(services, owner, idempotency_key, "execute-sync", request, run)
+    return await idempotent(
+        services, owner, idempotency_key, "execute-sync", job.fingerprint(), run
+    )
