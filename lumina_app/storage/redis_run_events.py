@@ -115,6 +115,7 @@ class RedisRunEventLog:
 
     async def delete(self, run_id: str) -> None:
         await self.local.delete(run_id)
+        await self.flush()  # a batch still on its way would re-create the stream
         try:
             await self.writer.delete(self.key(run_id))
         except (RedisError, OSError) as exc:
