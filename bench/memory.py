@@ -32,9 +32,6 @@ import os
 import platform
 import re
 import secrets
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,9 +54,16 @@ import redis  # noqa: E402
 import redis.asyncio.connection as aio_conn  # noqa: E402
 import redis.connection as sync_conn  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
-from _common import Samples, fmt_ratio, fmt_us, table, time_async, time_sync  # noqa: E402
-from alembic import command  # noqa: E402
-from alembic.config import Config  # noqa: E402
+from _common import (  # noqa: E402
+    Samples,
+    fmt_ratio,
+    fmt_us,
+    migrate,
+    server_database,
+    table,
+    time_async,
+    time_sync,
+)
 from langchain_community.chat_message_histories import (  # noqa: E402
     RedisChatMessageHistory,
     SQLChatMessageHistory,
@@ -73,6 +77,7 @@ from lumina_app.storage.circuit_breaker import CircuitBreaker  # noqa: E402
 from lumina_app.storage.cold_store import ColdStore  # noqa: E402
 from lumina_app.storage.database import create_engine  # noqa: E402
 from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client  # noqa: E402
+from tests.conftest import RedisServer  # noqa: E402 - the same private server the tests use
 
 WINDOW = 20
 USER_TEXT = "How do I rotate the API keys for the staging environment without downtime?"
@@ -82,14 +87,6 @@ ASSISTANT_TEXT = (
     "for at least one full deploy cycle so nothing that is mid-rollout loses access. "
     "Record the rotation in the change log."
 )
-ADMIN_URLS = {
-    "mariadb": os.environ.get(
-        "LUMINA_BENCH_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
-    ),
-    "postgresql": os.environ.get(
-        "LUMINA_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-    ),
-}
 OPS = ("hot read (last 20)", "turn save", "rebuild after FLUSHALL")
 READ, SAVE, REBUILD = OPS
 
@@ -102,97 +99,13 @@ SCALING_MAX = 1.2
 # -- infrastructure ------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class RedisServer:
-    """A private redis-server: clean FLUSHALL and commandstats, killed at the end."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.workdir = workdir
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-        self.proc = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.workdir),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        client.close()
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def alembic_config(url: str) -> Config:
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(ROOT / "alembic"))
-    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    cfg.attributes["configure_logger"] = False
-    return cfg
-
-
 def make_database(backend: str, tmp: Path) -> tuple[str, Callable[[], None]]:
-    """Create and migrate a throw-away database; return its sync URL and its clean-up."""
+    """A migrated throw-away database: a temp SQLite file, or one on the local server."""
     if backend == "sqlite":
         url = f"sqlite:///{tmp / 'bench.db'}"
-        cleanup: Callable[[], None] = lambda: None  # noqa: E731 - tmp dir is removed anyway
-    else:
-        admin_url = ADMIN_URLS[backend]
-        name = f"lumina_bench_{secrets.token_hex(3)}"
-        admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            extra = " CHARACTER SET utf8mb4" if admin.dialect.name == "mysql" else ""
-            conn.exec_driver_sql(f"CREATE DATABASE {name}{extra}")
-        admin.dispose()
-        url = sa.engine.make_url(admin_url).set(database=name).render_as_string(False)
-
-        def cleanup() -> None:
-            eng = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-            with eng.connect() as conn:
-                force = " WITH (FORCE)" if eng.dialect.name == "postgresql" else ""
-                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}{force}")
-            eng.dispose()
-
-    command.upgrade(alembic_config(url), "head")
-    return url, cleanup
+        migrate(url)
+        return url, lambda: None  # the tmp dir is removed anyway
+    return server_database(backend)
 
 
 def anchor_sql_engine(sync_url: str) -> sa.Engine:
@@ -904,7 +817,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 cleanup()
             finally:
-                server.stop()
+                server.kill()
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
     return 0
 
