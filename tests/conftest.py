@@ -304,6 +304,28 @@ async def services(settings_factory):
     await opened.close()
 
 
+async def crashed_run(services, run_id: str, partial: str):  # noqa: ANN001, ANN201
+    """A turn whose process died mid-answer: question stored, answer left ``streaming``
+    with ``partial`` flushed, run recorded as running. Returns (conversation, record)."""
+    from lumina_app.domain import Msg, RunRecord
+
+    conv = await services.memory.create_conversation(agent_id="tester")
+    record = RunRecord(
+        run_id=run_id,
+        conversation_id=conv.id,
+        agent_id="tester",
+        owner="",
+        scenario="new",
+        provider="openai",
+        model="m",
+    )
+    await services.memory.begin_turn(
+        conv, Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t"), record
+    )
+    await services.memory.flush_answer(record.assistant_message_id, partial)
+    return conv, record
+
+
 # -- hygiene -----------------------------------------------------------------------------
 
 

@@ -374,7 +374,6 @@ class ChatEngine:
             context=context,
             provider=provider,
             window_history=list(history),
-            created_conversation=created,
         )
 
     @staticmethod

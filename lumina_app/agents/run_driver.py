@@ -61,7 +61,6 @@ class ActiveRun:
     context: BuiltContext
     provider: Provider
     window_history: list[Msg]
-    created_conversation: bool = False
     next_event_id: int = 1
     stop_reason: RunStatus | None = None
     generating: bool = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import Response
@@ -98,7 +98,6 @@ class EventStream(Response):
         *,
         keepalive: float,
         send_timeout: float,
-        on_close: Callable[[], None] | None = None,
     ) -> None:
         # Not Response.__init__: it renders an empty body and so sends "content-length: 0",
         # which a real server (granian) obeys by ending the response before the first frame.
@@ -108,7 +107,6 @@ class EventStream(Response):
         self.frames = frames
         self.keepalive = keepalive
         self.send_timeout = send_timeout
-        self.on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send(
@@ -142,8 +140,6 @@ class EventStream(Response):
             pump.cancel()
             await asyncio.wait([pump])  # let the generator unwind before closing it
             await self.frames.aclose()
-            if self.on_close:
-                self.on_close()
             if finished:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 

@@ -12,10 +12,10 @@ from lumina_app.domain import (
     ConversationStatus,
     EventType,
     MessageStatus,
-    Msg,
     MsgRole,
     RunEvent,
 )
+from tests.conftest import crashed_run
 
 SYSTEM = "You are Tester.\n\nBe brief.\n\nNo tools."
 
@@ -245,22 +245,7 @@ async def test_one_active_run_per_conversation(services, fake_llm) -> None:
 
 
 async def test_crash_recovery_closes_streaming_answers(services, settings_factory) -> None:
-    conv = await services.memory.create_conversation(agent_id="tester")
-    from lumina_app.domain import RunRecord
-
-    record = RunRecord(
-        run_id="run-crashed",
-        conversation_id=conv.id,
-        agent_id="tester",
-        owner="",
-        scenario="new",
-        provider="openai",
-        model="m",
-    )
-    await services.memory.begin_turn(
-        conv, Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t"), record
-    )
-    await services.memory.flush_answer(record.assistant_message_id, "half of it")
+    conv, record = await crashed_run(services, "run-crashed", "half of it")
     # Start-up sweeps runs whose lease ran out (younger ones may be another instance's).
     await asyncio.sleep(0.6)
     restarted = await open_services(settings_factory(run_lease_seconds=0.5))

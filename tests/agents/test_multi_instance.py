@@ -9,7 +9,8 @@ import pytest
 
 from lumina_app.agents.context import build_context
 from lumina_app.agents.services import open_services
-from lumina_app.domain import ConversationBusy, EventType, Msg, RunRecord
+from lumina_app.domain import ConversationBusy, EventType
+from tests.conftest import crashed_run
 
 
 @pytest.fixture
@@ -69,20 +70,7 @@ async def test_warm_on_one_is_resume_on_two_with_the_same_context(pair, fake_llm
 
 async def test_orphaned_run_is_interrupted_by_a_survivor(pair) -> None:
     one, two = pair
-    conv = await one.memory.create_conversation(agent_id="tester")
-    record = RunRecord(
-        run_id="run-0123456789abcdef",
-        conversation_id=conv.id,
-        agent_id="tester",
-        owner="",
-        scenario="new",
-        provider="openai",
-        model="m",
-    )
-    await one.memory.begin_turn(
-        conv, Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t"), record
-    )
-    await one.memory.flush_answer(record.assistant_message_id, "half")
+    conv, record = await crashed_run(one, "run-0123456789abcdef", "half")
     assert await one.chat.locks.acquire(conv.uuid, record.run_id) is None
     # The instance holding it dies: nobody renews the lease.
     assert await two.chat.sweep_orphans() == 0  # lease still valid

@@ -60,13 +60,17 @@ def api_schema(app: WithServices) -> schemathesis.BaseSchema:
 class Existing:
     """Ids that exist, so generated requests also reach past the lookups."""
 
-    def __init__(self, app: WithServices) -> None:
+    def __init__(self, app: WithServices, headers: dict[str, str] | None = None) -> None:
         self.app = app
+        self.headers = headers or {}
         self.ids = self.seed()
 
     def seed(self) -> dict[str, str]:
         with asgi.get_client(self.app) as client:
-            resp = client.post("/api/v1/agents/demo/execute/sync", json={"task": "seed"})
+            resp = client.post(
+                "/api/v1/agents/demo/execute/sync", json={"task": "seed"}, headers=self.headers
+            )
+        assert resp.status_code == 200, resp.text
         turn = resp.json()
         return {
             "agent_id": "demo",

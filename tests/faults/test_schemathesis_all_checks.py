@@ -33,7 +33,11 @@ from schemathesis.config._checks import (
 from schemathesis.python import asgi
 from schemathesis.specs.openapi.formats import unregister_string_format
 
-from tests.api.test_schemathesis import WithServices
+from tests.api.test_schemathesis import (  # noqa: F401 - the autouse fixture applies here too
+    Existing,
+    WithServices,
+    _nodeid_for_schemathesis,
+)
 
 KEY = "st-key-0123456789"
 load_all_checks()
@@ -125,43 +129,9 @@ def api_schema(app: WithServices) -> Iterator[schemathesis.BaseSchema]:
     unregister_string_format("cursor")
 
 
-class Existing:
-    """Ids that exist (created with the key), so requests also reach past the lookups."""
-
-    def __init__(self, app: WithServices) -> None:
-        self.app = app
-        self.ids = self.seed()
-
-    def seed(self) -> dict[str, str]:
-        with asgi.get_client(self.app) as client:
-            resp = client.post(
-                "/api/v1/agents/demo/execute/sync",
-                json={"task": "seed"},
-                headers={"Authorization": f"Bearer {KEY}"},
-            )
-        assert resp.status_code == 200, resp.text
-        turn = resp.json()
-        return {
-            "agent_id": "demo",
-            "conversation_id": turn["conversationId"],
-            "run_id": turn["runId"],
-        }
-
-    def for_case(self, case: schemathesis.Case) -> dict[str, str]:
-        if case.method.upper() == "DELETE":
-            return self.seed()
-        return self.ids
-
-
 @pytest.fixture
 def existing(app: WithServices, api_schema: schemathesis.BaseSchema) -> Existing:
-    return Existing(app)
-
-
-@pytest.fixture(autouse=True)
-def _nodeid_for_schemathesis(request: pytest.FixtureRequest) -> None:
-    if not hasattr(request.node, "_nodeid"):
-        request.node._nodeid = request.node.nodeid
+    return Existing(app, headers={"Authorization": f"Bearer {KEY}"})
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")

@@ -218,7 +218,6 @@ class ChatState(rx.State):
                 last_flush = time.monotonic()
         await self._settle(result, ticket)
         yield _sidebar_refresh()
-        yield HealthState.check
 
     async def _settle(self, result: dict | None, ticket: int) -> None:
         """Move the finished turn into the message list (one list update per turn)."""
