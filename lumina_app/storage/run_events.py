@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import OrderedDict
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -44,12 +44,18 @@ class LocalRunEventLog:
     def __init__(self, *, retention: float, clock=time.monotonic) -> None:  # noqa: ANN001
         self.retention = retention
         self._clock = clock
-        self._buffers: OrderedDict[str, _Buffer] = OrderedDict()
+        self._buffers: dict[str, _Buffer] = {}
+        # (expires_at, run_id) in finishing order: the retention is fixed and the clock
+        # monotonic, so the oldest entry expires first and expiry never scans live runs.
+        self._expiries: deque[tuple[float, str]] = deque()
 
     def _expire(self) -> None:
         now = self._clock()
-        for run_id in [r for r, b in self._buffers.items() if b.expires_at <= now]:
-            del self._buffers[run_id]
+        while self._expiries and self._expiries[0][0] <= now:
+            expires_at, run_id = self._expiries.popleft()
+            buffer = self._buffers.get(run_id)
+            if buffer is not None and buffer.expires_at == expires_at:
+                del self._buffers[run_id]
 
     async def publish(self, run_id: str, event: RunEvent) -> None:
         buffer = self._buffers.get(run_id)
@@ -63,6 +69,7 @@ class LocalRunEventLog:
         buffer = self._buffers.setdefault(run_id, _Buffer())
         buffer.done = True
         buffer.expires_at = self._clock() + self.retention
+        self._expiries.append((buffer.expires_at, run_id))
         buffer.changed.set()
 
     async def known(self, run_id: str) -> bool:
