@@ -20,6 +20,7 @@ from lumina_app.domain import (
 from lumina_app.storage.cold_store import translated_errors
 from lumina_app.storage.sql_models import conversations as C
 from lumina_app.storage.sql_models import messages as M
+from lumina_app.storage.sqlite_inline import offloaded
 
 
 class ImportOutcome(StrEnum):
@@ -36,8 +37,9 @@ async def final_messages(engine: AsyncEngine, conversation_id: int) -> list[Msg]
         .where(M.c.conversation_id == conversation_id, M.c.status != MessageStatus.STREAMING.value)
         .order_by(M.c.seq)
     )
-    async with translated_errors(), engine.connect() as conn:
-        rows = (await conn.execute(query)).all()
+    with offloaded():  # every message of the conversation: may be long, keep off the loop
+        async with translated_errors(), engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
     return [
         Msg(
             role=MsgRole(r.role),
@@ -62,48 +64,49 @@ async def import_conversation(
     ``InvalidInput`` and writes nothing.
     """
     try:
-        async with translated_errors(), engine.begin() as conn:
-            row = (
-                await conn.execute(
-                    sa.select(
-                        C.c.id, C.c.agent_id, C.c.last_seq, C.c.tool_call_count, C.c.updated_at
+        with offloaded():  # bulk inserts: keep them off the event loop's thread
+            async with translated_errors(), engine.begin() as conn:
+                row = (
+                    await conn.execute(
+                        sa.select(
+                            C.c.id, C.c.agent_id, C.c.last_seq, C.c.tool_call_count, C.c.updated_at
+                        )
+                        .where(C.c.uuid == conv.uuid)
+                        .with_for_update()
                     )
-                    .where(C.c.uuid == conv.uuid)
-                    .with_for_update()
-                )
-            ).first()
-            if row is None:
-                conversation_id = await _insert_conversation(conn, conv, len(msgs))
-                await _insert_messages(conn, conversation_id, msgs, first_seq=1)
-                return ImportOutcome.CREATED, len(msgs)
-            if row.agent_id != conv.agent_id:
-                raise InvalidInput(
-                    f"conversation {conv.uuid!r} already exists under agent {row.agent_id!r}"
-                )
-            stored = (
+                ).first()
+                if row is None:
+                    conversation_id = await _insert_conversation(conn, conv, len(msgs))
+                    await _insert_messages(conn, conversation_id, msgs, first_seq=1)
+                    return ImportOutcome.CREATED, len(msgs)
+                if row.agent_id != conv.agent_id:
+                    raise InvalidInput(
+                        f"conversation {conv.uuid!r} already exists under agent {row.agent_id!r}"
+                    )
+                stored = (
+                    await conn.execute(
+                        sa.select(M.c.role, M.c.turn_id)
+                        .where(M.c.conversation_id == row.id)
+                        .order_by(M.c.seq)
+                    )
+                ).all()
+                _check_prefix(conv.uuid, stored, msgs)
+                missing = list(msgs[len(stored) :])
+                if not missing:
+                    return ImportOutcome.UNCHANGED, 0
                 await conn.execute(
-                    sa.select(M.c.role, M.c.turn_id)
-                    .where(M.c.conversation_id == row.id)
-                    .order_by(M.c.seq)
+                    sa.update(C)
+                    .where(C.c.id == row.id)
+                    .values(
+                        last_seq=C.c.last_seq + len(missing),
+                        message_count=C.c.message_count + len(missing),
+                        status=conv.status.value,
+                        tool_call_count=max(row.tool_call_count, conv.tool_call_count),
+                        updated_at=max(row.updated_at, conv.updated_at),
+                    )
                 )
-            ).all()
-            _check_prefix(conv.uuid, stored, msgs)
-            missing = list(msgs[len(stored) :])
-            if not missing:
-                return ImportOutcome.UNCHANGED, 0
-            await conn.execute(
-                sa.update(C)
-                .where(C.c.id == row.id)
-                .values(
-                    last_seq=C.c.last_seq + len(missing),
-                    message_count=C.c.message_count + len(missing),
-                    status=conv.status.value,
-                    tool_call_count=max(row.tool_call_count, conv.tool_call_count),
-                    updated_at=max(row.updated_at, conv.updated_at),
-                )
-            )
-            await _insert_messages(conn, row.id, missing, first_seq=row.last_seq + 1)
-            return ImportOutcome.APPENDED, len(missing)
+                await _insert_messages(conn, row.id, missing, first_seq=row.last_seq + 1)
+                return ImportOutcome.APPENDED, len(missing)
     except IntegrityError as exc:  # another importer inserted the same uuid meanwhile
         raise InvalidInput(f"conversation {conv.uuid!r} could not be imported: {exc.orig}") from exc
 

@@ -30,6 +30,7 @@ from lumina_app.storage.errors import translated_errors
 from lumina_app.storage.sql_models import conversations as C
 from lumina_app.storage.sql_models import messages as M
 from lumina_app.storage.sql_models import runs as R
+from lumina_app.storage.sqlite_inline import offloaded
 
 _MAX_INT = 2**31 - 1  # INTEGER columns; PostgreSQL refuses to compare with larger values
 
@@ -178,8 +179,10 @@ class ColdStore(RunRecords):
                 sa.or_(C.c.updated_at < when, sa.and_(C.c.updated_at == when, C.c.id < row_id))
             )
         query = query.order_by(C.c.updated_at.desc(), C.c.id.desc()).limit(limit + 1)
-        async with translated_errors(), self.engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        # A search scans message text: off the event loop's thread on SQLite.
+        with offloaded() if search else contextlib.nullcontext():
+            async with translated_errors(), self.engine.connect() as conn:
+                rows = (await conn.execute(query)).all()
         items = [_conversation(r) for r in rows[:limit]]
         next_cursor = None
         if len(rows) > limit:
@@ -213,6 +216,10 @@ class ColdStore(RunRecords):
 
     async def delete_conversation(self, conversation_id: int) -> list[str]:
         """Delete the conversation with its messages and runs; returns the run ids."""
+        with offloaded():  # may delete many rows: off the event loop's thread on SQLite
+            return await self._delete_conversation(conversation_id)
+
+    async def _delete_conversation(self, conversation_id: int) -> list[str]:
         async with translated_errors(), self._begin() as conn:
             run_ids = (
                 (

@@ -8,9 +8,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from lumina_app.storage.sqlite_inline import inline_creator
+
 
 def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:
-    """Create the engine; SQLite gets WAL, a busy timeout and enforced foreign keys."""
+    """Create the engine. SQLite gets WAL, enforced foreign keys and statements run on the
+    loop's thread (``sqlite_inline``: a lock held by another process is waited for on
+    aiosqlite's thread, so the inline busy timeout is 0)."""
     url = make_url(async_url)
     backend = url.get_backend_name()
     kwargs: dict = {"pool_pre_ping": backend != "sqlite"}
@@ -18,7 +22,9 @@ def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:
         database = url.database or ""
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        kwargs.update(pool_size=pool_size, max_overflow=20, pool_timeout=30)
+        kwargs.update(
+            pool_size=pool_size, max_overflow=20, pool_timeout=30, async_creator=inline_creator(url)
+        )
     else:
         kwargs.update(pool_size=pool_size, max_overflow=20, pool_timeout=10, pool_recycle=1800)
     if backend == "mysql" or backend == "postgresql":
@@ -33,6 +39,6 @@ def _sqlite_on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBA
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA busy_timeout=0")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

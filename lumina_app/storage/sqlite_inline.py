@@ -1,0 +1,78 @@
+"""SQLite statements run on the event loop's own thread instead of aiosqlite's worker thread.
+
+aiosqlite runs every call on a per-connection worker thread: a queue hand-off, a thread
+wake-up, a self-pipe write back to the loop and a GIL hand-over per statement. Measured
+here (bench/api.py, docs/PERFORMANCE.md) that costs about 300 µs of CPU per statement,
+more than the statement itself: SQLite is a library, and in WAL mode with
+``synchronous=NORMAL`` a commit does no fsync, so a short statement takes tens of µs.
+Running it inline is cheaper than handing it over, and the API stays async.
+
+Two cases still use the worker thread, where blocking the loop would hurt:
+
+* a statement that finds the database locked by another process (say the CLI importing
+  while the server runs). Inline it fails at once (``busy_timeout=0``) and is re-run on
+  the thread, which waits in SQLite's busy handler for up to ``BUSY_WAIT_MS`` as before.
+  A busy statement has done nothing, so re-running it is safe; inside this process the
+  cold store's write gate already keeps writers from meeting.
+* work inside ``offloaded()``: reads that may scan (search over message text, exports).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
+from typing import Any
+
+import aiosqlite
+from sqlalchemy.engine import URL
+
+BUSY_WAIT_MS = 10_000
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+_offloaded: ContextVar[bool] = ContextVar("lumina_sqlite_offloaded", default=False)
+
+
+@contextmanager
+def offloaded() -> Iterator[None]:
+    """Run this task's SQLite calls on the worker thread (long reads)."""
+    token = _offloaded.set(True)
+    try:
+        yield
+    finally:
+        _offloaded.reset(token)
+
+
+class InlineConnection(aiosqlite.Connection):
+    """An aiosqlite connection whose calls run inline unless busy or offloaded."""
+
+    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if _offloaded.get():
+            return await super()._execute(fn, *args, **kwargs)
+        if not self._running or not self._connection:
+            raise ValueError("Connection closed")
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (_SQLITE_BUSY, _SQLITE_LOCKED):
+                raise
+        return await super()._execute(_waiting, self._conn, fn, args, kwargs)
+
+
+def _waiting(conn: sqlite3.Connection, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """On the worker thread: the call again, this time letting SQLite wait for the lock."""
+    conn.execute(f"PRAGMA busy_timeout={BUSY_WAIT_MS}")
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        conn.execute("PRAGMA busy_timeout=0")
+
+
+def inline_creator(url: URL) -> Callable[[], InlineConnection]:
+    """An ``async_creator`` for ``create_async_engine``: the connect arguments SQLAlchemy
+    would have used for ``url``, on an ``InlineConnection``."""
+    args, kwargs = url.get_dialect()().create_connect_args(url)
+    connector = partial(sqlite3.connect, *args, **kwargs)
+    return lambda: InlineConnection(connector, iter_chunk_size=64)

@@ -1,0 +1,77 @@
+"""SQLite statements run on the loop's thread; a lock held by another process is waited
+for on the worker thread (the loop keeps running); ``offloaded()`` work uses the thread."""
+
+import asyncio
+import sqlite3
+import threading
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from lumina_app.domain import Msg, new_turn_id
+from lumina_app.settings import load_settings
+from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.database import create_engine
+from lumina_app.storage.sqlite_inline import offloaded
+
+
+@pytest.fixture
+async def sqlite_engine(sqlite_database):
+    engine = create_engine(load_settings(database_url=sqlite_database.url).async_database_url)
+    yield engine
+    await engine.dispose()
+
+
+def _thread_recorder(engine) -> list[int]:  # noqa: ANN001
+    """A SQL function that records which thread ran the statement calling it."""
+    seen: list[int] = []
+
+    def on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001
+        dbapi_connection.create_function(
+            "lumina_thread", 0, lambda: seen.append(threading.get_ident()) or 1
+        )
+
+    sa.event.listen(engine.sync_engine, "connect", on_connect)
+    return seen
+
+
+async def test_statements_run_on_the_loop_thread_unless_offloaded(sqlite_engine) -> None:
+    seen = _thread_recorder(sqlite_engine)
+    async with sqlite_engine.connect() as conn:
+        assert await conn.scalar(sa.text("SELECT lumina_thread()")) == 1
+        with offloaded():
+            assert await conn.scalar(sa.text("SELECT lumina_thread()")) == 1
+    loop_thread = threading.get_ident()
+    assert seen[0] == loop_thread
+    assert seen[1] != loop_thread
+
+
+async def test_a_lock_held_by_another_process_is_waited_for_off_the_loop(
+    sqlite_engine, sqlite_database
+) -> None:
+    store = ColdStore(sqlite_engine)
+    conv = await store.create_conversation(agent_id="assistant")
+    other = sqlite3.connect(make_url(sqlite_database.url).database, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticking = asyncio.create_task(ticker())
+    write = asyncio.create_task(
+        store.append_messages(conv.id, [Msg.user("waits for the lock", turn_id=new_turn_id())])
+    )
+    await asyncio.sleep(0.3)
+    assert not write.done()  # waiting, not failed
+    assert ticks >= 10  # and the loop kept running meanwhile
+    other.execute("COMMIT")
+    (saved,) = await asyncio.wait_for(write, 5)
+    ticking.cancel()
+    other.close()
+    assert saved.seq == 1
+    assert [m.content for m in await store.last_messages(conv.id, 5)] == ["waits for the lock"]
