@@ -13,7 +13,14 @@ from lumina_app.agents.services import Services, get_services
 from lumina_app.api.sse import EventStream
 from lumina_app.domain import ConversationInfo, ConversationNotFound, RunEvent
 
-ServicesDep = Annotated[Services, Depends(get_services)]
+
+async def services_dependency() -> Services:
+    # Dependencies are async on purpose: FastAPI runs a plain ``def`` dependency in a
+    # worker thread, a thread hop per request for what is an attribute read.
+    return get_services()
+
+
+ServicesDep = Annotated[Services, Depends(services_dependency)]
 
 
 def is_conversation_id(value: str) -> bool:
@@ -58,7 +65,7 @@ def stream_response(
     )
 
 
-def last_event_id(
+async def last_event_id(
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
     last_event_id_query: Annotated[str | None, Query(alias="lastEventId")] = None,
 ) -> int:

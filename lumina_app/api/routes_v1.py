@@ -142,7 +142,7 @@ class Execution:
         return {"agent": self.agent_id, "task": self.text, "conversation": self.conversation}
 
 
-def execution(
+async def execution(
     agent_id: str,
     task: TaskQuery = None,
     conversation_id: ConversationQuery = None,

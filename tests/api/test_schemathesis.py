@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, Phase, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.python import asgi
 
-from lumina_app.agents.services import Services, get_services, open_services
+from lumina_app.agents.services import Services, open_services
 from lumina_app.api import create_api
+from lumina_app.api.deps import services_dependency
 from lumina_app.settings import Settings
 
 
@@ -24,7 +25,10 @@ class WithServices:
         self.settings = settings
         self.services: Services | None = None
         self.api = create_api(settings)
-        self.api.dependency_overrides[get_services] = lambda: self.services
+        self.api.dependency_overrides[services_dependency] = self._services
+
+    async def _services(self) -> Services | None:
+        return self.services
 
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:  # noqa: ANN001
         if scope["type"] != "lifespan":
