@@ -1,10 +1,12 @@
-"""HTTP API mounted on the Reflex app through ``api_transformer`` (OpenAPI at /docs)."""
+"""HTTP API mounted on the Reflex app through ``api_transformer`` (OpenAPI at /docs, served
+offline: see ``docs``)."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
 from lumina_app.api import routes_agents, routes_export, routes_health, routes_runs, routes_v1
+from lumina_app.api.docs import install_docs
 from lumina_app.api.errors import install_error_handlers, unmatched
 from lumina_app.api.limits import BodyLimitMiddleware
 from lumina_app.api.schemas import error_responses
@@ -20,7 +22,10 @@ def create_api(settings: Settings | None = None) -> FastAPI:
         title="Lumina",
         version=routes_health.VERSION,
         description="Conversations and memory for LLM agents: two route families, SSE streams.",
+        docs_url=None,  # install_docs serves both pages without a CDN
+        redoc_url=None,
     )
+    install_docs(api)
     api.state.settings = settings
     install_error_handlers(api)
     api.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes if settings else None)
