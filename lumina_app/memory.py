@@ -141,6 +141,19 @@ class MemoryManager:
         await self._window(conversation, [saved_user])
         return saved_user, saved_assistant
 
+    async def begin_conversation(
+        self, conversation: ConversationInfo, user: Msg, assistant: Msg, run: RunRecord
+    ) -> tuple[Msg, Msg]:
+        """``begin_turn`` for a conversation not stored yet (``ConversationInfo.new``): it
+        is inserted in the same transaction, and its window starts with the question."""
+        check_storable_text(conversation.title, "title")
+        assistant.status = MessageStatus.STREAMING
+        saved_user, saved_assistant = await self.cold.start_conversation(
+            conversation, [user, assistant], status=ConversationStatus.RUNNING, run=run
+        )
+        await self._hot(self.hot.replace(conversation.uuid, [saved_user], saved_user.seq))
+        return saved_user, saved_assistant
+
     async def flush_answer(self, message_id: int, content: str) -> bool:
         """Persist a growing answer: one UPDATE, fenced like the final write."""
         return await self.cold.update_message(message_id, content=content, only_streaming=True)

@@ -275,8 +275,8 @@ class ChatEngine:
         title: str | None,
     ) -> ActiveRun:
         created = conversation_uuid is None
-        if created:
-            conversation = await self.memory.create_conversation(
+        if created:  # stored together with the first turn, in _prepare
+            conversation = ConversationInfo.new(
                 agent_id=agent.id, title=title or _title_from(text), owner=owner
             )
             conversation_uuid = conversation.uuid
@@ -357,7 +357,8 @@ class ChatEngine:
         )
         turn_id = new_turn_id()
         meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
-        user, assistant = await self.memory.begin_turn(
+        begin = self.memory.begin_conversation if created else self.memory.begin_turn
+        user, assistant = await begin(
             conversation,
             Msg.user(text, turn_id=turn_id),
             Msg.assistant("", turn_id=turn_id, meta=meta),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -129,6 +130,23 @@ class ConversationInfo:
     created_at: datetime
     updated_at: datetime
     id: int | None = None
+
+    @classmethod
+    def new(cls, *, agent_id: str, title: str = "", owner: str = "") -> ConversationInfo:
+        """One not stored yet (no ``id``): the cold store inserts it."""
+        now = utcnow()
+        return cls(
+            uuid=str(uuid.uuid4()),
+            agent_id=agent_id,
+            title=title[:255],
+            status=ConversationStatus.IDLE,
+            message_count=0,
+            tool_call_count=0,
+            last_seq=0,
+            owner=owner,
+            created_at=now,
+            updated_at=now,
+        )
 
 
 @dataclass(slots=True)

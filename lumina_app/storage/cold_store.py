@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import uuid as uuidlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -33,6 +32,43 @@ from lumina_app.storage.sql_models import runs as R
 from lumina_app.storage.sqlite_inline import offloaded
 
 _MAX_INT = 2**31 - 1  # INTEGER columns; PostgreSQL refuses to compare with larger values
+
+
+# The write path's statements, built once. Values come as execute() parameters (columns
+# not named in ``values()`` join the SET clause by key): building and cache-keying a
+# statement per call cost more CPU than running it (docs/PERFORMANCE.md).
+_CONVERSATION_FIELDS = [c.name for c in C.columns if c.name != "id"]
+_INSERT_CONVERSATION = sa.insert(C)
+_INSERT_MESSAGE = sa.insert(M)
+_INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)
+_INSERT_RUN = sa.insert(R)
+_BUMP = (
+    sa.update(C)
+    .where(C.c.id == sa.bindparam("_cid"))
+    .values(
+        last_seq=C.c.last_seq + sa.bindparam("_n"),
+        message_count=C.c.message_count + sa.bindparam("_n"),
+        tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"),
+    )
+)
+_BUMP_RETURNING = _BUMP.returning(C.c.last_seq)
+_LAST_SEQ = sa.select(C.c.last_seq).where(C.c.id == sa.bindparam("_cid"))
+_UPDATE_MESSAGE = sa.update(M).where(M.c.id == sa.bindparam("_mid"))
+_UPDATE_STREAMING_MESSAGE = _UPDATE_MESSAGE.where(M.c.status == MessageStatus.STREAMING.value)
+_SETTLE_CONVERSATION = (
+    sa.update(C)
+    .where(C.c.id == sa.bindparam("_cid"))
+    .values(tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"))
+)
+_SETTLE_RUN = sa.update(R).where(R.c.run_id == sa.bindparam("_rid"))
+
+
+def _number(msgs: Sequence[Msg], first_seq: int, now: datetime) -> None:
+    """Give new messages consecutive seqs from ``first_seq`` and their timestamps."""
+    for offset, msg in enumerate(msgs):
+        msg.seq = first_seq + offset
+        msg.created_at = msg.created_at or now
+        msg.updated_at = msg.updated_at or msg.created_at
 
 
 def _conversation(row: sa.Row) -> ConversationInfo:
@@ -108,23 +144,47 @@ class ColdStore(RunRecords):
         conversation_uuid: str | None = None,
         created_at: datetime | None = None,
     ) -> ConversationInfo:
-        now = created_at or utcnow()
-        values = {
-            "uuid": conversation_uuid or str(uuidlib.uuid4()),
-            "agent_id": agent_id,
-            "title": title[:255],
-            "status": ConversationStatus.IDLE.value,
-            "message_count": 0,
-            "tool_call_count": 0,
-            "last_seq": 0,
-            "owner": owner,
-            "created_at": now,
-            "updated_at": now,
-        }
+        conversation = ConversationInfo.new(agent_id=agent_id, title=title, owner=owner)
+        if conversation_uuid:
+            conversation.uuid = conversation_uuid
+        if created_at:
+            conversation.created_at = conversation.updated_at = created_at
         async with translated_errors(), self._begin() as conn:
-            result = await conn.execute(sa.insert(C).values(**values))
-            values["id"] = result.inserted_primary_key[0]
-        return ConversationInfo(**{**values, "status": ConversationStatus.IDLE})
+            await self._insert_conversation(conn, conversation)
+        return conversation
+
+    async def start_conversation(
+        self,
+        conversation: ConversationInfo,
+        msgs: Sequence[Msg],
+        *,
+        status: ConversationStatus | None = None,
+        run: RunRecord | None = None,
+    ) -> list[Msg]:
+        """Insert a new conversation (``ConversationInfo.new``) with its first messages
+        and, if given, the run that answers them: one transaction, no seq bump needed.
+
+        The first turn of a new chat is the common case; doing it in one transaction
+        instead of two (create, then append) saves a commit and a statement per run.
+        """
+        count = len(msgs)
+        conversation.last_seq = conversation.message_count = count
+        if status is not None:
+            conversation.status = status
+        async with translated_errors(), self._begin() as conn:
+            await self._insert_conversation(conn, conversation)
+            _number(msgs, 1, conversation.updated_at)
+            await self._insert_messages(conn, conversation.id, msgs)
+            if run is not None:
+                await self._insert_run(conn, run, conversation.id, msgs, conversation.updated_at)
+        return list(msgs)
+
+    @staticmethod
+    async def _insert_conversation(conn: AsyncConnection, conversation: ConversationInfo) -> None:
+        row = {name: getattr(conversation, name) for name in _CONVERSATION_FIELDS}
+        row["status"] = conversation.status.value
+        result = await conn.execute(_INSERT_CONVERSATION, row)
+        conversation.id = result.inserted_primary_key[0]
 
     async def get_conversation(
         self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
@@ -257,41 +317,29 @@ class ColdStore(RunRecords):
         if count == 0:
             return []
         now = utcnow()
-        values: dict[str, Any] = {
-            "last_seq": C.c.last_seq + count,
-            "message_count": C.c.message_count + count,
-            "updated_at": now,
-        }
-        if tool_calls:
-            values["tool_call_count"] = C.c.tool_call_count + tool_calls
+        bump: dict[str, Any] = {"_cid": conversation_id, "_n": count, "_tools": tool_calls}
+        bump["updated_at"] = now
         if status is not None:
-            values["status"] = status.value
+            bump["status"] = status.value
         async with translated_errors(), self._begin() as conn:
-            last = await self._bump_last_seq(conn, conversation_id, values)
-            for offset, msg in enumerate(msgs):
-                msg.seq = last - count + 1 + offset
-                msg.created_at = msg.created_at or now
-                msg.updated_at = msg.updated_at or msg.created_at
+            last = await self._bump_last_seq(conn, conversation_id, bump)
+            _number(msgs, last - count + 1, now)
             await self._insert_messages(conn, conversation_id, msgs)
             if run is not None:
-                run.user_message_id = msgs[0].id
-                run.assistant_message_id = msgs[-1].id
-                run.started_at = run.started_at or now
-                await conn.execute(sa.insert(R).values(run_values(run)))
+                await self._insert_run(conn, run, conversation_id, msgs, now)
         return list(msgs)
 
     @staticmethod
-    async def _bump_last_seq(conn: AsyncConnection, conversation_id: int, values: dict) -> int:
+    async def _bump_last_seq(conn: AsyncConnection, conversation_id: int, params: dict) -> int:
         """Advance ``last_seq`` under the row lock and read it back (one statement where
         the backend has UPDATE … RETURNING; MariaDB needs a second)."""
-        update = sa.update(C).where(C.c.id == conversation_id).values(values)
         if conn.dialect.update_returning:
-            last = (await conn.execute(update.returning(C.c.last_seq))).scalar_one_or_none()
+            last = (await conn.execute(_BUMP_RETURNING, params)).scalar_one_or_none()
         else:
-            result = await conn.execute(update)
+            result = await conn.execute(_BUMP, params)
             last = None
             if result.rowcount:
-                last = await conn.scalar(sa.select(C.c.last_seq).where(C.c.id == conversation_id))
+                last = await conn.scalar(_LAST_SEQ, {"_cid": conversation_id})
         if last is None:
             raise ConversationNotFound(str(conversation_id))
         return last
@@ -317,12 +365,26 @@ class ColdStore(RunRecords):
         ]
         if len(rows) == 1 or not conn.dialect.insert_executemany_returning_sort_by_parameter_order:
             for msg, row in zip(msgs, rows, strict=True):
-                msg.id = (await conn.execute(sa.insert(M).values(row))).inserted_primary_key[0]
+                msg.id = (await conn.execute(_INSERT_MESSAGE, row)).inserted_primary_key[0]
             return
-        statement = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)
-        ids = (await conn.execute(statement, rows)).scalars().all()
+        ids = (await conn.execute(_INSERT_MESSAGES_RETURNING, rows)).scalars().all()
         for msg, new_id in zip(msgs, ids, strict=True):
             msg.id = new_id
+
+    @staticmethod
+    async def _insert_run(
+        conn: AsyncConnection,
+        run: RunRecord,
+        conversation_id: int,
+        msgs: Sequence[Msg],
+        now: datetime,
+    ) -> None:
+        """The run record, pointing at the question (first) and the answer (last)."""
+        run.conversation_id = conversation_id
+        run.user_message_id = msgs[0].id
+        run.assistant_message_id = msgs[-1].id
+        run.started_at = run.started_at or now
+        await conn.execute(_INSERT_RUN, run_values(run))
 
     async def update_message(
         self,
@@ -344,33 +406,32 @@ class ColdStore(RunRecords):
         is returned so the writer knows it has lost the run.
         """
         now = utcnow()
-        values: dict[str, Any] = {"content": content, "updated_at": now}
+        values: dict[str, Any] = {"_mid": message_id, "content": content, "updated_at": now}
         if status is not None:
             values["status"] = status.value
         if meta is not None:
             values["meta"] = meta
-        target = sa.update(M).where(M.c.id == message_id)
-        if only_streaming:
-            target = target.where(M.c.status == MessageStatus.STREAMING.value)
+        statement = _UPDATE_STREAMING_MESSAGE if only_streaming else _UPDATE_MESSAGE
         async with translated_errors(), self._begin() as conn:
-            updated = (await conn.execute(target.values(values))).rowcount
+            updated = (await conn.execute(statement, values)).rowcount
             if only_streaming and not updated:
                 return False
             if conversation_id is not None and (conversation_status or tool_calls):
-                conv_values: dict[str, Any] = {"updated_at": now}
+                settle: dict[str, Any] = {"_cid": conversation_id, "_tools": tool_calls}
+                settle["updated_at"] = now
                 if conversation_status is not None:
-                    conv_values["status"] = conversation_status.value
-                if tool_calls:
-                    conv_values["tool_call_count"] = C.c.tool_call_count + tool_calls
-                await conn.execute(
-                    sa.update(C).where(C.c.id == conversation_id).values(conv_values)
-                )
+                    settle["status"] = conversation_status.value
+                await conn.execute(_SETTLE_CONVERSATION, settle)
             if run is not None:
                 run.finished_at = run.finished_at or now
                 await conn.execute(
-                    sa.update(R)
-                    .where(R.c.run_id == run.run_id)
-                    .values(status=run.status, finished_at=run.finished_at, error=run.error)
+                    _SETTLE_RUN,
+                    {
+                        "_rid": run.run_id,
+                        "status": run.status,
+                        "finished_at": run.finished_at,
+                        "error": run.error,
+                    },
                 )
         return True
 

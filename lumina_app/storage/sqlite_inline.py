@@ -48,6 +48,10 @@ def offloaded() -> Iterator[None]:
 class InlineConnection(aiosqlite.Connection):
     """An aiosqlite connection whose calls run inline unless busy or offloaded."""
 
+    def __init__(self, connector: Callable[[], sqlite3.Connection], iter_chunk_size: int) -> None:
+        super().__init__(connector, iter_chunk_size)
+        self._thread.daemon = True  # as SQLAlchemy does for aiosqlite: never block exit
+
     async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if _offloaded.get():
             return await super()._execute(fn, *args, **kwargs)
