@@ -197,9 +197,9 @@ class Probe:
 
     IGNORED = {"info", "flushall"}
 
-    def __init__(self, admin: redis.Redis, engine: sa.Engine) -> None:
+    def __init__(self, admin: redis.Redis, engines: list[sa.Engine]) -> None:
         self.admin = admin
-        self.engine = engine
+        self.engines = engines
         self.active = False
         self.counts = OpCounts()
 
@@ -235,18 +235,17 @@ class Probe:
                 probe.counts.commits += 1
 
         self._listeners = [("before_cursor_execute", on_execute), ("commit", on_commit)]
-        for name, fn in self._listeners:
-            sa.event.listen(self.engine, name, fn)
+        for engine in self.engines:
+            for name, fn in self._listeners:
+                sa.event.listen(engine, name, fn)
+            ping_orig = engine.dialect.do_ping
 
-        dialect = self.engine.dialect
-        ping_orig = dialect.do_ping
+            def do_ping(dbapi_connection, ping_orig=ping_orig) -> bool:  # noqa: ANN001
+                if probe.active:
+                    probe.counts.pings += 1
+                return ping_orig(dbapi_connection)
 
-        def do_ping(dbapi_connection) -> bool:  # noqa: ANN001
-            if probe.active:
-                probe.counts.pings += 1
-            return ping_orig(dbapi_connection)
-
-        dialect.do_ping = do_ping
+            engine.dialect.do_ping = do_ping
         self._before = self._commandstats()
         return self
 
@@ -258,9 +257,10 @@ class Probe:
                 self.counts.commands[name] += delta
         aio_conn.AbstractConnection.send_packed_command = self._aio_orig
         sync_conn.AbstractConnection.send_packed_command = self._sync_orig
-        for name, fn in self._listeners:
-            sa.event.remove(self.engine, name, fn)
-        del self.engine.dialect.do_ping
+        for engine in self.engines:
+            for name, fn in self._listeners:
+                sa.event.remove(engine, name, fn)
+            del engine.dialect.do_ping
 
 
 async def count_async(probe: Probe, op, k: int, before=None) -> OpCounts:  # noqa: ANN001
@@ -353,7 +353,7 @@ class Lumina:
         self.admin.flushall()
 
     def _probe(self) -> Probe:
-        return Probe(self.admin, self.engine.sync_engine)
+        return Probe(self.admin, self.memory.cold.engines)
 
     async def run(self, size: int, plan: Plan) -> dict[str, Result]:
         memory, stats = self.memory, self.memory.stats

@@ -85,6 +85,7 @@ class Services:
         await self.events.close()
         await self.chat.locks.close()
         await self.memory.hot.close()
+        await self.memory.cold.close()
         await self.sql.dispose()
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -24,51 +24,17 @@ from lumina_app.domain import (
     RunRecord,
     utcnow,
 )
-from lumina_app.storage.cold_runs import RunRecords, run_values
+from lumina_app.storage import cold_writes as writes
+from lumina_app.storage.cold_runs import RunRecords
+from lumina_app.storage.database import create_sync_sqlite_engine
 from lumina_app.storage.errors import translated_errors
 from lumina_app.storage.sql_models import conversations as C
 from lumina_app.storage.sql_models import messages as M
 from lumina_app.storage.sql_models import runs as R
-from lumina_app.storage.sqlite_inline import offloaded
+from lumina_app.storage.sqlite_inline import SyncSQLite, offloaded
 
+T = TypeVar("T")
 _MAX_INT = 2**31 - 1  # INTEGER columns; PostgreSQL refuses to compare with larger values
-
-
-# The write path's statements, built once. Values come as execute() parameters (columns
-# not named in ``values()`` join the SET clause by key): building and cache-keying a
-# statement per call cost more CPU than running it (docs/PERFORMANCE.md).
-_CONVERSATION_FIELDS = [c.name for c in C.columns if c.name != "id"]
-_INSERT_CONVERSATION = sa.insert(C)
-_INSERT_MESSAGE = sa.insert(M)
-_INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)
-_INSERT_RUN = sa.insert(R)
-_BUMP = (
-    sa.update(C)
-    .where(C.c.id == sa.bindparam("_cid"))
-    .values(
-        last_seq=C.c.last_seq + sa.bindparam("_n"),
-        message_count=C.c.message_count + sa.bindparam("_n"),
-        tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"),
-    )
-)
-_BUMP_RETURNING = _BUMP.returning(C.c.last_seq)
-_LAST_SEQ = sa.select(C.c.last_seq).where(C.c.id == sa.bindparam("_cid"))
-_UPDATE_MESSAGE = sa.update(M).where(M.c.id == sa.bindparam("_mid"))
-_UPDATE_STREAMING_MESSAGE = _UPDATE_MESSAGE.where(M.c.status == MessageStatus.STREAMING.value)
-_SETTLE_CONVERSATION = (
-    sa.update(C)
-    .where(C.c.id == sa.bindparam("_cid"))
-    .values(tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"))
-)
-_SETTLE_RUN = sa.update(R).where(R.c.run_id == sa.bindparam("_rid"))
-
-
-def _number(msgs: Sequence[Msg], first_seq: int, now: datetime) -> None:
-    """Give new messages consecutive seqs from ``first_seq`` and their timestamps."""
-    for offset, msg in enumerate(msgs):
-        msg.seq = first_seq + offset
-        msg.created_at = msg.created_at or now
-        msg.updated_at = msg.updated_at or msg.created_at
 
 
 def _conversation(row: sa.Row) -> ConversationInfo:
@@ -124,14 +90,38 @@ class ColdStore(RunRecords):
         self.engine = engine
         # SQLite has one writer at a time; queueing writers here beats its busy-handler
         # polling (which backs off up to 100 ms) by an order of magnitude at p99.
+        sqlite = engine.dialect.name == "sqlite"
         self._write_gate: contextlib.AbstractAsyncContextManager = (
-            asyncio.Lock() if engine.dialect.name == "sqlite" else contextlib.nullcontext()
+            asyncio.Lock() if sqlite else contextlib.nullcontext()
         )
+        self._sqlite = SyncSQLite(create_sync_sqlite_engine(engine)) if sqlite else None
+
+    @property
+    def engines(self) -> list[sa.Engine]:
+        """Every engine statements run on (for instrumentation): the async engine's sync
+        core, plus on SQLite the write path's own pysqlite engine."""
+        extra = [self._sqlite.engine] if self._sqlite is not None else []
+        return [self.engine.sync_engine, *extra]
+
+    async def close(self) -> None:
+        """The async engine is the caller's; the SQLite write path's engine is ours."""
+        if self._sqlite is not None:
+            self._sqlite.dispose()
 
     @asynccontextmanager
     async def _begin(self) -> AsyncIterator[AsyncConnection]:
         async with self._write_gate, self.engine.begin() as conn:
             yield conn
+
+    async def _transact(self, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """One of ``cold_writes``' transactions: inline on SQLite, through ``run_sync``
+        (one greenlet for the whole transaction) elsewhere."""
+        async with translated_errors():
+            if self._sqlite is not None:
+                async with self._write_gate:
+                    return await self._sqlite.transact(body, *args, **kwargs)
+            async with self.engine.begin() as conn:
+                return await conn.run_sync(body, *args, **kwargs)
 
     # -- conversations -------------------------------------------------------------
 
@@ -149,8 +139,7 @@ class ColdStore(RunRecords):
             conversation.uuid = conversation_uuid
         if created_at:
             conversation.created_at = conversation.updated_at = created_at
-        async with translated_errors(), self._begin() as conn:
-            await self._insert_conversation(conn, conversation)
+        await self._transact(writes.insert_conversation, conversation)
         return conversation
 
     async def start_conversation(
@@ -171,20 +160,8 @@ class ColdStore(RunRecords):
         conversation.last_seq = conversation.message_count = count
         if status is not None:
             conversation.status = status
-        async with translated_errors(), self._begin() as conn:
-            await self._insert_conversation(conn, conversation)
-            _number(msgs, 1, conversation.updated_at)
-            await self._insert_messages(conn, conversation.id, msgs)
-            if run is not None:
-                await self._insert_run(conn, run, conversation.id, msgs, conversation.updated_at)
+        await self._transact(writes.start_conversation, conversation, msgs, run)
         return list(msgs)
-
-    @staticmethod
-    async def _insert_conversation(conn: AsyncConnection, conversation: ConversationInfo) -> None:
-        row = {name: getattr(conversation, name) for name in _CONVERSATION_FIELDS}
-        row["status"] = conversation.status.value
-        result = await conn.execute(_INSERT_CONVERSATION, row)
-        conversation.id = result.inserted_primary_key[0]
 
     async def get_conversation(
         self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
@@ -321,70 +298,8 @@ class ColdStore(RunRecords):
         bump["updated_at"] = now
         if status is not None:
             bump["status"] = status.value
-        async with translated_errors(), self._begin() as conn:
-            last = await self._bump_last_seq(conn, conversation_id, bump)
-            _number(msgs, last - count + 1, now)
-            await self._insert_messages(conn, conversation_id, msgs)
-            if run is not None:
-                await self._insert_run(conn, run, conversation_id, msgs, now)
+        await self._transact(writes.append_messages, conversation_id, msgs, bump, run)
         return list(msgs)
-
-    @staticmethod
-    async def _bump_last_seq(conn: AsyncConnection, conversation_id: int, params: dict) -> int:
-        """Advance ``last_seq`` under the row lock and read it back (one statement where
-        the backend has UPDATE … RETURNING; MariaDB needs a second)."""
-        if conn.dialect.update_returning:
-            last = (await conn.execute(_BUMP_RETURNING, params)).scalar_one_or_none()
-        else:
-            result = await conn.execute(_BUMP, params)
-            last = None
-            if result.rowcount:
-                last = await conn.scalar(_LAST_SEQ, {"_cid": conversation_id})
-        if last is None:
-            raise ConversationNotFound(str(conversation_id))
-        return last
-
-    @staticmethod
-    async def _insert_messages(
-        conn: AsyncConnection, conversation_id: int, msgs: Sequence[Msg]
-    ) -> None:
-        """One INSERT … RETURNING for all rows (ids in parameter order) where supported."""
-        rows = [
-            {
-                "conversation_id": conversation_id,
-                "seq": msg.seq,
-                "turn_id": msg.turn_id,
-                "role": msg.role.value,
-                "content": msg.content,
-                "status": msg.status.value,
-                "created_at": msg.created_at,
-                "updated_at": msg.updated_at,
-                "meta": msg.meta,
-            }
-            for msg in msgs
-        ]
-        if len(rows) == 1 or not conn.dialect.insert_executemany_returning_sort_by_parameter_order:
-            for msg, row in zip(msgs, rows, strict=True):
-                msg.id = (await conn.execute(_INSERT_MESSAGE, row)).inserted_primary_key[0]
-            return
-        ids = (await conn.execute(_INSERT_MESSAGES_RETURNING, rows)).scalars().all()
-        for msg, new_id in zip(msgs, ids, strict=True):
-            msg.id = new_id
-
-    @staticmethod
-    async def _insert_run(
-        conn: AsyncConnection,
-        run: RunRecord,
-        conversation_id: int,
-        msgs: Sequence[Msg],
-        now: datetime,
-    ) -> None:
-        """The run record, pointing at the question (first) and the answer (last)."""
-        run.conversation_id = conversation_id
-        run.user_message_id = msgs[0].id
-        run.assistant_message_id = msgs[-1].id
-        run.started_at = run.started_at or now
-        await conn.execute(_INSERT_RUN, run_values(run))
 
     async def update_message(
         self,
@@ -411,29 +326,14 @@ class ColdStore(RunRecords):
             values["status"] = status.value
         if meta is not None:
             values["meta"] = meta
-        statement = _UPDATE_STREAMING_MESSAGE if only_streaming else _UPDATE_MESSAGE
-        async with translated_errors(), self._begin() as conn:
-            updated = (await conn.execute(statement, values)).rowcount
-            if only_streaming and not updated:
-                return False
-            if conversation_id is not None and (conversation_status or tool_calls):
-                settle: dict[str, Any] = {"_cid": conversation_id, "_tools": tool_calls}
-                settle["updated_at"] = now
-                if conversation_status is not None:
-                    settle["status"] = conversation_status.value
-                await conn.execute(_SETTLE_CONVERSATION, settle)
-            if run is not None:
-                run.finished_at = run.finished_at or now
-                await conn.execute(
-                    _SETTLE_RUN,
-                    {
-                        "_rid": run.run_id,
-                        "status": run.status,
-                        "finished_at": run.finished_at,
-                        "error": run.error,
-                    },
-                )
-        return True
+        settle = None
+        if conversation_id is not None and (conversation_status or tool_calls):
+            settle = {"_cid": conversation_id, "_tools": tool_calls, "updated_at": now}
+            if conversation_status is not None:
+                settle["status"] = conversation_status.value
+        return await self._transact(
+            writes.update_message, values, only_streaming=only_streaming, settle=settle, run=run
+        )
 
     async def last_messages(self, conversation_id: int, n: int) -> list[Msg]:
         """The last ``n`` final messages in seq order: one indexed query, newest first."""

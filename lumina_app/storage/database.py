@@ -35,6 +35,18 @@ def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:
     return engine
 
 
+def create_sync_sqlite_engine(engine: AsyncEngine) -> sa.Engine:
+    """A plain pysqlite engine on an async SQLite engine's file, same pragmas, for the
+    write path's transactions (``sqlite_inline.SyncSQLite``). The cold store's write gate
+    lets one transaction at a time through, so a small pool is enough."""
+    url = engine.url.set(drivername="sqlite")
+    sync = sa.create_engine(
+        url, connect_args={"check_same_thread": False}, pool_size=1, max_overflow=4
+    )
+    sa.event.listen(sync, "connect", _sqlite_on_connect)
+    return sync
+
+
 def _sqlite_on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI types
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")

@@ -15,10 +15,15 @@ Two cases still use the worker thread, where blocking the loop would hurt:
   A busy statement has done nothing, so re-running it is safe; inside this process the
   cold store's write gate already keeps writers from meeting.
 * work inside ``offloaded()``: reads that may scan (search over message text, exports).
+
+``SyncSQLite`` goes one step further for the write path's short transactions
+(``cold_writes``): the whole transaction is one sync function on a plain pysqlite
+connection, so there is no greenlet switch or adapter layer per statement either.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,7 +32,8 @@ from functools import partial
 from typing import Any
 
 import aiosqlite
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, Engine
+from sqlalchemy.exc import OperationalError
 
 BUSY_WAIT_MS = 10_000
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
@@ -60,9 +66,44 @@ class InlineConnection(aiosqlite.Connection):
         try:
             return fn(*args, **kwargs)
         except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            if not _busy(exc):
                 raise
         return await super()._execute(_waiting, self._conn, fn, args, kwargs)
+
+
+class SyncSQLite:
+    """Runs a transaction body ``body(conn, *args)`` on a plain pysqlite engine: inline,
+    or on a worker thread (waiting for the lock) when another process holds it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def transact(self, body: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if not _offloaded.get():
+            try:
+                with self.engine.begin() as conn:
+                    return body(conn, *args, **kwargs)
+            except OperationalError as exc:
+                if not _busy(exc.orig):
+                    raise
+        return await asyncio.to_thread(self._waiting, body, args, kwargs)
+
+    def _waiting(self, body: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        with self.engine.begin() as conn:
+            driver = conn.connection.driver_connection
+            return _waiting(driver, partial(body, conn), args, kwargs)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _busy(exc: BaseException | None) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED (any extended code): someone else holds the lock."""
+    code = getattr(exc, "sqlite_errorcode", 0) or 0
+    return isinstance(exc, sqlite3.OperationalError) and code & 0xFF in (
+        _SQLITE_BUSY,
+        _SQLITE_LOCKED,
+    )
 
 
 def _waiting(conn: sqlite3.Connection, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:

@@ -157,11 +157,14 @@ async def test_save_turn_is_one_transaction_and_one_redis_round_trip(
     def on_commit(_conn) -> None:  # noqa: ANN001
         commits.append(1)
 
-    sa.event.listen(engine.sync_engine, "commit", on_commit)
+    store = memory.cold
+    for sync_engine in store.engines:
+        sa.event.listen(sync_engine, "commit", on_commit)
     before, sent_before = _commands(redis_server), len(round_trips)
     await add_turns(memory, conv, 1, start=1)
     after, sent = _commands(redis_server), len(round_trips) - sent_before
-    sa.event.remove(engine.sync_engine, "commit", on_commit)
+    for sync_engine in store.engines:
+        sa.event.remove(sync_engine, "commit", on_commit)
     assert len(commits) == 1
     assert sent == 1
     assert after["evalsha"] - before.get("evalsha", 0) == 1

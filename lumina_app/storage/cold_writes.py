@@ -1,0 +1,177 @@
+"""The write path's transactions (start a conversation, append a turn, update an answer)
+as plain synchronous functions of one SQLAlchemy ``Connection``.
+
+Every chat turn runs these, so they are built for CPU:
+
+* statements are built once, values come as execute() parameters (columns not named in
+  ``values()`` join the SET clause by key); building and cache-keying a statement per
+  call cost more than running it;
+* a whole transaction is one sync function: on SQLite it runs inline on a plain pysqlite
+  connection (``sqlite_inline.SyncSQLite``), on MariaDB/PostgreSQL through the async
+  engine's ``run_sync`` (one greenlet per transaction instead of one per statement).
+
+``ColdStore`` is the only caller; it holds the SQLite write gate around them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lumina_app.domain import ConversationInfo, ConversationNotFound, MessageStatus, Msg, RunRecord
+from lumina_app.storage.cold_runs import run_values
+from lumina_app.storage.sql_models import conversations as C
+from lumina_app.storage.sql_models import messages as M
+from lumina_app.storage.sql_models import runs as R
+
+_CONVERSATION_FIELDS = [c.name for c in C.columns if c.name != "id"]
+_INSERT_CONVERSATION = sa.insert(C)
+_INSERT_MESSAGE = sa.insert(M)
+_INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)
+_INSERT_RUN = sa.insert(R)
+_BUMP = (
+    sa.update(C)
+    .where(C.c.id == sa.bindparam("_cid"))
+    .values(
+        last_seq=C.c.last_seq + sa.bindparam("_n"),
+        message_count=C.c.message_count + sa.bindparam("_n"),
+        tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"),
+    )
+)
+_BUMP_RETURNING = _BUMP.returning(C.c.last_seq)
+_LAST_SEQ = sa.select(C.c.last_seq).where(C.c.id == sa.bindparam("_cid"))
+_UPDATE_MESSAGE = sa.update(M).where(M.c.id == sa.bindparam("_mid"))
+_UPDATE_STREAMING_MESSAGE = _UPDATE_MESSAGE.where(M.c.status == MessageStatus.STREAMING.value)
+_SETTLE_CONVERSATION = (
+    sa.update(C)
+    .where(C.c.id == sa.bindparam("_cid"))
+    .values(tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"))
+)
+_SETTLE_RUN = sa.update(R).where(R.c.run_id == sa.bindparam("_rid"))
+
+
+def insert_conversation(conn: Connection, conversation: ConversationInfo) -> None:
+    """Insert a conversation built with ``ConversationInfo.new``; sets its ``id``."""
+    row = {name: getattr(conversation, name) for name in _CONVERSATION_FIELDS}
+    row["status"] = conversation.status.value
+    conversation.id = conn.execute(_INSERT_CONVERSATION, row).inserted_primary_key[0]
+
+
+def start_conversation(
+    conn: Connection, conversation: ConversationInfo, msgs: Sequence[Msg], run: RunRecord | None
+) -> None:
+    """A new conversation with its first messages (seq 1…n) and the run answering them;
+    its counters are already set by the caller, so no seq bump is needed."""
+    insert_conversation(conn, conversation)
+    number(msgs, 1, conversation.updated_at)
+    _insert_messages(conn, conversation.id, msgs)
+    if run is not None:
+        _insert_run(conn, run, conversation.id, msgs, conversation.updated_at)
+
+
+def append_messages(
+    conn: Connection,
+    conversation_id: int,
+    msgs: Sequence[Msg],
+    bump: dict[str, Any],
+    run: RunRecord | None,
+) -> None:
+    """The next seqs for ``msgs``, taken under the conversation row's lock (so concurrent
+    writers get strictly increasing, gapless seqs), then the rows and the run."""
+    now = bump["updated_at"]
+    last = _bump_last_seq(conn, conversation_id, bump)
+    number(msgs, last - len(msgs) + 1, now)
+    _insert_messages(conn, conversation_id, msgs)
+    if run is not None:
+        _insert_run(conn, run, conversation_id, msgs, now)
+
+
+def update_message(
+    conn: Connection,
+    values: dict[str, Any],
+    *,
+    only_streaming: bool,
+    settle: dict[str, Any] | None,
+    run: RunRecord | None,
+) -> bool:
+    """The answer's text (and status/meta); then the conversation and the run, if given.
+    Fenced by ``only_streaming``: False, and nothing written, if the answer was closed."""
+    statement = _UPDATE_STREAMING_MESSAGE if only_streaming else _UPDATE_MESSAGE
+    if not conn.execute(statement, values).rowcount and only_streaming:
+        return False
+    if settle is not None:
+        conn.execute(_SETTLE_CONVERSATION, settle)
+    if run is not None:
+        run.finished_at = run.finished_at or values["updated_at"]
+        conn.execute(
+            _SETTLE_RUN,
+            {
+                "_rid": run.run_id,
+                "status": run.status,
+                "finished_at": run.finished_at,
+                "error": run.error,
+            },
+        )
+    return True
+
+
+def number(msgs: Sequence[Msg], first_seq: int, now: datetime) -> None:
+    """Give new messages consecutive seqs from ``first_seq`` and their timestamps."""
+    for offset, msg in enumerate(msgs):
+        msg.seq = first_seq + offset
+        msg.created_at = msg.created_at or now
+        msg.updated_at = msg.updated_at or msg.created_at
+
+
+def _bump_last_seq(conn: Connection, conversation_id: int, params: dict[str, Any]) -> int:
+    """Advance ``last_seq`` and read it back (one statement where the backend has
+    UPDATE … RETURNING; MariaDB needs a second)."""
+    if conn.dialect.update_returning:
+        last = conn.execute(_BUMP_RETURNING, params).scalar_one_or_none()
+    else:
+        last = None
+        if conn.execute(_BUMP, params).rowcount:
+            last = conn.scalar(_LAST_SEQ, {"_cid": conversation_id})
+    if last is None:
+        raise ConversationNotFound(str(conversation_id))
+    return last
+
+
+def _insert_messages(conn: Connection, conversation_id: int, msgs: Sequence[Msg]) -> None:
+    """One INSERT … RETURNING for all rows (ids in parameter order) where supported."""
+    rows = [
+        {
+            "conversation_id": conversation_id,
+            "seq": msg.seq,
+            "turn_id": msg.turn_id,
+            "role": msg.role.value,
+            "content": msg.content,
+            "status": msg.status.value,
+            "created_at": msg.created_at,
+            "updated_at": msg.updated_at,
+            "meta": msg.meta,
+        }
+        for msg in msgs
+    ]
+    if len(rows) == 1 or not conn.dialect.insert_executemany_returning_sort_by_parameter_order:
+        for msg, row in zip(msgs, rows, strict=True):
+            msg.id = conn.execute(_INSERT_MESSAGE, row).inserted_primary_key[0]
+        return
+    ids = conn.execute(_INSERT_MESSAGES_RETURNING, rows).scalars().all()
+    for msg, new_id in zip(msgs, ids, strict=True):
+        msg.id = new_id
+
+
+def _insert_run(
+    conn: Connection, run: RunRecord, conversation_id: int, msgs: Sequence[Msg], now: datetime
+) -> None:
+    """The run record, pointing at the question (first) and the answer (last)."""
+    run.conversation_id = conversation_id
+    run.user_message_id = msgs[0].id
+    run.assistant_message_id = msgs[-1].id
+    run.started_at = run.started_at or now
+    conn.execute(_INSERT_RUN, run_values(run))
