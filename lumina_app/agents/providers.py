@@ -78,7 +78,12 @@ def demo_answer(agent_name: str, messages: Sequence[ChatMessage]) -> str:
 
 @dataclass
 class DemoProvider:
-    """Streams its answer word by word at ``delay`` seconds per word (0 = instant)."""
+    """Streams its answer word by word at ``delay`` seconds per word.
+
+    With ``delay`` 0 it still yields to the event loop between words, as a network
+    stream does: an instant answer must not hold the loop (and every other client's
+    stream, and its own first frame) for its whole length.
+    """
 
     agent_name: str
     delay: float = 0.03
@@ -96,8 +101,7 @@ class DemoProvider:
                     "demo model: simulated provider failure (the message asked for /fail)"
                 )
                 return
-            if self.delay:
-                await asyncio.sleep(self.delay)
+            await asyncio.sleep(self.delay)
             yield TextDelta(word)
         prompt_tokens = sum(len(m["content"].split()) for m in messages)
         yield Usage(prompt_tokens=prompt_tokens, completion_tokens=len(words))
