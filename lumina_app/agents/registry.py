@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
+from math import inf
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +41,20 @@ def is_valid_agent_id(agent_id: str) -> bool:
 
 
 class AgentRegistry:
-    """Reads agent folders, re-reading one whenever a file in it changes (no restart)."""
+    """Reads agent folders, re-reading one whenever a file in it changes (no restart).
 
-    def __init__(self, agents_dir: Path) -> None:
+    Files are looked at (7 stat calls) at most every ``recheck_seconds`` per agent, not on
+    every request: an edit shows within that time.
+    """
+
+    def __init__(
+        self, agents_dir: Path, *, recheck_seconds: float = 1.0, clock=time.monotonic
+    ) -> None:  # noqa: ANN001
         self.agents_dir = agents_dir
+        self.recheck_seconds = recheck_seconds
+        self._clock = clock
         self._cache: dict[str, tuple[tuple, AgentDefinition]] = {}
+        self._checked: dict[str, float] = {}
 
     def list(self) -> list[AgentDefinition]:
         if not self.agents_dir.is_dir():
@@ -57,11 +68,16 @@ class AgentRegistry:
         """The agent, or None if there is no such folder (a broken one comes with ``error``)."""
         if not is_valid_agent_id(agent_id):
             return None
+        now = self._clock()
+        cached = self._cache.get(agent_id)
+        if cached and now - self._checked.get(agent_id, -inf) < self.recheck_seconds:
+            return cached[1]
+        self._checked[agent_id] = now
         folder = self.agents_dir / agent_id
         if not (folder / "config.json").is_file():
+            self._cache.pop(agent_id, None)
             return None
         stamp = self._stamp(folder)
-        cached = self._cache.get(agent_id)
         if cached and cached[0] == stamp:
             return cached[1]
         agent = self._load(agent_id, folder)

@@ -110,7 +110,9 @@ class RunDriver:
             interval=self.settings.flush_interval_ms / 1000,
             chars=self.settings.flush_chars,
         )
-        heartbeat = asyncio.create_task(self._heartbeat(run), name=f"{run.run_id}-lease")
+        heartbeat = None  # a lease only means something when other instances share the locks
+        if self.locks.shared:
+            heartbeat = asyncio.create_task(self._heartbeat(run), name=f"{run.run_id}-lease")
         status, error = RunStatus.COMPLETE, None
         usage: dict[str, int] = {}
         thinking: list[str] = []
@@ -148,7 +150,8 @@ class RunDriver:
             status, error = RunStatus.FAILED, f"provider crashed: {exc}"
         finally:
             run.generating = False
-            heartbeat.cancel()
+            if heartbeat is not None:
+                heartbeat.cancel()
             await flusher.close()
         meta = dict(run.assistant.meta)
         meta.update(usage=usage, finishReason=finish_reason)

@@ -1,0 +1,58 @@
+"""Agent folders: read once, re-read after an edit (within the recheck interval), a broken
+config makes the agent unavailable with the reason, a removed folder is gone."""
+
+from lumina_app.agents.registry import AgentRegistry
+from tests.conftest import write_agent
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_prompts_are_joined_in_order_and_edits_show_after_the_recheck(tmp_path) -> None:
+    write_agent(
+        tmp_path,
+        "helper",
+        {"name": "Helper", "provider": "demo", "temperature": 0.5, "color": "teal"},
+        {"soul.md": "Be kind.", "agent.md": "You help.", "tools.md": "  "},
+    )
+    clock = Clock()
+    registry = AgentRegistry(tmp_path, recheck_seconds=1.0, clock=clock)
+    agent = registry.get("helper")
+    assert agent is not None and agent.available
+    assert (agent.name, agent.temperature) == ("Helper", 0.5)
+    assert agent.system_prompt == "You help.\n\nBe kind."  # agent.md first; blank files skipped
+    assert agent.extra == {"color": "teal"}  # unknown keys kept for the provider
+
+    write_agent(tmp_path, "helper", {"name": "Renamed"}, {"agent.md": "You help a lot."})
+    clock.now += 0.5
+    assert registry.get("helper").name == "Helper"  # not looked at again yet
+    clock.now += 0.6
+    edited = registry.get("helper")
+    assert edited.name == "Renamed"
+    assert edited.system_prompt == "You help a lot.\n\nBe kind."
+
+
+def test_a_broken_config_is_unavailable_with_the_reason(tmp_path) -> None:
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{not json", encoding="utf-8")
+    write_agent(tmp_path, "odd", {"provider": "carrier-pigeon"})
+    registry = AgentRegistry(tmp_path, recheck_seconds=0)
+    broken, odd = registry.get("broken"), registry.get("odd")
+    assert not broken.available and "config.json unreadable" in broken.error
+    assert not odd.available and "unknown provider 'carrier-pigeon'" in odd.error
+    assert [a.id for a in registry.list()] == ["broken", "odd"]
+
+
+def test_unknown_invalid_and_removed_agents_are_none(tmp_path) -> None:
+    write_agent(tmp_path, "gone", {"name": "Gone"})
+    registry = AgentRegistry(tmp_path, recheck_seconds=0)
+    assert registry.get("gone").name == "Gone"
+    (tmp_path / "gone" / "config.json").unlink()
+    assert registry.get("gone") is None
+    assert registry.get("nobody") is None
+    assert registry.get("../etc") is None
