@@ -153,14 +153,23 @@ class ChatEngine:
         async for event in self.follow(run):
             yield event
 
-    async def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent]:
+    def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """Follow a run this caller started; if the caller leaves and the settings say
-        so, the run is interrupted, otherwise it carries on to the end."""
+        so, the run is interrupted, otherwise it carries on to the end (and the
+        subscription is all there is: no generator of its own per open stream)."""
+        events = self.events.subscribe(run.run_id, after)
+        if not self.settings.cancel_on_disconnect:
+            return events
+        return self._interrupt_on_leave(run, events)
+
+    async def _interrupt_on_leave(
+        self, run: ActiveRun, events: AsyncIterator[RunEvent | None]
+    ) -> AsyncIterator[RunEvent | None]:
         try:
-            async for event in self.events.subscribe(run.run_id, after):
+            async for event in events:
                 yield event
         finally:
-            if not run.done.is_set() and self.settings.cancel_on_disconnect:
+            if not run.done.is_set():
                 self.driver.request_stop(run, RunStatus.INTERRUPTED)
 
     async def execute(self, **kwargs: Any) -> ActiveRun:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Header, Query
 
 from lumina_app.agents.archive_service import is_archive_conversation_id
 from lumina_app.agents.services import Services, get_services
-from lumina_app.api.sse import EventStream
+from lumina_app.api.sse import EventStream, Framer
 from lumina_app.domain import ConversationInfo, ConversationNotFound, RunEvent
 
 
@@ -53,13 +53,12 @@ def optional_conversation_id(conversation_id: str | None) -> str | None:
 
 
 def stream_response(
-    services: Services,
-    events: AsyncIterator[RunEvent],
-    framer: Callable[[AsyncIterator[RunEvent]], AsyncIterator[bytes]],
+    services: Services, events: AsyncIterator[RunEvent | None], framer: Framer
 ) -> EventStream:
     settings = services.settings
     return EventStream(
-        framer(events),
+        events,
+        framer,
         keepalive=settings.sse_keepalive_seconds,
         send_timeout=settings.sse_send_timeout_seconds,
     )

@@ -1,20 +1,30 @@
 """Server-sent events: framing, keepalive comments, a send timeout for clients that stop
-reading, and clean-up when the client goes away. Both route families frame through here."""
+reading, and clean-up when the client goes away. Both route families frame through here.
+
+An open stream is the request's own task and nothing else: no pump task, no queue, no
+watcher task. The subscription yields ``None`` when a keepalive is due (:class:`Heartbeat`),
+the client hanging up cancels the task from a callback on ``receive()``, and the stream runs
+after FastAPI's routing has unwound, so the route's frames are not kept for its lifetime.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from lumina_app.domain import EventType, RunEvent
+from lumina_app.storage.run_events import HEARTBEAT, Heartbeat
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
 KEEPALIVE = b": keepalive\n\n"
+# What Response.init_headers would build, built once; each response gets its own copy.
+_RAW_HEADERS = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SSE_HEADERS.items()]
+_RAW_HEADERS.append((b"content-type", b"text/event-stream; charset=utf-8"))
 
 
 def frame(data: Any, *, event: str | None = None, event_id: int | None = None) -> bytes:
@@ -50,51 +60,37 @@ def v1_payload(event: RunEvent) -> dict[str, Any] | None:
     return None
 
 
-def v1_frames(events: AsyncIterator[RunEvent]) -> AsyncIterator[bytes]:
-    async def gen() -> AsyncIterator[bytes]:
-        async for event in events:
-            payload = v1_payload(event)
-            if payload is not None:
-                yield frame(payload, event_id=event.id)
-
-    return _closing(gen(), events)
+def v1_frames(event: RunEvent) -> bytes | None:
+    """The v1 framing of one event; ``None`` for what v1 does not send."""
+    payload = v1_payload(event)
+    return None if payload is None else frame(payload, event_id=event.id)
 
 
-def named_frames(events: AsyncIterator[RunEvent]) -> AsyncIterator[bytes]:
+def named_frames(event: RunEvent) -> bytes:
     """Family B: ``event: session | thinking | agent_output | tool_call | error | result``."""
-
-    async def gen() -> AsyncIterator[bytes]:
-        async for event in events:
-            yield frame(event.data, event=event.type.value, event_id=event.id)
-
-    return _closing(gen(), events)
+    return frame(event.data, event=event.type.value, event_id=event.id)
 
 
-async def _closing(
-    frames: AsyncIterator[bytes], source: AsyncIterator[RunEvent]
-) -> AsyncIterator[bytes]:
-    """Close the event source with the frames, so its clean-up runs when the client leaves."""
-    try:
-        async for chunk in frames:
-            yield chunk
-    finally:
-        await source.aclose()
+Framer = Callable[[RunEvent], bytes | None]
 
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+# FastAPI's innermost middleware closes this exit stack once the route has returned (it is
+# there for uploaded files). Streaming from it, not from inside the route, frees the routing
+# frames, the Request and the route's own exit stacks for as long as the stream is open
+# (a few KB per idle stream). Where there is no such stack, the stream runs in place.
+_FASTAPI_STACK = "fastapi_middleware_astack"
+_ROUTE_STACKS = ("fastapi_inner_astack", "fastapi_function_astack")
 
 
 class EventStream(Response):
-    """Streams frames; a ``: keepalive`` comment when idle; drops a client that does not
-    take a frame within ``send_timeout`` (the run itself is unaffected)."""
+    """Streams a run's events as frames; a ``: keepalive`` comment when idle; drops a client
+    that does not take a frame within ``send_timeout`` (the run itself is unaffected)."""
 
     media_type = "text/event-stream"
 
     def __init__(
         self,
-        frames: AsyncIterator[bytes],
+        events: AsyncIterator[RunEvent | None],
+        framer: Framer,
         *,
         keepalive: float,
         send_timeout: float,
@@ -103,62 +99,98 @@ class EventStream(Response):
         # which a real server (granian) obeys by ending the response before the first frame.
         self.status_code = 200
         self.background = None
-        self.init_headers(SSE_HEADERS)
-        self.frames = frames
+        self.raw_headers = list(_RAW_HEADERS)
+        self.events = events
+        self.framer = framer
         self.keepalive = keepalive
         self.send_timeout = send_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.asgi = scope, receive, send
+        stack = scope.get(_FASTAPI_STACK)
+        if stack is None:
+            await self._stream()
+        else:
+            stack.push_async_exit(self._stream)
+
+    async def _stream(self, failed: type[BaseException] | None = None, *_: object) -> bool:
+        """The response; as an exit callback (returns False: suppresses nothing) it streams
+        only if the request has not failed on its way out."""
+        scope, receive, send = self.asgi
+        if failed is not None:
+            await self.events.aclose()
+            return False
+        for key in _ROUTE_STACKS:  # closed by now; the scope would keep them for the stream
+            scope.pop(key, None)
         await send(
             {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
-        # One pump task reads the frames; per frame there is only a queue hand-off (no task
-        # per frame). A bounded queue is the back-pressure on a slow client.
-        queue: asyncio.Queue = asyncio.Queue(maxsize=256)
-        pump = asyncio.create_task(self._pump(queue))
-        disconnected = asyncio.create_task(_wait_disconnect(receive))
-        disconnected.add_done_callback(lambda _: _interrupt(pump, queue))
-        finished = False
+        heartbeat = Heartbeat(self.keepalive)
+        heartbeat.reset()
+        token = HEARTBEAT.set(heartbeat)
+        task = asyncio.current_task()
+        assert task is not None
+        hangup = _Hangup(receive, task)
         try:
-            while True:
-                try:
-                    async with asyncio.timeout(self.keepalive):
-                        chunk = await queue.get()
-                except TimeoutError:
-                    chunk = KEEPALIVE
-                if chunk is _GONE:
-                    return
-                if chunk is _END:
-                    finished = True
-                    break
-                async with asyncio.timeout(self.send_timeout):
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        except TimeoutError:
-            return  # a client that stopped reading is dropped; the run carries on
+            async for event in self.events:
+                if not await self._send_event(send, event, heartbeat):
+                    return False  # a client that stopped reading is dropped; the run goes on
+            await self._send(send, b"", more=False)
+        except asyncio.CancelledError:
+            if hangup.heard and not task.uncancel():
+                return False  # the client left: the subscription is closed below
+            raise
         finally:
-            disconnected.cancel()
-            pump.cancel()
-            await asyncio.wait([pump])  # let the generator unwind before closing it
-            await self.frames.aclose()
-            if finished:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            hangup.stop()
+            HEARTBEAT.reset(token)
+            await self.events.aclose()
+        return False
 
-    async def _pump(self, queue: asyncio.Queue) -> None:
-        async for chunk in self.frames:
-            await queue.put(chunk)
-        await queue.put(_END)
+    async def _send_event(self, send: Send, event: RunEvent | None, heartbeat: Heartbeat) -> bool:
+        # A frame of its own so that an idle stream does not hold on to its last frame.
+        body = KEEPALIVE if event is None else self.framer(event)
+        if body is None:
+            return True  # not part of this family
+        if not await self._send(send, body, more=True):
+            return False
+        heartbeat.reset()
+        return True
 
-
-_END = object()
-_GONE = object()
-
-
-def _interrupt(pump: asyncio.Task, queue: asyncio.Queue) -> None:
-    """The client went away: stop reading frames and wake the sender."""
-    pump.cancel()
-    while True:
+    async def _send(self, send: Send, body: bytes, *, more: bool) -> bool:
+        message: Message = {"type": "http.response.body", "body": body, "more_body": more}
         try:
-            queue.put_nowait(_GONE)
+            async with asyncio.timeout(self.send_timeout):
+                await send(message)
+        except OSError:  # TimeoutError: it stopped reading; else (ASGI 2.4) it is gone
+            return False
+        return True
+
+
+class _Hangup:
+    """Cancels the streaming task when the client goes away. Granian's ``receive()`` is a
+    future, so this is one callback and no task; other servers get a small task for it."""
+
+    __slots__ = ("heard", "receive", "task", "waiter")
+
+    def __init__(self, receive: Receive, task: asyncio.Task) -> None:
+        self.receive = receive
+        self.task: asyncio.Task | None = task
+        self.heard = False
+        self._listen()
+
+    def _listen(self) -> None:
+        self.waiter = asyncio.ensure_future(self.receive())
+        self.waiter.add_done_callback(self._received)
+
+    def _received(self, waiter: asyncio.Future) -> None:
+        if self.task is None or waiter.cancelled():
+            return  # the stream ended first
+        if waiter.exception() is None and waiter.result()["type"] != "http.disconnect":
+            self._listen()  # a request body message nobody read: keep listening
             return
-        except asyncio.QueueFull:
-            queue.get_nowait()
+        self.heard = True
+        self.task.cancel()
+
+    def stop(self) -> None:
+        self.task = None
+        self.waiter.cancel()

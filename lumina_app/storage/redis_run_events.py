@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections.abc import AsyncIterator
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from lumina_app.domain import EventType, RunEvent
-from lumina_app.storage.run_events import LocalRunEventLog
+from lumina_app.storage.run_events import HEARTBEAT, Heartbeat, LocalRunEventLog
 
 log = logging.getLogger(__name__)
 _LIVE_TTL = 24 * 3600  # a run that never finishes still disappears eventually
@@ -94,17 +95,21 @@ class RedisRunEventLog:
         except (RedisError, OSError):
             return False
 
-    async def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
+    async def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent | None]:
         if await self.local.known(run_id):
             async for event in self.local.subscribe(run_id, after):
                 yield event
             return
+        heartbeat = HEARTBEAT.get()
         key, last = self.key(run_id), f"{after}-0"
         while True:
-            reply = await self.reader.xread({key: last}, count=500, block=self.block_ms)
+            block = self.block_ms if heartbeat is None else _block_ms(heartbeat, self.block_ms)
+            reply = await self.reader.xread({key: last}, count=500, block=block)
             if not reply:
                 if not await self.reader.exists(key):
                     return  # expired or deleted: nothing more will come
+                if heartbeat is not None and asyncio.get_running_loop().time() >= heartbeat.due:
+                    yield None
                 continue
             for entry_id, fields in reply[0][1]:
                 last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
@@ -125,6 +130,12 @@ class RedisRunEventLog:
         await self.flush()
         await self.local.close()
         await self.reader.aclose()
+
+
+def _block_ms(heartbeat: Heartbeat, most: int) -> int:
+    """Block no longer than until the next keepalive is due (at least 1 ms: 0 is forever)."""
+    left = heartbeat.due - asyncio.get_running_loop().time()
+    return max(1, min(most, math.ceil(left * 1000)))
 
 
 def _fields(event: RunEvent) -> dict[str, str]:

@@ -8,10 +8,30 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from lumina_app.domain import RunEvent
+
+
+@dataclass(slots=True)
+class Heartbeat:
+    """An SSE sender's keepalive clock. While one is set in :data:`HEARTBEAT`,
+    ``subscribe`` yields ``None`` once ``due`` (loop time) passes with nothing to send, so
+    the sender waits on the subscription alone: no timer task, no queue per stream."""
+
+    every: float
+    due: float = 0.0
+
+    def reset(self) -> None:
+        """Something was just sent: the next keepalive is due ``every`` seconds from now."""
+        self.due = asyncio.get_running_loop().time() + self.every
+
+
+# Context, not a parameter: the sender sets it in its own task, and every layer between
+# it and the log (the engine's follow) passes ``None`` on untouched.
+HEARTBEAT: ContextVar[Heartbeat | None] = ContextVar("lumina_sse_heartbeat", default=None)
 
 
 class RunEventLog(Protocol):
@@ -22,8 +42,9 @@ class RunEventLog(Protocol):
 
     async def known(self, run_id: str) -> bool: ...
 
-    def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
-        """Events with id > ``after``: the missed ones first, then live, until the last."""
+    def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent | None]:
+        """Events with id > ``after``: the missed ones first, then live, until the last.
+        ``None`` while a :class:`Heartbeat` in :data:`HEARTBEAT` says one is due."""
 
     async def delete(self, run_id: str) -> None: ...
 
@@ -76,10 +97,11 @@ class LocalRunEventLog:
         self._expire()
         return run_id in self._buffers
 
-    async def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
+    async def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent | None]:
         buffer = self._buffers.get(run_id)
         if buffer is None:
             return
+        heartbeat = HEARTBEAT.get()
         position = _first_after(buffer.events, after)
         while True:
             while position < len(buffer.events):
@@ -91,7 +113,14 @@ class LocalRunEventLog:
             buffer.changed.clear()
             if position < len(buffer.events) or buffer.done:
                 continue
-            await buffer.changed.wait()
+            if heartbeat is None:
+                await buffer.changed.wait()
+                continue
+            try:
+                async with asyncio.timeout_at(heartbeat.due):
+                    await buffer.changed.wait()
+            except TimeoutError:
+                yield None
 
     async def delete(self, run_id: str) -> None:
         buffer = self._buffers.pop(run_id, None)

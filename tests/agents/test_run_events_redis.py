@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import redis.asyncio as aioredis
+
 from lumina_app.agents.services import open_services
-from lumina_app.domain import EventType
+from lumina_app.domain import EventType, RunEvent
 from lumina_app.storage.redis_run_events import RedisRunEventLog
+from lumina_app.storage.run_events import HEARTBEAT, Heartbeat, LocalRunEventLog
+from tests.conftest import SHARED_REDIS_URL
 
 
 async def test_stream_resumes_on_another_instance_from_last_event_id(
@@ -46,5 +50,45 @@ async def test_live_follow_across_instances(settings_factory, fake_llm) -> None:
             f"p{i} " for i in range(10)
         )
     finally:
+        await one.close()
+        await two.close()
+
+
+async def test_a_stream_read_from_redis_gets_keepalive_markers(redis_prefix) -> None:
+    """Another instance's quiet run, read through XREAD: the heartbeat bounds each block,
+    so a keepalive is due on time even though Redis blocks up to ``block_ms``."""
+    client = aioredis.Redis.from_url(SHARED_REDIS_URL)
+    one = RedisRunEventLog(
+        local=LocalRunEventLog(retention=60),
+        writer=client,
+        reader=client,
+        prefix=redis_prefix,
+        retention=60,
+    )
+    two = RedisRunEventLog(
+        local=LocalRunEventLog(retention=60),
+        writer=client,
+        reader=aioredis.Redis.from_url(SHARED_REDIS_URL),
+        prefix=redis_prefix,
+        retention=60,
+        block_ms=5000,
+    )
+    heartbeat = Heartbeat(0.1)
+    heartbeat.reset()
+    token = HEARTBEAT.set(heartbeat)
+    try:
+        await one.publish("run-1", RunEvent(1, EventType.SESSION, {"runId": "run-1"}))
+        await one.flush()
+        events = two.subscribe("run-1")
+        assert (await anext(events)).id == 1
+        started = asyncio.get_running_loop().time()
+        assert await anext(events) is None
+        assert asyncio.get_running_loop().time() - started < 1.0  # not the 5 s block
+        heartbeat.reset()
+        await one.publish("run-1", RunEvent(2, EventType.RESULT, {"status": "complete"}))
+        await one.flush()
+        assert [e.id async for e in events if e is not None] == [2]
+    finally:
+        HEARTBEAT.reset(token)
         await one.close()
         await two.close()

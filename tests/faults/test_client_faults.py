@@ -3,6 +3,8 @@
 - a client that hangs up after k chunks: the answer still completes and is stored complete;
 - reconnecting with Last-Event-ID: exactly the missing frames (compared with a full replay);
 - an idle stream: ``: keepalive`` comments on the wire;
+- a hang-up while nothing is being sent: noticed at once (the run is interrupted when
+  LUMINA_CANCEL_ON_DISCONNECT says so);
 - a client that never reads: the server stays responsive, its memory stays bounded, the
   answer is stored complete, and (once the socket buffers are full) the client is dropped
   after LUMINA_SSE_SEND_TIMEOUT_SECONDS.
@@ -145,6 +147,30 @@ def test_an_idle_stream_gets_keepalive_comments(tmp_path: Path) -> None:
     assert keepalives[0] < 1.0, f"first keepalive after {keepalives[0]:.2f}s"
     assert len(keepalives) >= 4, keepalives
     assert words and any(at < words[0] for at in keepalives)  # while the model was quiet
+
+
+def test_a_hang_up_while_the_model_is_quiet_is_noticed_at_once(tmp_path: Path) -> None:
+    """With LUMINA_CANCEL_ON_DISCONNECT, leaving a stream that has had nothing to send for
+    a while (the next keepalive 15 s away) interrupts the run within a moment: the server
+    hears the hang-up itself rather than at its next write."""
+    server = start_server(
+        tmp_path / "quiet", LUMINA_DEMO_DELAY_MS="600000", LUMINA_CANCEL_ON_DISCONNECT="true"
+    )
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            accepted = client.post("/api/v1/agents/assistant/execute", params={"task": "quiet"})
+            run_id = accepted.json()["runId"]
+            with client.stream("GET", f"/api/v1/runs/{run_id}/stream") as resp:
+                assert resp.status_code == 200
+                assert b"event: session" in next(resp.iter_raw())
+                time.sleep(0.3)  # quiet: the stream waits on the model, not on a write
+            left = time.monotonic()
+            while (status := client.get(f"/api/v1/runs/{run_id}").json()["status"]) == "running":
+                assert time.monotonic() - left < 3, "the hang-up went unnoticed"
+                time.sleep(0.05)
+        assert status == "interrupted"
+    finally:
+        server.stop()
 
 
 # -- a client that never reads ----------------------------------------------------------

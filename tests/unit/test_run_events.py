@@ -1,0 +1,48 @@
+"""The in-process run event log as an SSE sender follows it: missed events, then live,
+and a ``None`` keepalive marker only while a :class:`Heartbeat` is set and due."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lumina_app.domain import EventType, RunEvent
+from lumina_app.storage.run_events import HEARTBEAT, Heartbeat, LocalRunEventLog
+
+
+def event(event_id: int, kind: EventType = EventType.DELTA) -> RunEvent:
+    return RunEvent(event_id, kind, {"text": f"w{event_id}"})
+
+
+async def test_a_due_heartbeat_yields_none_between_events() -> None:
+    log = LocalRunEventLog(retention=60)
+    await log.publish("run-1", event(1))
+    heartbeat = Heartbeat(0.05)
+    heartbeat.reset()
+    token = HEARTBEAT.set(heartbeat)
+    try:
+        events = log.subscribe("run-1")
+        assert (await anext(events)).id == 1
+        started = asyncio.get_running_loop().time()
+        assert await anext(events) is None  # nothing new for 0.05 s
+        assert asyncio.get_running_loop().time() - started >= 0.04
+        heartbeat.reset()
+        await log.publish("run-1", event(2))
+        assert (await anext(events)).id == 2  # an event in time: no marker first
+        await log.publish("run-1", event(3, EventType.RESULT))
+        await log.finish("run-1")
+        assert [e.id async for e in events if e is not None] == [3]
+    finally:
+        HEARTBEAT.reset(token)
+
+
+async def test_without_a_heartbeat_a_quiet_run_yields_nothing() -> None:
+    log = LocalRunEventLog(retention=60)
+    await log.publish("run-1", event(1))
+    events = log.subscribe("run-1")
+    assert (await anext(events)).id == 1
+    waiting = asyncio.ensure_future(anext(events))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()  # the UI and the engine's own readers never see markers
+    await log.publish("run-1", event(2))
+    assert (await waiting).id == 2
+    await events.aclose()
