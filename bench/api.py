@@ -14,7 +14,10 @@ Every measurement runs against both; the client is httpx in this process.
 1. First SSE byte, instant provider (LUMINA_DEMO_DELAY_MS=0): 10 concurrent clients,
    each doing ``--samples``/10 sequential ``POST /api/v1/agents/assistant/execute/stream``
    in a new conversation (one keep-alive connection per client); time from sending the
-   request to the first body byte; every stream is read to its ``done`` frame.
+   request to the first body byte; every stream is read to its ``done`` frame. Then the
+   same with one client (the unloaded path). Server CPU per stream is the server's process
+   group (/proc), client CPU this process's; the targets are checked on Lumina's figures
+   and on Lumina minus the anchor (what the server adds over a bare StreamingResponse).
 2. Cadence (LUMINA_DEMO_DELAY_MS=10, a "/long" task: ~440 words, one frame per word):
    ``--streams`` concurrent streams; client-side gaps between consecutive frames (frames
    that arrive in one read count as gap 0); errors = non-200, exceptions, a missing
@@ -323,6 +326,7 @@ class FirstByte:
     wall_s: float = 0.0
     requests: int = 0
     server_cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
 
     def pct_ms(self, p: float) -> float:
         return percentile(self.ns, p) / 1e6
@@ -340,6 +344,7 @@ async def first_byte(
 ) -> FirstByte:
     out = FirstByte()
     cpu0 = group_cpu_s(pgid) if pgid else 0.0
+    client0 = time.process_time()
 
     async def client_loop() -> None:
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
@@ -367,6 +372,7 @@ async def first_byte(
     t0 = time.perf_counter()
     await asyncio.gather(*(client_loop() for _ in range(clients)))
     out.wall_s = time.perf_counter() - t0
+    out.client_cpu_s = time.process_time() - client0
     if pgid:
         out.server_cpu_s = group_cpu_s(pgid) - cpu0
     return out
@@ -573,13 +579,21 @@ def report(
     lum, anc = fb["lumina"], fb["anchor"]
     print(
         f"\n1. First SSE byte, instant provider: {CLIENTS} concurrent clients, "
-        f"{len(lum.ns)} samples each side (a new conversation per request)\n"
+        f"{len(lum.ns)} samples each side (a new conversation per request); then 1 client "
+        "(the unloaded path). CPU columns: per stream, server process group and this client\n"
     )
     rows = []
-    for name, r in (("Lumina execute/stream", lum), ("anchor StreamingResponse", anc)):
+    labels = {
+        "lumina": f"Lumina execute/stream, {CLIENTS} clients",
+        "anchor": f"anchor StreamingResponse, {CLIENTS} clients",
+        "lumina 1": "Lumina execute/stream, 1 client",
+        "anchor 1": "anchor StreamingResponse, 1 client",
+    }
+    for key in ("lumina", "anchor", "lumina 1", "anchor 1"):
+        r = fb[key]
         rows.append(
             [
-                name,
+                labels[key],
                 str(len(r.ns)),
                 fmt_ms(r.pct_ms(50)),
                 fmt_ms(r.pct_ms(99)),
@@ -587,32 +601,36 @@ def report(
                 str(r.errors),
                 f"{r.requests / r.wall_s:,.0f}",
                 fmt_ms(r.server_cpu_s / max(r.requests, 1) * 1000),
+                fmt_ms(r.client_cpu_s / max(r.requests, 1) * 1000),
             ]
         )
-    rows.append(
-        [
-            "Lumina / anchor",
-            "",
-            ratio(lum.pct_ms(50), anc.pct_ms(50)),
-            ratio(lum.pct_ms(99), anc.pct_ms(99)),
-            "",
-            "",
-            "",
-            ratio(lum.server_cpu_s / lum.requests, anc.server_cpu_s / anc.requests),
-        ]
-    )
-    rows.append(
-        [
-            "Lumina - anchor",
-            "",
-            fmt_ms(lum.pct_ms(50) - anc.pct_ms(50)),
-            fmt_ms(lum.pct_ms(99) - anc.pct_ms(99)),
-            "",
-            "",
-            "",
-            "",
-        ]
-    )
+        if key == "anchor":
+            rows.append(
+                [
+                    "Lumina / anchor",
+                    "",
+                    ratio(lum.pct_ms(50), anc.pct_ms(50)),
+                    ratio(lum.pct_ms(99), anc.pct_ms(99)),
+                    "",
+                    "",
+                    "",
+                    ratio(lum.server_cpu_s / lum.requests, anc.server_cpu_s / anc.requests),
+                    "",
+                ]
+            )
+            rows.append(
+                [
+                    "Lumina - anchor (server overhead)",
+                    "",
+                    fmt_ms(lum.pct_ms(50) - anc.pct_ms(50)),
+                    fmt_ms(lum.pct_ms(99) - anc.pct_ms(99)),
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                ]
+            )
     print(
         table(
             [
@@ -623,7 +641,8 @@ def report(
                 "max ms",
                 "errors",
                 "streams/s",
-                "server CPU ms/stream",
+                "server CPU ms",
+                "client CPU ms",
             ],
             rows,
         )
@@ -642,6 +661,17 @@ def report(
             f"{fmt_ms(lum.pct_ms(99))} ms (anchor {fmt_ms(anc.pct_ms(99))})",
         )
     )
+    # The same targets on what the server adds: Lumina minus the anchor, which is the same
+    # HTTP server, client and machine serving the same frames with no work behind them.
+    for p, target in ((50, FIRST_BYTE_P50_MS), (99, FIRST_BYTE_P99_MS)):
+        overhead = lum.pct_ms(p) - anc.pct_ms(p)
+        checks.append(
+            (
+                overhead <= target,
+                f"server overhead to the first byte (Lumina - anchor) p{p} <= {target:.0f} ms: "
+                f"{fmt_ms(overhead)} ms",
+            )
+        )
 
     lum, anc = cad["lumina"], cad["anchor"]
     print(
@@ -923,7 +953,14 @@ async def measure(args: argparse.Namespace, tmp: Path, servers: Servers) -> None
             wall_s=sum(r.wall_s for r in results),
             requests=sum(r.requests for r in results),
             server_cpu_s=sum(r.server_cpu_s for r in results),
+            client_cpu_s=sum(r.client_cpu_s for r in results),
         )
+    # The same with one client: the unloaded path, no queueing behind other requests.
+    solo = dict(clients=1, per_client=max(10, args.samples // 6), warmup=2)
+    fb["lumina 1"] = await first_byte(
+        lumina.url, v1, {"task": SHORT_TASK}, pgid=lumina.proc.pid, **solo
+    )
+    fb["anchor 1"] = await first_byte(anchor.url, "/stream", {"kind": "short"}, pgid=apgid, **solo)
     print("  first byte done", file=sys.stderr)
     servers.stop("lumina")
 
