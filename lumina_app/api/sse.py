@@ -1,10 +1,12 @@
 """Server-sent events: framing, keepalive comments, a send timeout for clients that stop
 reading, and clean-up when the client goes away. Both route families frame through here.
 
-An open stream is the request's own task and nothing else: no pump task, no queue, no
-watcher task. The subscription yields ``None`` when a keepalive is due (:class:`Heartbeat`),
-the client hanging up cancels the task from a callback on ``receive()``, and the stream runs
-after FastAPI's routing has unwound, so the route's frames are not kept for its lifetime.
+An open stream costs the request's own task and little else (issue #4, idle memory per
+stream): no pump task, queue or watcher task, no timeout object per frame. The subscription
+yields ``None`` when a keepalive is due (:class:`Heartbeat`); the client hanging up (a
+callback on ``receive()``) or not taking a send (the heartbeat's timer) cancels the task;
+and the stream runs once FastAPI's routing has unwound, so the route's frames, Request and
+exit stacks are not kept for as long as the stream is open.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from lumina_app.domain import EventType, RunEvent
-from lumina_app.storage.run_events import HEARTBEAT, Heartbeat
+from lumina_app.storage.heartbeat import HEARTBEAT, Heartbeat
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
 KEEPALIVE = b": keepalive\n\n"
@@ -76,7 +78,7 @@ Framer = Callable[[RunEvent], bytes | None]
 # FastAPI's innermost middleware closes this exit stack once the route has returned (it is
 # there for uploaded files). Streaming from it, not from inside the route, frees the routing
 # frames, the Request and the route's own exit stacks for as long as the stream is open
-# (a few KB per idle stream). Where there is no such stack, the stream runs in place.
+# (~5 KB per idle stream under granian). Where there is no such stack, it streams in place.
 _FASTAPI_STACK = "fastapi_middleware_astack"
 _ROUTE_STACKS = ("fastapi_inner_astack", "fastapi_function_astack")
 
@@ -125,58 +127,87 @@ class EventStream(Response):
         await send(
             {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
-        heartbeat = Heartbeat(self.keepalive)
-        heartbeat.reset()
-        token = HEARTBEAT.set(heartbeat)
         task = asyncio.current_task()
         assert task is not None
-        hangup = _Hangup(receive, task)
+        watch = _Watch(self.keepalive, self.send_timeout, receive, task)
+        watch.reset()
+        token = HEARTBEAT.set(watch)
         try:
             async for event in self.events:
-                if not await self._send_event(send, event, heartbeat):
-                    return False  # a client that stopped reading is dropped; the run goes on
-            await self._send(send, b"", more=False)
+                if not await self._send_event(send, event, watch):
+                    return False  # the client went away (ASGI 2.4 servers say so on send)
+            await self._send(send, b"", more=False, watch=watch)
         except asyncio.CancelledError:
-            if hangup.heard and not task.uncancel():
-                return False  # the client left: the subscription is closed below
+            if watch.ended and not task.uncancel():
+                return False  # it left or stopped reading: the subscription is closed below
             raise
         finally:
-            hangup.stop()
+            watch.stop()
             HEARTBEAT.reset(token)
             await self.events.aclose()
         return False
 
-    async def _send_event(self, send: Send, event: RunEvent | None, heartbeat: Heartbeat) -> bool:
+    async def _send_event(self, send: Send, event: RunEvent | None, watch: _Watch) -> bool:
         # A frame of its own so that an idle stream does not hold on to its last frame.
         body = KEEPALIVE if event is None else self.framer(event)
         if body is None:
             return True  # not part of this family
-        if not await self._send(send, body, more=True):
+        if not await self._send(send, body, more=True, watch=watch):
             return False
-        heartbeat.reset()
+        watch.reset()
         return True
 
-    async def _send(self, send: Send, body: bytes, *, more: bool) -> bool:
-        message: Message = {"type": "http.response.body", "body": body, "more_body": more}
+    @staticmethod
+    async def _send(send: Send, body: bytes, *, more: bool, watch: _Watch) -> bool:
+        watch.sending()
         try:
-            async with asyncio.timeout(self.send_timeout):
-                await send(message)
-        except OSError:  # TimeoutError: it stopped reading; else (ASGI 2.4) it is gone
+            await send({"type": "http.response.body", "body": body, "more_body": more})
+        except OSError:
             return False
+        watch.sent()
         return True
 
 
-class _Hangup:
-    """Cancels the streaming task when the client goes away. Granian's ``receive()`` is a
-    future, so this is one callback and no task; other servers get a small task for it."""
+class _Watch(Heartbeat):
+    """What ends a stream from outside its task, on the heartbeat's one timer (no task, no
+    timeout object per frame): the client hanging up, heard through a done-callback on
+    ``receive()`` (a plain future under granian; other servers get a small task for it),
+    and a send the client does not take within ``send_timeout``. Either cancels the task."""
 
-    __slots__ = ("heard", "receive", "task", "waiter")
+    __slots__ = ("ended", "receive", "send_timeout", "sending_since", "task", "waiter")
 
-    def __init__(self, receive: Receive, task: asyncio.Task) -> None:
+    def __init__(
+        self, every: float, send_timeout: float, receive: Receive, task: asyncio.Task
+    ) -> None:
+        super().__init__(every)
+        self.send_timeout = send_timeout
+        self.sending_since: float | None = None
         self.receive = receive
         self.task: asyncio.Task | None = task
-        self.heard = False
+        self.ended = False
         self._listen()
+
+    def sending(self) -> None:
+        self.sending_since = now = self._loop.time()
+        self._arm(now + self.send_timeout)
+
+    def sent(self) -> None:
+        self.sending_since = None
+
+    def stop(self) -> None:
+        super().stop()
+        self.task = None
+        self.waiter.cancel()
+
+    def _check(self) -> None:
+        since = self.sending_since
+        if since is not None and self._loop.time() - since >= self.send_timeout:
+            self._timer = None
+            self._end()  # it stopped reading; the run carries on
+            return
+        super()._check()
+        if since is not None:
+            self._arm(since + self.send_timeout)
 
     def _listen(self) -> None:
         self.waiter = asyncio.ensure_future(self.receive())
@@ -188,9 +219,9 @@ class _Hangup:
         if waiter.exception() is None and waiter.result()["type"] != "http.disconnect":
             self._listen()  # a request body message nobody read: keep listening
             return
-        self.heard = True
-        self.task.cancel()
+        self._end()
 
-    def stop(self) -> None:
-        self.task = None
-        self.waiter.cancel()
+    def _end(self) -> None:
+        if self.task is not None:
+            self.ended = True
+            self.task.cancel()

@@ -16,7 +16,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from lumina_app.domain import EventType, RunEvent
-from lumina_app.storage.run_events import HEARTBEAT, Heartbeat, LocalRunEventLog
+from lumina_app.storage.heartbeat import HEARTBEAT, Heartbeat
+from lumina_app.storage.run_events import LocalRunEventLog
 
 log = logging.getLogger(__name__)
 _LIVE_TTL = 24 * 3600  # a run that never finishes still disappears eventually
@@ -108,7 +109,7 @@ class RedisRunEventLog:
             if not reply:
                 if not await self.reader.exists(key):
                     return  # expired or deleted: nothing more will come
-                if heartbeat is not None and asyncio.get_running_loop().time() >= heartbeat.due:
+                if heartbeat is not None and heartbeat.due():
                     yield None
                 continue
             for entry_id, fields in reply[0][1]:
@@ -134,7 +135,7 @@ class RedisRunEventLog:
 
 def _block_ms(heartbeat: Heartbeat, most: int) -> int:
     """Block no longer than until the next keepalive is due (at least 1 ms: 0 is forever)."""
-    left = heartbeat.due - asyncio.get_running_loop().time()
+    left = heartbeat.deadline - asyncio.get_running_loop().time()
     return max(1, min(most, math.ceil(left * 1000)))
 
 

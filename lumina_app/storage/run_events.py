@@ -8,30 +8,11 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from lumina_app.domain import RunEvent
-
-
-@dataclass(slots=True)
-class Heartbeat:
-    """An SSE sender's keepalive clock. While one is set in :data:`HEARTBEAT`,
-    ``subscribe`` yields ``None`` once ``due`` (loop time) passes with nothing to send, so
-    the sender waits on the subscription alone: no timer task, no queue per stream."""
-
-    every: float
-    due: float = 0.0
-
-    def reset(self) -> None:
-        """Something was just sent: the next keepalive is due ``every`` seconds from now."""
-        self.due = asyncio.get_running_loop().time() + self.every
-
-
-# Context, not a parameter: the sender sets it in its own task, and every layer between
-# it and the log (the engine's follow) passes ``None`` on untouched.
-HEARTBEAT: ContextVar[Heartbeat | None] = ContextVar("lumina_sse_heartbeat", default=None)
+from lumina_app.storage.heartbeat import HEARTBEAT
 
 
 class RunEventLog(Protocol):
@@ -44,7 +25,7 @@ class RunEventLog(Protocol):
 
     def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """Events with id > ``after``: the missed ones first, then live, until the last.
-        ``None`` while a :class:`Heartbeat` in :data:`HEARTBEAT` says one is due."""
+        ``None`` whenever the :data:`HEARTBEAT` of the reading task says a keepalive is due."""
 
     async def delete(self, run_id: str) -> None: ...
 
@@ -102,6 +83,8 @@ class LocalRunEventLog:
         if buffer is None:
             return
         heartbeat = HEARTBEAT.get()
+        if heartbeat is not None:
+            heartbeat.wake = buffer.changed.set  # a spurious wake-up is harmless to others
         position = _first_after(buffer.events, after)
         while True:
             while position < len(buffer.events):
@@ -113,14 +96,10 @@ class LocalRunEventLog:
             buffer.changed.clear()
             if position < len(buffer.events) or buffer.done:
                 continue
-            if heartbeat is None:
-                await buffer.changed.wait()
-                continue
-            try:
-                async with asyncio.timeout_at(heartbeat.due):
-                    await buffer.changed.wait()
-            except TimeoutError:
+            if heartbeat is not None and heartbeat.due():
                 yield None
+                continue
+            await buffer.changed.wait()
 
     async def delete(self, run_id: str) -> None:
         buffer = self._buffers.pop(run_id, None)

@@ -8,8 +8,9 @@ import redis.asyncio as aioredis
 
 from lumina_app.agents.services import open_services
 from lumina_app.domain import EventType, RunEvent
+from lumina_app.storage.heartbeat import HEARTBEAT, Heartbeat
 from lumina_app.storage.redis_run_events import RedisRunEventLog
-from lumina_app.storage.run_events import HEARTBEAT, Heartbeat, LocalRunEventLog
+from lumina_app.storage.run_events import LocalRunEventLog
 from tests.conftest import SHARED_REDIS_URL
 
 
@@ -89,6 +90,7 @@ async def test_a_stream_read_from_redis_gets_keepalive_markers(redis_prefix) -> 
         await one.flush()
         assert [e.id async for e in events if e is not None] == [2]
     finally:
+        heartbeat.stop()
         HEARTBEAT.reset(token)
         await one.close()
         await two.close()

@@ -106,15 +106,19 @@ async def test_a_hang_up_while_quiet_ends_the_stream_at_once() -> None:
     assert not task.cancelled() and task.cancelling() == 0
 
 
-async def test_a_client_that_stops_reading_is_dropped_after_the_send_timeout() -> None:
+@pytest.mark.parametrize("keepalive", [30, 0.03])  # the keepalive comes due meanwhile, or not
+async def test_a_client_that_stops_reading_is_dropped_after_the_send_timeout(keepalive) -> None:
     log = LocalRunEventLog(retention=60)
     sub, client = await open_run(log), Client()
-    task = asyncio.create_task(stream(sub, send_timeout=0.1)(scope={}, **asgi(client)))
+    response = stream(sub, keepalive=keepalive, send_timeout=0.15)
+    task = asyncio.create_task(response(scope={}, **asgi(client)))
     await asyncio.sleep(0.02)
     client.stalled = True
+    stalled = asyncio.get_running_loop().time()
     await log.publish("run-1", RunEvent(2, EventType.DELTA, {"text": "x"}))
     await asyncio.wait_for(task, 1)
-    assert sub.closed
+    assert asyncio.get_running_loop().time() - stalled >= 0.15
+    assert sub.closed and not task.cancelled()
     assert (await anext(log.subscribe("run-1", after=1))).id == 2  # the run is untouched
 
 

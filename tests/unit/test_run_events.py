@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from lumina_app.domain import EventType, RunEvent
-from lumina_app.storage.run_events import HEARTBEAT, Heartbeat, LocalRunEventLog
+from lumina_app.storage.heartbeat import HEARTBEAT, Heartbeat
+from lumina_app.storage.run_events import LocalRunEventLog
 
 
 def event(event_id: int, kind: EventType = EventType.DELTA) -> RunEvent:
@@ -32,6 +33,7 @@ async def test_a_due_heartbeat_yields_none_between_events() -> None:
         await log.finish("run-1")
         assert [e.id async for e in events if e is not None] == [3]
     finally:
+        heartbeat.stop()
         HEARTBEAT.reset(token)
 
 
@@ -46,3 +48,33 @@ async def test_without_a_heartbeat_a_quiet_run_yields_nothing() -> None:
     await log.publish("run-1", event(2))
     assert (await waiting).id == 2
     await events.aclose()
+
+
+async def test_one_streams_keepalive_does_not_reach_another_reader_of_the_run() -> None:
+    """The heartbeat wakes the run's waiters; a reader whose keepalive is not due (here
+    one without any) waits on and sees only events."""
+    log = LocalRunEventLog(retention=60)
+    await log.publish("run-1", event(1))
+
+    async def read(every: float | None) -> list[int | None]:
+        heartbeat = None
+        if every is not None:
+            heartbeat = Heartbeat(every)
+            heartbeat.reset()
+            HEARTBEAT.set(heartbeat)  # this task's own context
+        seen: list[int | None] = []
+        async for item in log.subscribe("run-1"):
+            seen.append(None if item is None else item.id)
+            if heartbeat is not None:
+                heartbeat.reset()
+        if heartbeat is not None:
+            heartbeat.stop()
+        return seen
+
+    quick, plain = asyncio.create_task(read(0.03)), asyncio.create_task(read(None))
+    await asyncio.sleep(0.2)
+    await log.publish("run-1", event(2, EventType.RESULT))
+    await log.finish("run-1")
+    assert (await plain) == [1, 2]
+    quick_seen = await quick
+    assert quick_seen[0] == 1 and quick_seen[-1] == 2 and quick_seen.count(None) >= 3
