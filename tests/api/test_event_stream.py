@@ -7,11 +7,21 @@ from __future__ import annotations
 import asyncio
 from contextlib import AsyncExitStack
 
+import httpx
 import pytest
 
-from lumina_app.api.sse import KEEPALIVE, EventStream, named_frames, v1_frames
+from lumina_app.agents.services import open_services, set_services
+from lumina_app.api import create_api
+from lumina_app.api.sse import (
+    KEEPALIVE,
+    EventStream,
+    StreamsAfterRouting,
+    named_frames,
+    v1_frames,
+)
 from lumina_app.domain import EventType, RunEvent
 from lumina_app.storage.run_events import LocalRunEventLog
+from tests.api.helpers import assert_sse_response
 
 SESSION = RunEvent(1, EventType.SESSION, {"conversationId": "c", "runId": "r", "scenario": "new"})
 
@@ -157,6 +167,50 @@ async def test_streams_after_the_route_unwinds_and_not_if_the_request_fails() ->
     )
     assert "fastapi_inner_astack" not in scope  # not kept for the stream's lifetime
     assert sub.closed
+
+
+async def test_behind_streams_after_routing_it_streams_once_the_app_has_returned() -> None:
+    log = LocalRunEventLog(retention=60)
+    sub, client = await open_run(log), Client()
+    done = RunEvent(2, EventType.RESULT, {"status": "complete", "messageId": 7})
+    await log.publish("run-1", done)
+    await log.finish("run-1")
+    order: list[str] = []
+
+    async def api(scope, receive, send) -> None:  # a route's response, then the way out
+        scope["fastapi_middleware_astack"] = AsyncExitStack()
+        await stream(sub)(scope, receive, send)
+        order.append(f"api returned, {len(client.sent)} messages sent")
+
+    scope = {"type": "http"}
+    await StreamsAfterRouting(api)(scope, **asgi(client))
+    assert order == ["api returned, 0 messages sent"]
+    assert client.body == v1_frames(SESSION) + v1_frames(done)
+    assert sub.closed and set(scope) == {"type"}  # nothing of the request's is kept
+
+
+async def test_the_api_behind_streams_after_routing_streams_and_resumes(
+    settings_factory, fake_llm
+) -> None:
+    fake_llm.script.chunks = ["你", "好"]
+    settings = settings_factory()
+    services = await open_services(settings)
+    set_services(services)
+    app = create_api(settings)
+    app.add_middleware(StreamsAfterRouting)
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50123))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as api:
+            first = await api.post("/api/v1/agents/tester/execute/stream", params={"task": "x"})
+            events = assert_sse_response(first)
+            assert [e.json.get("chunk") for e in events[1:3]] == ["你", "好"]
+            assert events[-1].json["done"] is True and "content-length" not in first.headers
+            url = f"/api/v1/runs/{events[0].json['runId']}/stream"
+            again = await api.get(url, params={"format": "v1"}, headers={"Last-Event-ID": "1"})
+            assert again.content == first.content.split(b"\n\n", 1)[1]
+    finally:
+        set_services(None)
+        await services.close()
 
 
 def asgi(client: Client) -> dict:
