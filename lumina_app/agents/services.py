@@ -62,7 +62,19 @@ class Services:
         self._tasks = [
             asyncio.create_task(self.chat.locks.listen_for_stops(self.chat.on_stop_request)),
             asyncio.create_task(self._sweep_orphans_forever()),
+            asyncio.create_task(self._checkpoint_forever()),
         ]
+
+    async def _checkpoint_forever(self, every: float = 1.0) -> None:
+        """SQLite's write-ahead log is checkpointed here, off the event loop's thread."""
+        if self.memory.cold.engine.dialect.name != "sqlite":
+            return
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.memory.cold.checkpoint()
+            except StoreUnavailable as exc:
+                log.warning("SQLite checkpoint skipped: %s", exc)
 
     async def _sweep_orphans_forever(self) -> None:
         if not self.chat.locks.shared:

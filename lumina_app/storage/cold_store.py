@@ -103,6 +103,13 @@ class ColdStore(RunRecords):
         extra = [self._sqlite.engine] if self._sqlite is not None else []
         return [self.engine.sync_engine, *extra]
 
+    async def checkpoint(self) -> None:
+        """SQLite: move the write-ahead log into the database file, on a worker thread
+        (commits on the loop never do it themselves). A no-op on other backends."""
+        if self._sqlite is not None:
+            async with translated_errors():
+                await asyncio.to_thread(self._sqlite.checkpoint)
+
     async def close(self) -> None:
         """The async engine is the caller's; the SQLite write path's engine is ours."""
         if self._sqlite is not None:

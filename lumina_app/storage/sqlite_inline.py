@@ -93,6 +93,16 @@ class SyncSQLite:
             driver = conn.connection.driver_connection
             return _waiting(driver, partial(body, conn), args, kwargs)
 
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database without waiting for anyone (PASSIVE); for a
+        worker thread. A checkpoint already running elsewhere just makes this a no-op."""
+        try:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+        except OperationalError as exc:
+            if not _busy(exc.orig):
+                raise
+
     def dispose(self) -> None:
         self.engine.dispose()
 

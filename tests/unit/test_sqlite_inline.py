@@ -2,8 +2,11 @@
 for on the worker thread (the loop keeps running); ``offloaded()`` work uses the thread."""
 
 import asyncio
+import contextlib
+import shutil
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -75,3 +78,29 @@ async def test_a_lock_held_by_another_process_is_waited_for_off_the_loop(
     other.close()
     assert saved.seq == 1
     assert [m.content for m in await store.last_messages(conv.id, 5)] == ["waits for the lock"]
+
+
+def _in_database_file(path: Path, scratch: Path, conversation_id: int) -> int:
+    """Messages of the conversation in the database file itself (not in its WAL): a copy
+    of the file alone, opened elsewhere, shows only what was checkpointed."""
+    copy = scratch / "file-only.db"
+    shutil.copyfile(path, copy)
+    with contextlib.closing(sqlite3.connect(copy)) as conn:
+        query = "SELECT COUNT(*) FROM lumina_message WHERE conversation_id = ?"
+        return conn.execute(query, (conversation_id,)).fetchone()[0]
+
+
+async def test_the_wal_is_checkpointed_by_the_store_not_by_commits(
+    sqlite_engine, sqlite_database, tmp_path
+) -> None:
+    store = ColdStore(sqlite_engine)
+    async with sqlite_engine.connect() as conn:
+        assert await conn.scalar(sa.text("PRAGMA wal_autocheckpoint")) == 0
+    conv = await store.create_conversation(agent_id="assistant")
+    path = Path(make_url(sqlite_database.url).database)
+    for i in range(20):
+        await store.append_messages(conv.id, [Msg.user(f"message {i}", turn_id=new_turn_id())])
+    assert _in_database_file(path, tmp_path, conv.id) == 0  # all still in the WAL
+    await store.checkpoint()
+    assert _in_database_file(path, tmp_path, conv.id) == 20
+    await store.close()
