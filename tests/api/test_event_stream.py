@@ -9,6 +9,7 @@ from contextlib import AsyncExitStack
 
 import httpx
 import pytest
+from fastapi import FastAPI, Request
 
 from lumina_app.agents.services import open_services, set_services
 from lumina_app.api import create_api
@@ -167,6 +168,21 @@ async def test_streams_after_the_route_unwinds_and_not_if_the_request_fails() ->
     )
     assert "fastapi_inner_astack" not in scope  # not kept for the stream's lifetime
     assert sub.closed
+
+
+async def test_fastapi_still_has_the_exit_stack_streams_run_from() -> None:
+    """Without it streams still work, only in place (~5 KB more per idle stream): a FastAPI
+    upgrade that renames the scope key must fail here, not quietly in bench/api.py."""
+    app = FastAPI()
+
+    @app.get("/keys")
+    async def keys(request: Request) -> list[str]:
+        return sorted(k for k in request.scope if k.startswith("fastapi_"))
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        seen = (await client.get("/keys")).json()
+    assert {"fastapi_middleware_astack", "fastapi_inner_astack"} <= set(seen)
 
 
 async def test_behind_streams_after_routing_it_streams_once_the_app_has_returned() -> None:
