@@ -155,8 +155,9 @@ class MemoryManager:
         return saved_user, saved_assistant
 
     async def flush_answer(self, message_id: int, content: str) -> bool:
-        """Persist a growing answer: one UPDATE, fenced like the final write."""
-        return await self.cold.update_message(message_id, content=content, only_streaming=True)
+        """Persist a growing answer, fenced like the final write; committed together with
+        other runs' flushes of the same moment (``storage.flush_batch``)."""
+        return await self.cold.flush_answer(message_id, content)
 
     async def finish_answer(
         self,

@@ -147,7 +147,11 @@ def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
 async def open_services(settings: Settings, *, recover: bool = True) -> Services:
     """Build every part; with ``recover``, close runs a crash left open."""
     sql = create_engine(settings.async_database_url)
-    memory = MemoryManager(ColdStore(sql), _hot_window(settings), window=settings.context_window)
+    # Answer flushes of all runs within this window share a transaction; well inside the
+    # flush rate cap (interval / 5), so a run's flushes never wait on each other.
+    flush_window = min(0.05, settings.flush_interval_ms / 1000 / 5)
+    cold = ColdStore(sql, flush_window=flush_window)
+    memory = MemoryManager(cold, _hot_window(settings), window=settings.context_window)
     registry = AgentRegistry(settings.agents_dir)
     providers = ProviderFactory(settings)
     events = _run_events(settings, memory.hot)

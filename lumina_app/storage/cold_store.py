@@ -28,6 +28,7 @@ from lumina_app.storage import cold_writes as writes
 from lumina_app.storage.cold_runs import RunRecords
 from lumina_app.storage.database import create_sync_sqlite_engine
 from lumina_app.storage.errors import translated_errors
+from lumina_app.storage.flush_batch import FlushBatch
 from lumina_app.storage.sql_models import conversations as C
 from lumina_app.storage.sql_models import messages as M
 from lumina_app.storage.sql_models import runs as R
@@ -86,7 +87,7 @@ def decode_cursor(cursor: str, arity: int) -> list[str]:
 class ColdStore(RunRecords):
     """Async data functions over the two tables. Every write is one transaction."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, flush_window: float = 0.05) -> None:
         self.engine = engine
         # SQLite has one writer at a time; queueing writers here beats its busy-handler
         # polling (which backs off up to 100 ms) by an order of magnitude at p99.
@@ -95,6 +96,9 @@ class ColdStore(RunRecords):
             asyncio.Lock() if sqlite else contextlib.nullcontext()
         )
         self._sqlite = SyncSQLite(create_sync_sqlite_engine(engine)) if sqlite else None
+        self.flushes = FlushBatch(
+            lambda batch: self._transact(writes.flush_answers, batch), window=flush_window
+        )
 
     @property
     def engines(self) -> list[sa.Engine]:
@@ -307,6 +311,11 @@ class ColdStore(RunRecords):
             bump["status"] = status.value
         await self._transact(writes.append_messages, conversation_id, msgs, bump, run)
         return list(msgs)
+
+    async def flush_answer(self, message_id: int, content: str) -> bool:
+        """A growing answer's text, committed together with other runs' flushes arriving
+        within the flush window (``flush_batch``); fenced like ``update_message``."""
+        return await self.flushes.write(message_id, content)
 
     async def update_message(
         self,

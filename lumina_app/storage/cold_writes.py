@@ -119,6 +119,12 @@ def update_message(
     return True
 
 
+def flush_answers(conn: Connection, flushes: Sequence[dict[str, Any]]) -> list[bool]:
+    """Several growing answers' text in one transaction (``_mid``, ``content``,
+    ``updated_at`` each), each fenced: False where the answer was closed meanwhile."""
+    return [bool(conn.execute(_UPDATE_STREAMING_MESSAGE, f).rowcount) for f in flushes]
+
+
 def number(msgs: Sequence[Msg], first_seq: int, now: datetime) -> None:
     """Give new messages consecutive seqs from ``first_seq`` and their timestamps."""
     for offset, msg in enumerate(msgs):

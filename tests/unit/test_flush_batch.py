@@ -1,0 +1,53 @@
+"""Answer flushes of several runs arriving together share one transaction; each caller
+still gets its own fenced outcome, and a failure reaches every caller."""
+
+import asyncio
+
+import pytest
+import sqlalchemy as sa
+
+from lumina_app.domain import MessageStatus, Msg, StoreUnavailable, new_turn_id
+from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.flush_batch import FlushBatch
+
+
+async def _streaming_answers(store: ColdStore, n: int) -> list[Msg]:
+    conv = await store.create_conversation(agent_id="assistant")
+    answers = []
+    for _ in range(n):
+        turn = new_turn_id()
+        answer = Msg.assistant("", turn_id=turn, status=MessageStatus.STREAMING)
+        _, saved = await store.append_messages(conv.id, [Msg.user("q", turn_id=turn), answer])
+        answers.append(saved)
+    return answers
+
+
+async def test_flushes_of_the_same_moment_share_a_transaction(engine) -> None:
+    store = ColdStore(engine, flush_window=0.02)
+    answers = await _streaming_answers(store, 5)
+    closed = answers[4]
+    await store.update_message(closed.id, content="final", status=MessageStatus.COMPLETE)
+    commits: list[int] = []
+    for sync_engine in store.engines:
+        sa.event.listen(sync_engine, "commit", lambda _c: commits.append(1))
+    outcomes = await asyncio.gather(
+        *(store.flush_answer(a.id, f"partial {i}") for i, a in enumerate(answers)),
+        store.flush_answer(answers[0].id, "partial 0, later"),  # replaces the waiting one
+    )
+    assert outcomes == [True, True, True, True, False, True]  # the closed one is fenced
+    assert len(commits) == 1
+    texts = [(await store.get_message(a.id)).content for a in answers]
+    assert texts == ["partial 0, later", "partial 1", "partial 2", "partial 3", "final"]
+    await store.close()
+
+
+async def test_a_failed_batch_fails_every_caller() -> None:
+    async def broken(_flushes):  # noqa: ANN001, ANN202
+        raise StoreUnavailable("database unavailable: gone")
+
+    batch = FlushBatch(broken, window=0.01)
+    results = await asyncio.gather(batch.write(1, "a"), batch.write(2, "b"), return_exceptions=True)
+    assert all(isinstance(r, StoreUnavailable) for r in results)
+    later = FlushBatch(broken, window=0.01)
+    with pytest.raises(StoreUnavailable):
+        await later.write(3, "c")
