@@ -449,12 +449,12 @@ class RedisAnchor:
                 budget_s=plan.anchor_budget_s,
             )
         )
-        out[READ].counts = count_sync(Probe(self.admin, sql_engine), op, min(plan.count_ops, 5))
+        out[READ].counts = count_sync(Probe(self.admin, [sql_engine]), op, min(plan.count_ops, 5))
         warm = min(20, plan.saves)
         pairs = anchor_pairs(warm + plan.saves + plan.count_ops)
         op = lambda: hist.add_messages(next(pairs))  # noqa: E731
         out[SAVE] = Result(time_sync(op, n=plan.saves, warmup=warm, budget_s=plan.anchor_budget_s))
-        out[SAVE].counts = count_sync(Probe(self.admin, sql_engine), op, plan.count_ops)
+        out[SAVE].counts = count_sync(Probe(self.admin, [sql_engine]), op, plan.count_ops)
         hist.redis_client.close()
         return out
 
@@ -490,12 +490,12 @@ class SQLAnchor:
                 budget_s=plan.anchor_budget_s,
             )
         )
-        out[READ].counts = count_sync(Probe(self.admin, self.engine), op, min(plan.count_ops, 5))
+        out[READ].counts = count_sync(Probe(self.admin, [self.engine]), op, min(plan.count_ops, 5))
         warm = min(20, plan.saves)
         pairs = anchor_pairs(warm + plan.saves + plan.count_ops)
         op = lambda: hist.add_messages(next(pairs))  # noqa: E731
         out[SAVE] = Result(time_sync(op, n=plan.saves, warmup=warm, budget_s=plan.anchor_budget_s))
-        out[SAVE].counts = count_sync(Probe(self.admin, self.engine), op, plan.count_ops)
+        out[SAVE].counts = count_sync(Probe(self.admin, [self.engine]), op, plan.count_ops)
         hist.session_maker.remove()
         return out
 
