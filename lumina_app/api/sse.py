@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from starlette.responses import Response
@@ -64,6 +65,9 @@ def v1_payload(event: RunEvent) -> dict[str, Any] | None:
 
 def v1_frames(event: RunEvent) -> bytes | None:
     """The v1 framing of one event; ``None`` for what v1 does not send."""
+    if event.type is EventType.DELTA:  # most frames: byte-identical to frame(), no dumps()
+        text = encode_basestring(event.data["text"])
+        return f'id: {event.id}\ndata: {{"chunk": {text}}}\n\n'.encode()
     payload = v1_payload(event)
     return None if payload is None else frame(payload, event_id=event.id)
 
@@ -103,8 +107,8 @@ class StreamsAfterRouting:
             await self.app(scope, receive, send)
         finally:
             stream = scope.pop(_AFTER_ROUTING)
-        if stream is not None:
-            await stream()
+        if stream is not None:  # with this layer's send: no inner wrapper per frame
+            await stream.run(scope, receive, send)
 
 
 class EventStream(Response):
@@ -134,11 +138,16 @@ class EventStream(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.asgi = scope, receive, send
         if _AFTER_ROUTING in scope:
-            scope[_AFTER_ROUTING] = self._stream
+            scope[_AFTER_ROUTING] = self
         elif _FASTAPI_STACK in scope:
             scope[_FASTAPI_STACK].push_async_exit(self._stream)
         else:
             await self._stream()
+
+    async def run(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stream through the given (outer) ``receive``/``send``."""
+        self.asgi = scope, receive, send
+        await self._stream()
 
     async def _stream(self, failed: type[BaseException] | None = None, *_: object) -> bool:
         """The response; as an exit callback (returns False: suppresses nothing) it streams
