@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import platform
 import re
 import secrets
@@ -58,6 +57,7 @@ from _common import (  # noqa: E402
     Samples,
     fmt_ratio,
     fmt_us,
+    machine_line,
     migrate,
     server_database,
     table,
@@ -699,24 +699,14 @@ def report(
 
 
 def describe_machine(backend: str, sync_url: str, redis_url: str) -> list[str]:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     engine = sa.create_engine(sa.engine.make_url(sync_url), poolclass=sa.pool.NullPool)
     with engine.connect() as conn:
         query = "select sqlite_version()" if backend == "sqlite" else "select version()"
         db_version = conn.exec_driver_sql(query).scalar()
     engine.dispose()
     redis_version = redis.Redis.from_url(redis_url).info("server")["redis_version"]
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return [
-        f"date: {date.today().isoformat()}   machine: {os.cpu_count()} cores ({cpu}), "
-        f"load average {load}",
+        f"date: {date.today().isoformat()}   machine: {machine_line()}",
         f"python {platform.python_version()}, SQLAlchemy {sa.__version__}, redis-py "
         f"{redis.__version__}, redis-server {redis_version}, {backend} {db_version}",
     ]
