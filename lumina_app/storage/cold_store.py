@@ -89,14 +89,14 @@ class ColdStore(RunRecords):
 
     def __init__(self, engine: AsyncEngine, *, flush_window: float = 0.05) -> None:
         self.engine = engine
-        # SQLite has one writer at a time; queueing writers here beats its busy-handler
-        # polling (which backs off up to 100 ms) by an order of magnitude at p99.
+        # SQLite has one writer at a time; writers of this process queue here, so an inline
+        # statement finds the lock free (only another process's lock sends it to a thread).
         sqlite = engine.dialect.name == "sqlite"
         self._write_gate: contextlib.AbstractAsyncContextManager = (
             asyncio.Lock() if sqlite else contextlib.nullcontext()
         )
         self._sqlite = SyncSQLite(create_sync_sqlite_engine(engine)) if sqlite else None
-        self.flushes = FlushBatch(
+        self._flushes = FlushBatch(
             lambda batch: self._transact(writes.flush_answers, batch), window=flush_window
         )
 
@@ -315,7 +315,7 @@ class ColdStore(RunRecords):
     async def flush_answer(self, message_id: int, content: str) -> bool:
         """A growing answer's text, committed together with other runs' flushes arriving
         within the flush window (``flush_batch``); fenced like ``update_message``."""
-        return await self.flushes.write(message_id, content)
+        return await self._flushes.write(message_id, content)
 
     async def update_message(
         self,

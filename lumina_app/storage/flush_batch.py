@@ -25,7 +25,6 @@ class FlushBatch:
         self.window = window
         self._pending: dict[int, tuple[dict[str, Any], list[asyncio.Future]]] = {}
         self._task: asyncio.Task | None = None
-        self.transactions = 0
 
     async def write(self, message_id: int, content: str) -> bool:
         """Store ``content`` as the answer's text; True once committed, False if the
@@ -45,7 +44,6 @@ class FlushBatch:
         flushes = [flush for flush, _ in batch.values()]
         try:
             results = await self._transact(flushes)
-            self.transactions += 1
         except BaseException as exc:  # every waiter gets the failure (StoreUnavailable…)
             for _, futures in batch.values():
                 for future in futures:
