@@ -10,7 +10,7 @@ from alembic import context
 from sqlalchemy.engine import make_url
 
 from lumina_app.settings import get_settings
-from lumina_app.storage.sql_models import metadata
+from lumina_app.storage.sql.models import metadata
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logger", True):

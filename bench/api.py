@@ -832,8 +832,8 @@ async def profile_in_process(tmp: Path, requests: int) -> None:
 
     from _common import migrate
 
-    from lumina_app.agents.services import open_services, set_services
     from lumina_app.api import create_api
+    from lumina_app.composition import open_services, set_services
     from lumina_app.settings import load_settings
 
     shutil.copytree(ROOT / "data" / "agents", tmp / "data" / "agents")

@@ -50,15 +50,15 @@ from _common import fmt_ratio, table  # noqa: E402
 from alembic import command  # noqa: E402
 from alembic.config import Config  # noqa: E402
 
-from lumina_app.agents.archive_service import ArchiveService  # noqa: E402
+from lumina_app.archive import format as files  # noqa: E402
+from lumina_app.archive.service import ArchiveService  # noqa: E402
 from lumina_app.domain import ConversationInfo, Msg  # noqa: E402
 from lumina_app.memory import MemoryManager  # noqa: E402
 from lumina_app.settings import load_settings  # noqa: E402
-from lumina_app.storage import archive as files  # noqa: E402
-from lumina_app.storage.archive_sql import final_messages  # noqa: E402
-from lumina_app.storage.cold_store import ColdStore  # noqa: E402
-from lumina_app.storage.database import create_engine  # noqa: E402
-from lumina_app.storage.local_window import LocalHotWindow  # noqa: E402
+from lumina_app.storage.local.hot_window import LocalHotWindow  # noqa: E402
+from lumina_app.storage.sql.cold_store import ColdStore  # noqa: E402
+from lumina_app.storage.sql.database import SQLDatabase  # noqa: E402
+from lumina_app.storage.sql.engine import create_engine  # noqa: E402
 
 BUDGET_S = 5.0
 QUESTION = "How do I rotate the API keys for staging without downtime? 请简要说明步骤。"
@@ -160,10 +160,12 @@ async def run(count: int, repeat: int, work: Path) -> tuple[list[list[str]], lis
     migrate(url)
     engine = create_engine(load_settings(database_url=url).async_database_url)
     hot = LocalHotWindow(window=20, max_conversations=10)
-    archive = ArchiveService(MemoryManager(ColdStore(engine), hot, window=20), work / "data")
+    archive = ArchiveService(
+        MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20), work / "data"
+    )
     conv = await seed(archive, count)
     uuid = conv.uuid
-    msgs = await final_messages(engine, conv.id)
+    msgs = await archive.memory.final_messages(conv)
     history = files.archive_history(msgs)
     rendered = files.conversation_files(conv, msgs)
     rows = [
@@ -196,7 +198,7 @@ async def run(count: int, repeat: int, work: Path) -> tuple[list[list[str]], lis
         conv = await archive.memory.cold.get_conversation(uuid)
         t["executemany"].append(anchor_insert(db_file, rows))
 
-    stored = await final_messages(engine, conv.id)
+    stored = await archive.memory.final_messages(conv)
     await engine.dispose()
     same = [(m.role, m.content, m.turn_id, files.iso_ms(m.created_at)) for m in stored] == [
         (m.role, m.content, m.turn_id, files.iso_ms(m.created_at)) for m in msgs

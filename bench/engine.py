@@ -71,7 +71,7 @@ import sqlalchemy as sa  # noqa: E402
 from _common import Samples, fmt_ms, machine_line, migrate, table, verdict  # noqa: E402
 
 from lumina_app.agents.context import ChatMessage  # noqa: E402
-from lumina_app.agents.services import Services, open_services  # noqa: E402
+from lumina_app.composition import Services, open_services  # noqa: E402
 from lumina_app.domain import (  # noqa: E402
     EventType,
     Finish,
@@ -83,7 +83,7 @@ from lumina_app.domain import (  # noqa: E402
     new_turn_id,
 )
 from lumina_app.settings import load_settings  # noqa: E402
-from lumina_app.storage.run_events import LocalRunEventLog  # noqa: E402
+from lumina_app.storage.local.run_events import LocalRunEventLog  # noqa: E402
 
 AGENT = "bench"
 MESSAGE = "How do I rotate the API keys for the staging environment without downtime?"

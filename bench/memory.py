@@ -73,10 +73,12 @@ from langchain_core.messages import AIMessage, HumanMessage, message_to_dict  # 
 from lumina_app.domain import ConversationInfo, ConversationStatus, Msg, new_turn_id  # noqa: E402
 from lumina_app.memory import MemoryManager  # noqa: E402
 from lumina_app.settings import load_settings  # noqa: E402
-from lumina_app.storage.circuit_breaker import CircuitBreaker  # noqa: E402
-from lumina_app.storage.cold_store import ColdStore  # noqa: E402
-from lumina_app.storage.database import create_engine  # noqa: E402
-from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client  # noqa: E402
+from lumina_app.storage.redis.circuit_breaker import CircuitBreaker  # noqa: E402
+from lumina_app.storage.redis.client import create_redis_client  # noqa: E402
+from lumina_app.storage.redis.hot_window import RedisHotWindow  # noqa: E402
+from lumina_app.storage.sql.cold_store import ColdStore  # noqa: E402
+from lumina_app.storage.sql.database import SQLDatabase  # noqa: E402
+from lumina_app.storage.sql.engine import create_engine  # noqa: E402
 from tests.conftest import RedisServer  # noqa: E402 - the same private server the tests use
 
 WINDOW = 20
@@ -325,7 +327,7 @@ class Lumina:
             ttl_seconds=3600,
             breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
         )
-        self.memory = MemoryManager(ColdStore(self.engine), self.hot, window=WINDOW)
+        self.memory = MemoryManager(ColdStore(SQLDatabase(self.engine)), self.hot, window=WINDOW)
         self.admin = admin
 
     async def fill(self, size: int) -> ConversationInfo:
@@ -353,7 +355,7 @@ class Lumina:
         self.admin.flushall()
 
     def _probe(self) -> Probe:
-        return Probe(self.admin, self.memory.cold.engines)
+        return Probe(self.admin, self.memory.cold.db.engines)
 
     async def run(self, size: int, plan: Plan) -> dict[str, Result]:
         memory, stats = self.memory, self.memory.stats

@@ -283,12 +283,13 @@ def seed(database_url: str, specs: dict[str, int]) -> dict[str, Seeded]:
     """One conversation per spec (name -> message count) in the server's database."""
     from lumina_app.domain.types import Msg
     from lumina_app.settings import load_settings
-    from lumina_app.storage.cold_store import ColdStore
-    from lumina_app.storage.database import create_engine
+    from lumina_app.storage.sql.cold_store import ColdStore
+    from lumina_app.storage.sql.database import SQLDatabase
+    from lumina_app.storage.sql.engine import create_engine
 
     async def run() -> dict[str, Seeded]:
         engine = create_engine(load_settings(database_url=database_url).async_database_url)
-        cold = ColdStore(engine)
+        cold = ColdStore(SQLDatabase(engine))
         out = {}
         try:
             for name, count in specs.items():

@@ -18,9 +18,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlalchemy.engine import make_url
 
-from lumina_app.agents.archive_service import ImportOutcome, ImportReport
-from lumina_app.agents.services import Services, open_services
-from lumina_app.domain import LuminaError
+from lumina_app.archive.service import ImportReport
+from lumina_app.composition import Services, open_services
+from lumina_app.domain import ImportOutcome, LuminaError
 from lumina_app.settings import Settings, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent  # the repo: alembic.ini, alembic/
@@ -183,7 +183,7 @@ def rebuild_hot(
             for done, conv in enumerate(conversations, start=1):
                 await memory.rebuild(conv)
                 progress(done, len(conversations))
-        return len(conversations), memory.stats.fallbacks - fallbacks, memory.hot.name
+        return len(conversations), memory.stats.fallbacks - fallbacks, memory.hot_backend
 
     count, failed, backend = _run(work)
     if backend != "redis":
@@ -230,12 +230,12 @@ def _hit_rate_line(services: Services) -> str:
     s = services.memory.stats
     loads = s.hits + s.rebuilds + s.fallbacks
     line = (
-        f"Hot window ({services.memory.hot.name}): hit rate {s.hit_rate:.1%} over {loads} "
+        f"Hot window ({services.memory.hot_backend}): hit rate {s.hit_rate:.1%} over {loads} "
         f"load(s) (hits {s.hits}, rebuilds {s.rebuilds}, fallbacks {s.fallbacks}), measured "
         "by this command loading each conversation's window once; a running server keeps "
         "its own counters, which a separate process cannot see."
     )
-    if services.memory.hot.name != "redis":
+    if services.memory.hot_backend != "redis":
         line += " The window is in-process here (LUMINA_REDIS_URL unset), so every load rebuilds."
     return line
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from lumina_app.agents.services import open_services, set_services
+from lumina_app.composition import open_services, set_services
 from lumina_app.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
     # gen-2 collection from 45-100 ms (a stall of every open stream) down to the objects
     # made since (docs/PERFORMANCE.md).
     gc.freeze()
-    log.info("lumina services open (hot window: %s)", services.memory.hot.name)
+    log.info("lumina services open (hot window: %s)", services.memory.hot_backend)
     try:
         yield
     finally:

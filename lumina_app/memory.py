@@ -17,14 +17,16 @@ from lumina_app.domain import (
     ConversationInfo,
     ConversationNotFound,
     ConversationStatus,
+    ImportOutcome,
     MessageStatus,
     Msg,
     RunRecord,
     StoreUnavailable,
 )
 from lumina_app.domain.text import check_storable_text
-from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
+from lumina_app.storage.sql import archive_rows
+from lumina_app.storage.sql.cold_store import ColdStore
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +238,38 @@ class MemoryManager:
             conversation.id, limit=limit, after_seq=after_seq, before_seq=before_seq
         )
 
+    async def final_messages(self, conversation: ConversationInfo) -> list[Msg]:
+        """Every final message in seq order (exports): one query, from SQL."""
+        return await archive_rows.final_messages(self.cold.db, conversation.id)
+
+    async def get_message(self, message_id: int) -> Msg | None:
+        return await self.cold.get_message(message_id)
+
+    async def conversation_uuid(self, conversation_id: int) -> str | None:
+        return await self.cold.conversation_uuid(conversation_id)
+
+    # -- archive import ------------------------------------------------------------
+
+    async def import_conversation(
+        self, conversation: ConversationInfo, msgs: Sequence[Msg]
+    ) -> tuple[ImportOutcome, int]:
+        """Store an archived conversation (one transaction). A hot window it had falls
+        behind ``last_seq`` and is rebuilt by the next read."""
+        return await archive_rows.import_conversation(self.cold.db, conversation, msgs)
+
+    # -- the hot tier ----------------------------------------------------------------
+
+    @property
+    def hot_backend(self) -> str:
+        """``redis`` or ``memory`` (in-process)."""
+        return self.hot.name
+
     async def hot_status(self) -> str:
         return await self.hot.status()
+
+    async def close(self) -> None:
+        """Closes the hot tier (the database belongs to whoever opened it)."""
+        await self.hot.close()
 
     async def _finalised(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         for hook in self._final_hooks:

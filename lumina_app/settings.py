@@ -60,6 +60,18 @@ class Settings(BaseSettings):
     sse_send_timeout_seconds: float = Field(30.0, gt=0)
     archive_mirror: bool = False
 
+    # -- the trust boundary (docs/SECURITY.md) ------------------------------------------
+    host: str = "127.0.0.1"
+    trust_loopback: bool = True
+    allowed_origins: str | None = None
+    allowed_hosts: str | None = None
+
+    # -- connection and stream limits (docs/SECURITY.md) --------------------------------
+
+    # -- archive import limits (docs/ARCHIVE.md) ----------------------------------------
+
+    # -- idempotency keys ---------------------------------------------------------------
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str) -> str:

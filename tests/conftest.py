@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from lumina_app.agents.services import open_services
+from lumina_app.composition import open_services
 from lumina_app.settings import load_settings
 from tests.fake_llm import FakeLLM
 
@@ -143,7 +143,7 @@ def sqlite_database(_databases) -> Database:  # noqa: ANN001
 @pytest.fixture
 async def engine(database: Database) -> AsyncIterator:
     from lumina_app.settings import load_settings
-    from lumina_app.storage.database import create_engine
+    from lumina_app.storage.sql.engine import create_engine
 
     eng = create_engine(load_settings(database_url=database.url).async_database_url)
     yield eng

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from lumina_app.storage.sql_types import long_text_column_type, utc_datetime_column_type
+from lumina_app.storage.sql.types import long_text_column_type, utc_datetime_column_type
 
 revision: str = "0001"
 down_revision: str | None = None

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from lumina_app.storage.sql_types import utc_datetime_column_type
+from lumina_app.storage.sql.types import utc_datetime_column_type
 
 revision: str = "0003"
 down_revision: str | None = "0002"

@@ -44,8 +44,10 @@ from lumina_app.domain import (
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import Settings
+from lumina_app.storage.local.run_locks import LocalRunLocks
 from lumina_app.storage.run_events import RunEventLog
-from lumina_app.storage.run_locks import LocalRunLocks, RunLocks
+from lumina_app.storage.run_locks import RunLocks
+from lumina_app.storage.sql.runs import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ class ChatEngine:
         *,
         settings: Settings,
         memory: MemoryManager,
+        runs: RunStore,
         registry: AgentRegistry,
         providers: ProviderFactory,
         sessions: SessionPool,
@@ -65,6 +68,7 @@ class ChatEngine:
         self.settings = settings
         self.locks = locks or LocalRunLocks()
         self.memory = memory
+        self.runs = runs
         self.registry = registry
         self.providers = providers
         self.sessions = sessions
@@ -93,7 +97,7 @@ class ChatEngine:
         if self.locks.shared:
             closed = await self.sweep_orphans(min_age=min_age)
         else:
-            closed = await self.memory.cold.close_streaming()
+            closed = await self.runs.close_streaming()
         if closed:
             log.warning("closed %d answer(s) left streaming by a lost process", closed)
         return closed
@@ -107,7 +111,7 @@ class ChatEngine:
         closed = 0
         age = self.settings.run_lease_seconds if min_age is None else min_age
         oldest = utcnow() - timedelta(seconds=age)
-        for run_id, conversation_uuid, started_at in await self.memory.cold.running_runs():
+        for run_id, conversation_uuid, started_at in await self.runs.running_runs():
             if run_id in self._runs or self._by_conversation.get(conversation_uuid) == run_id:
                 continue  # ours: running, or still being accepted
             if started_at > oldest:
@@ -118,7 +122,7 @@ class ChatEngine:
             except (RedisError, OSError) as exc:
                 log.warning("orphan sweep cannot read locks now: %s", exc)
                 return closed
-            if await self.memory.cold.interrupt_run(run_id, "the instance running it was lost"):
+            if await self.runs.interrupt_run(run_id, "the instance running it was lost"):
                 closed += 1
         return closed
 
@@ -205,7 +209,7 @@ class ChatEngine:
             return None  # Redis away: only this process's runs can be known
         if holder is None:
             return None
-        record = await self.memory.cold.get_run(holder)
+        record = await self.runs.get_run(holder)
         return holder if record is not None and record.status == RunStatus.RUNNING.value else None
 
     async def stop(self, run_id: str, *, owner: str | None = None, wait: float = 10.0) -> None:
@@ -217,7 +221,7 @@ class ChatEngine:
             self.driver.request_stop(run, RunStatus.STOPPED)
             await run.done.wait()
             return
-        record = await self.memory.cold.get_run(run_id, owner=owner)
+        record = await self.runs.get_run(run_id, owner=owner)
         if record is None:
             raise RunNotFound(run_id)
         if record.status != RunStatus.RUNNING.value:
@@ -226,7 +230,7 @@ class ChatEngine:
         deadline = asyncio.get_running_loop().time() + wait
         while asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.05)
-            record = await self.memory.cold.get_run(run_id, owner=owner)
+            record = await self.runs.get_run(run_id, owner=owner)
             if record is None or record.status != RunStatus.RUNNING.value:
                 return
 
@@ -241,7 +245,7 @@ class ChatEngine:
         run = self.active_run(run_id, owner=owner)
         if run is not None:
             return self.follow(run, after)
-        if owner is not None and await self.memory.cold.get_run(run_id, owner=owner) is None:
+        if owner is not None and await self.runs.get_run(run_id, owner=owner) is None:
             raise RunNotFound(run_id)
         if not await self.events.known(run_id):
             raise RunNotFound(run_id)
@@ -327,7 +331,7 @@ class ChatEngine:
         the time): take it over rather than refuse the conversation for a whole lease."""
         if holder in self._runs:
             return False
-        record = await self.memory.cold.get_run(holder)
+        record = await self.runs.get_run(holder)
         if record is not None and record.status == RunStatus.RUNNING.value:
             return False
         return await self.locks.take_over(conversation_uuid, holder, run_id)

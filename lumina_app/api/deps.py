@@ -8,9 +8,9 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Query
 
-from lumina_app.agents.archive_service import is_archive_conversation_id
-from lumina_app.agents.services import Services, get_services
 from lumina_app.api.sse import EventStream, Framer
+from lumina_app.archive.service import is_archive_conversation_id
+from lumina_app.composition import Services, get_services
 from lumina_app.domain import ConversationInfo, ConversationNotFound, RunEvent
 
 

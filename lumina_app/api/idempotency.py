@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import Header
 from pydantic import BaseModel
 
-from lumina_app.agents.services import Services
+from lumina_app.composition import Services
 from lumina_app.domain import InvalidInput, RequestInProgress
 
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)]

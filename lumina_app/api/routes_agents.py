@@ -7,7 +7,6 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from lumina_app.agents.registry import AgentDefinition
-from lumina_app.agents.services import Services
 from lumina_app.api.auth import AuthenticatedRoute, Owner
 from lumina_app.api.deps import (
     LastEventId,
@@ -29,6 +28,7 @@ from lumina_app.api.schemas import (
     NoNul,
 )
 from lumina_app.api.sse import named_frames
+from lumina_app.composition import Services
 from lumina_app.domain import AgentNotFound
 
 router = APIRouter(prefix="/api/agent", tags=["agents"], route_class=AuthenticatedRoute)

@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from lumina_app.agents.services import Services
 from lumina_app.api.auth import AuthenticatedRoute, Owner
 from lumina_app.api.deps import LastEventId, ServicesDep, stream_response
 from lumina_app.api.schemas import RunOut
 from lumina_app.api.sse import named_frames, v1_frames
+from lumina_app.composition import Services
 from lumina_app.domain import RunNotFound
 from lumina_app.domain.views import iso_us
 
@@ -33,15 +33,15 @@ async def _run_out(services: Services, run_id: str, owner: str) -> RunOut:
             turnId=active.assistant.turn_id,
             startedAt=iso_us(record.started_at) if record.started_at else None,
         )
-    record = await services.memory.cold.get_run(run_id, owner=owner)
+    record = await services.chat.runs.get_run(run_id, owner=owner)
     if record is None:
         raise RunNotFound(run_id)
     answer = (
-        await services.memory.cold.get_message(record.assistant_message_id)
+        await services.memory.get_message(record.assistant_message_id)
         if record.assistant_message_id
         else None
     )
-    conversation = await services.memory.cold.conversation_uuid(record.conversation_id)
+    conversation = await services.memory.conversation_uuid(record.conversation_id)
     return RunOut(
         runId=run_id,
         conversationId=conversation or "",

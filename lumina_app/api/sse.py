@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lumina_app.domain import EventType, RunEvent
-from lumina_app.storage.heartbeat import HEARTBEAT, Heartbeat
+from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
 KEEPALIVE = b": keepalive\n\n"

@@ -29,6 +29,7 @@ from lumina_app.domain.events import (
 from lumina_app.domain.types import (
     ConversationInfo,
     ConversationStatus,
+    ImportOutcome,
     MessageStatus,
     Msg,
     MsgRole,
@@ -60,6 +61,7 @@ __all__ = [
     "ConversationInfo",
     "ConversationNotFound",
     "ConversationStatus",
+    "ImportOutcome",
     "InvalidInput",
     "LuminaError",
     "MessageStatus",

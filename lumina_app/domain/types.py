@@ -36,6 +36,14 @@ class MessageStatus(StrEnum):
         return self is not MessageStatus.STREAMING
 
 
+class ImportOutcome(StrEnum):
+    """What importing one archived conversation did."""
+
+    CREATED = "created"
+    APPENDED = "appended"
+    UNCHANGED = "unchanged"
+
+
 class ConversationStatus(StrEnum):
     IDLE = "idle"
     RUNNING = "running"

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from lumina_app.agents.services import open_services
+from lumina_app.composition import open_services
 from lumina_app.domain import (
     ConversationBusy,
     ConversationStatus,
@@ -141,7 +141,7 @@ async def test_messages_are_stored_with_turn_ids_and_roles(services) -> None:
     assert stored[1].meta["model"] == "fake-1" and stored[1].meta["usage"]["completionTokens"] == 5
     assert conv.status is ConversationStatus.COMPLETED and conv.message_count == 2
     assert conv.title == "你好 👋"
-    record = await services.memory.cold.get_run(session.data["runId"])
+    record = await services.chat.runs.get_run(session.data["runId"])
     assert (record.scenario, record.status, record.model) == ("new", "complete", "fake-1")
     assert record.context_messages == 0 and record.finished_at is not None
 
@@ -228,7 +228,7 @@ async def test_stop_keeps_the_partial_text(services, fake_llm) -> None:
         answer.content.startswith("w0 w1 w2 w3 w4 ") and answer.content == seen[-1].data["content"]
     )
     assert conv.status is not ConversationStatus.RUNNING
-    record = await services.memory.cold.get_run(run.run_id)
+    record = await services.chat.runs.get_run(run.run_id)
     assert record.status == "stopped"
 
 
@@ -254,7 +254,7 @@ async def test_crash_recovery_closes_streaming_answers(services, settings_factor
         answer = (await restarted.memory.history(current))[-1]
         assert (answer.status, answer.content) == (MessageStatus.INTERRUPTED, "half of it")
         assert current.status is not ConversationStatus.RUNNING
-        assert (await restarted.memory.cold.get_run("run-crashed")).status == "interrupted"
+        assert (await restarted.chat.runs.get_run("run-crashed")).status == "interrupted"
         events = await send(restarted, "next", conv.uuid)
         assert events[0].data["scenario"] == "resume" and events[-1].data["status"] == "complete"
     finally:
@@ -288,4 +288,4 @@ async def test_delete_drops_the_run_event_buffers(services) -> None:
     assert await services.events.known(run_id)
     await services.memory.delete(await services.memory.get_conversation(conv_id))
     assert not await services.events.known(run_id)
-    assert await services.memory.cold.get_run(run_id) is None
+    assert await services.chat.runs.get_run(run_id) is None

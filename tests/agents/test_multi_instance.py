@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from lumina_app.agents.context import build_context
-from lumina_app.agents.services import open_services
+from lumina_app.composition import open_services
 from lumina_app.domain import ConversationBusy, EventType
 from tests.conftest import crashed_run
 
@@ -48,7 +48,7 @@ async def test_stop_sent_to_the_other_instance(pair, fake_llm) -> None:
     await two.chat.stop(run.run_id, owner="")
     assert run.done.is_set()
     assert run.result["status"] == "stopped"
-    record = await two.memory.cold.get_run(run.run_id)
+    record = await two.chat.runs.get_run(run.run_id)
     assert record.status == "stopped"
 
 
@@ -77,9 +77,9 @@ async def test_orphaned_run_is_interrupted_by_a_survivor(pair) -> None:
     # Within a lease and a sweep interval a survivor's background sweep closes it.
     for _ in range(40):
         await asyncio.sleep(0.1)
-        if (await two.memory.cold.get_run(record.run_id)).status != "running":
+        if (await two.chat.runs.get_run(record.run_id)).status != "running":
             break
-    assert (await two.memory.cold.get_run(record.run_id)).status == "interrupted"
+    assert (await two.chat.runs.get_run(record.run_id)).status == "interrupted"
     stored = await two.memory.cold.get_message(record.assistant_message_id)
     assert (stored.status.value, stored.content) == ("interrupted", "half")
     # A late write from the lost instance is fenced off.

@@ -6,11 +6,11 @@ import asyncio
 
 import redis.asyncio as aioredis
 
-from lumina_app.agents.services import open_services
+from lumina_app.composition import open_services
 from lumina_app.domain import EventType, RunEvent
-from lumina_app.storage.heartbeat import HEARTBEAT, Heartbeat
-from lumina_app.storage.redis_run_events import RedisRunEventLog
-from lumina_app.storage.run_events import LocalRunEventLog
+from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
+from lumina_app.storage.local.run_events import LocalRunEventLog
+from lumina_app.storage.redis.run_events import RedisRunEventLog
 from tests.conftest import SHARED_REDIS_URL
 
 

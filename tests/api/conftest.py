@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from lumina_app.agents.services import open_services, set_services
 from lumina_app.api import create_api
+from lumina_app.composition import open_services, set_services
 
 
 @pytest.fixture

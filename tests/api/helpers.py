@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from lumina_app.agents.services import Services
 from lumina_app.api import create_api
+from lumina_app.composition import Services
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 ISO_MS_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

@@ -11,7 +11,6 @@ import httpx
 import pytest
 from fastapi import FastAPI, Request
 
-from lumina_app.agents.services import open_services, set_services
 from lumina_app.api import create_api
 from lumina_app.api.sse import (
     KEEPALIVE,
@@ -20,8 +19,9 @@ from lumina_app.api.sse import (
     named_frames,
     v1_frames,
 )
+from lumina_app.composition import open_services, set_services
 from lumina_app.domain import EventType, RunEvent
-from lumina_app.storage.run_events import LocalRunEventLog
+from lumina_app.storage.local.run_events import LocalRunEventLog
 from tests.api.helpers import assert_sse_response
 
 SESSION = RunEvent(1, EventType.SESSION, {"conversationId": "c", "runId": "r", "scenario": "new"})

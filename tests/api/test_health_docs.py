@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lumina_app.storage.database import create_engine
+from lumina_app.storage.sql.engine import create_engine
 from tests.api.helpers import messages, new_conversation, say
 
 
@@ -41,14 +41,11 @@ async def test_dead_redis_is_degraded_and_the_api_still_works(api_factory) -> No
 
 async def test_dead_database_is_down_503(api_factory) -> None:
     services, api = await api_factory()
-    await services.sql.dispose()
-    services.memory.cold.engine = create_engine("postgresql+psycopg://lumina@127.0.0.1:1/none")
-    try:
-        resp = await api.get("/healthz")
-        assert resp.status_code == 503
-        assert resp.json()["status"] == "down" and resp.json()["database"] == "down"
-    finally:
-        await services.memory.cold.engine.dispose()
+    await services.db.engine.dispose()
+    services.db.engine = create_engine("postgresql+psycopg://lumina@127.0.0.1:1/none")
+    resp = await api.get("/healthz")
+    assert resp.status_code == 503
+    assert resp.json()["status"] == "down" and resp.json()["database"] == "down"
 
 
 async def test_openapi_lists_both_families(api) -> None:

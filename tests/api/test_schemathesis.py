@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, Phase, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.python import asgi
 
-from lumina_app.agents.services import Services, open_services
 from lumina_app.api import create_api
 from lumina_app.api.deps import services_dependency
+from lumina_app.composition import Services, open_services
 from lumina_app.settings import Settings
 
 

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from lumina_app.agents.archive_service import ArchiveService
+from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import ConversationInfo, ConversationStatus, Msg, MsgRole
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import load_settings
-from lumina_app.storage.cold_store import ColdStore
-from lumina_app.storage.database import create_engine
-from lumina_app.storage.local_window import LocalHotWindow
+from lumina_app.storage.local.hot_window import LocalHotWindow
+from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.engine import create_engine
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_TREE = FIXTURES / "seed_tree"
@@ -32,7 +33,7 @@ TURNS = [
 
 def make_archive(engine, root: Path) -> ArchiveService:  # noqa: ANN001
     hot = LocalHotWindow(window=20, max_conversations=100)
-    return ArchiveService(MemoryManager(ColdStore(engine), hot, window=20), root)
+    return ArchiveService(MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20), root)
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from lumina_app.agents.services import open_services
 from lumina_app.cli import ROOT, app
+from lumina_app.composition import open_services
 from lumina_app.domain import Msg, RunRecord
 from tests.archive.conftest import T0, message_view, seed_conversation
 from tests.conftest import SHARED_REDIS_URL

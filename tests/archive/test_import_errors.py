@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lumina_app.domain import ConversationNotFound
-from lumina_app.storage import archive_sql
-from lumina_app.storage.archive_sql import ImportOutcome
+from lumina_app.domain import ConversationNotFound, ImportOutcome
+from lumina_app.storage.sql import archive_rows as archive_sql
 
 GOOD_META = {
     "conversationId": "conv-good0001",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lumina_app.storage import archive as files
-from lumina_app.storage import archive_writer as writer
+from lumina_app.archive import format as files
+from lumina_app.archive import writer
 from tests.archive.conftest import TURNS, seed_conversation
 
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

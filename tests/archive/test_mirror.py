@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lumina_app.agents.services import open_services
-from lumina_app.storage import archive_writer as writer
+from lumina_app.archive import writer
+from lumina_app.composition import open_services
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ async def test_a_failed_write_does_not_fail_the_run_and_is_retried(
     assert await mirrored.mirror.drain()
     assert len(calls) == 2 and mirrored.mirror.failed == 1
     assert (conversation_folder(mirrored, result["conversationId"]) / "history.json").is_file()
-    warnings = [r for r in caplog.records if r.name == "lumina_app.agents.archive_mirror"]
+    warnings = [r for r in caplog.records if r.name == "lumina_app.archive.mirror"]
     assert warnings and warnings[0].levelno == logging.WARNING
     assert "read-only" in warnings[0].getMessage() and "retry in" in warnings[0].getMessage()
 

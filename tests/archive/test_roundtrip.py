@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lumina_app.domain import ConversationNotFound, ConversationStatus
-from lumina_app.storage.archive_sql import ImportOutcome
+from lumina_app.domain import ConversationNotFound, ConversationStatus, ImportOutcome
 from tests.archive.conftest import T0, TURNS, add_turns, message_view, seed_conversation
 
 

@@ -6,8 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from lumina_app.domain import ConversationStatus, MsgRole
-from lumina_app.storage.archive_sql import ImportOutcome
+from lumina_app.domain import ConversationStatus, ImportOutcome, MsgRole
 from tests.archive.conftest import SEED_CONV
 
 

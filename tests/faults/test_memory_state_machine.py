@@ -13,10 +13,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from lumina_app.domain import Msg, new_turn_id
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import load_settings
-from lumina_app.storage.circuit_breaker import CircuitBreaker
-from lumina_app.storage.cold_store import ColdStore
-from lumina_app.storage.database import create_engine
-from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client
+from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
+from lumina_app.storage.redis.client import create_redis_client
+from lumina_app.storage.redis.hot_window import RedisHotWindow
+from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.engine import create_engine
 
 pytestmark = pytest.mark.slow
 WINDOW = 6
@@ -48,7 +50,7 @@ def test_memory_state_machine(machine_env) -> None:
                 ttl_seconds=600,
                 breaker=CircuitBreaker(cooldown=0.0),
             )
-            self.memory = MemoryManager(ColdStore(self.sql), self.hot, window=WINDOW)
+            self.memory = MemoryManager(ColdStore(SQLDatabase(self.sql)), self.hot, window=WINDOW)
             self.conversations: list = []
             self.acknowledged: dict[str, int] = {}
             self.counter = 0

@@ -14,13 +14,15 @@ from lumina_app.domain import (
     MsgRole,
     new_turn_id,
 )
-from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.runs import RunStore
 
 TRICKY = "你好，世界 👋🏽 — 🇨🇳 e\u0301 \u200d 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \\ ' \" %_"
 
 
 async def test_conversation_lifecycle(engine) -> None:
-    store = ColdStore(engine)
+    store = ColdStore(SQLDatabase(engine))
     conv = await store.create_conversation(agent_id="assistant", title="First", owner="alice")
     assert len(conv.uuid) == 36
     got = await store.get_conversation(conv.uuid)
@@ -43,7 +45,7 @@ async def test_conversation_lifecycle(engine) -> None:
 
 
 async def test_timestamps_are_aware_utc_with_microseconds(engine) -> None:
-    store = ColdStore(engine)
+    store = ColdStore(SQLDatabase(engine))
     conv = await store.create_conversation(agent_id="a")
     stamps = []
     for i in range(5):
@@ -56,7 +58,7 @@ async def test_timestamps_are_aware_utc_with_microseconds(engine) -> None:
 
 
 async def test_unicode_round_trips_byte_identical(engine) -> None:
-    store = ColdStore(engine)
+    store = ColdStore(SQLDatabase(engine))
     conv = await store.create_conversation(agent_id="a", title=TRICKY[:40])
     big = TRICKY * 5000  # ~200 KB: past MySQL's 64 KiB TEXT
     await store.append_messages(
@@ -69,7 +71,7 @@ async def test_unicode_round_trips_byte_identical(engine) -> None:
 
 
 async def test_fifty_concurrent_writers_get_gapless_increasing_seqs(engine) -> None:
-    store = ColdStore(engine)
+    store = ColdStore(SQLDatabase(engine))
     conv = await store.create_conversation(agent_id="a")
 
     async def writer(i: int) -> int:
@@ -85,7 +87,7 @@ async def test_fifty_concurrent_writers_get_gapless_increasing_seqs(engine) -> N
 
 
 async def test_list_is_newest_first_and_paginates_with_a_cursor(engine) -> None:
-    store = ColdStore(engine)
+    store = ColdStore(SQLDatabase(engine))
     made = [await store.create_conversation(agent_id="a", title=f"c{i}") for i in range(7)]
     await store.create_conversation(agent_id="b", title="other agent")
     await store.create_conversation(agent_id="a", title="other owner", owner="bob")
@@ -103,7 +105,7 @@ async def test_list_is_newest_first_and_paginates_with_a_cursor(engine) -> None:
 
 
 async def test_search_matches_titles_and_message_text(engine) -> None:
-    store = ColdStore(engine)
+    store = ColdStore(SQLDatabase(engine))
     by_title = await store.create_conversation(agent_id="a", title="Paris trip")
     by_text = await store.create_conversation(agent_id="a", title="misc")
     await store.create_conversation(agent_id="a", title="unrelated")
@@ -115,7 +117,7 @@ async def test_search_matches_titles_and_message_text(engine) -> None:
 
 
 async def test_last_messages_skip_streaming_rows(engine) -> None:
-    store = ColdStore(engine)
+    store = ColdStore(SQLDatabase(engine))
     conv = await store.create_conversation(agent_id="a")
     for i in range(30):
         await store.append_messages(conv.id, [Msg.user(f"q{i}", turn_id=f"t{i}")])
@@ -127,7 +129,8 @@ async def test_last_messages_skip_streaming_rows(engine) -> None:
 
 
 async def test_crash_sweep_marks_streaming_interrupted(engine) -> None:
-    store = ColdStore(engine)
+    db = SQLDatabase(engine)
+    store = ColdStore(db)
     conv = await store.create_conversation(agent_id="a")
     _, answer = await store.append_messages(
         conv.id,
@@ -137,7 +140,7 @@ async def test_crash_sweep_marks_streaming_interrupted(engine) -> None:
         ],
         status=ConversationStatus.RUNNING,
     )
-    assert await store.close_streaming() == 1
+    assert await RunStore(db).close_streaming() == 1
     stored = await store.get_message(answer.id)
     assert (stored.status, stored.content) == (MessageStatus.INTERRUPTED, "half an ans")
     assert (await store.get_conversation(conv.uuid)).status != ConversationStatus.RUNNING

@@ -7,8 +7,9 @@ import pytest
 import sqlalchemy as sa
 
 from lumina_app.domain import MessageStatus, Msg, StoreUnavailable, new_turn_id
-from lumina_app.storage.cold_store import ColdStore
-from lumina_app.storage.flush_batch import FlushBatch
+from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.flush_batch import FlushBatch
 
 
 async def _streaming_answers(store: ColdStore, n: int) -> list[Msg]:
@@ -23,12 +24,12 @@ async def _streaming_answers(store: ColdStore, n: int) -> list[Msg]:
 
 
 async def test_flushes_of_the_same_moment_share_a_transaction(engine) -> None:
-    store = ColdStore(engine, flush_window=0.02)
+    store = ColdStore(SQLDatabase(engine), flush_window=0.02)
     answers = await _streaming_answers(store, 5)
     closed = answers[4]
     await store.update_message(closed.id, content="final", status=MessageStatus.COMPLETE)
     commits: list[int] = []
-    for sync_engine in store.engines:
+    for sync_engine in store.db.engines:
         sa.event.listen(sync_engine, "commit", lambda _c: commits.append(1))
     outcomes = await asyncio.gather(
         *(store.flush_answer(a.id, f"partial {i}") for i, a in enumerate(answers)),
@@ -38,7 +39,7 @@ async def test_flushes_of_the_same_moment_share_a_transaction(engine) -> None:
     assert len(commits) == 1
     texts = [(await store.get_message(a.id)).content for a in answers]
     assert texts == ["partial 0, later", "partial 1", "partial 2", "partial 3", "final"]
-    await store.close()
+    await store.db.close()
 
 
 async def test_a_failed_batch_fails_every_caller() -> None:

@@ -9,10 +9,12 @@ import sqlalchemy as sa
 
 from lumina_app.domain import ConversationStatus, Msg, new_turn_id
 from lumina_app.memory import MemoryManager
-from lumina_app.storage.circuit_breaker import CircuitBreaker
-from lumina_app.storage.cold_store import ColdStore
-from lumina_app.storage.local_window import LocalHotWindow
-from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client
+from lumina_app.storage.local.hot_window import LocalHotWindow
+from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
+from lumina_app.storage.redis.client import create_redis_client
+from lumina_app.storage.redis.hot_window import RedisHotWindow
+from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.database import SQLDatabase
 from tests.conftest import SHARED_REDIS_URL
 
 
@@ -29,7 +31,7 @@ def redis_window(url: str, prefix: str, window: int = 20) -> RedisHotWindow:
 @pytest.fixture
 async def memory(engine, redis_prefix):
     hot = redis_window(SHARED_REDIS_URL, redis_prefix)
-    yield MemoryManager(ColdStore(engine), hot, window=20)
+    yield MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
     await hot.close()
 
 
@@ -67,7 +69,7 @@ async def test_window_trims_to_the_last_twenty(memory: MemoryManager) -> None:
 
 async def test_window_trims_to_a_configured_n(engine, redis_prefix) -> None:
     hot = redis_window(SHARED_REDIS_URL, redis_prefix, window=7)
-    memory = MemoryManager(ColdStore(engine), hot, window=7)
+    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=7)
     conv = await memory.create_conversation(agent_id="a")
     await add_turns(memory, conv, 6)
     loaded = await memory.load(await fresh(memory, conv))
@@ -149,7 +151,7 @@ async def test_save_turn_is_one_transaction_and_one_redis_round_trip(
     engine, redis_server, round_trips
 ) -> None:
     hot = redis_window(redis_server.url, "lumina")
-    memory = MemoryManager(ColdStore(engine), hot, window=20)
+    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
     conv = await memory.create_conversation(agent_id="a")
     await add_turns(memory, conv, 1)  # the script is now cached server-side
     commits: list[int] = []
@@ -158,12 +160,12 @@ async def test_save_turn_is_one_transaction_and_one_redis_round_trip(
         commits.append(1)
 
     store = memory.cold
-    for sync_engine in store.engines:
+    for sync_engine in store.db.engines:
         sa.event.listen(sync_engine, "commit", on_commit)
     before, sent_before = _commands(redis_server), len(round_trips)
     await add_turns(memory, conv, 1, start=1)
     after, sent = _commands(redis_server), len(round_trips) - sent_before
-    for sync_engine in store.engines:
+    for sync_engine in store.db.engines:
         sa.event.remove(sync_engine, "commit", on_commit)
     assert len(commits) == 1
     assert sent == 1
@@ -173,7 +175,7 @@ async def test_save_turn_is_one_transaction_and_one_redis_round_trip(
 
 async def test_hot_read_is_one_round_trip(engine, redis_server, round_trips) -> None:
     hot = redis_window(redis_server.url, "lumina")
-    memory = MemoryManager(ColdStore(engine), hot, window=20)
+    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
     conv = await memory.create_conversation(agent_id="a")
     await add_turns(memory, conv, 3)
     current = await fresh(memory, conv)
@@ -194,7 +196,7 @@ def _commands(server) -> dict[str, int]:
 
 async def test_in_process_window_has_the_same_behaviour(engine) -> None:
     memory = MemoryManager(
-        ColdStore(engine), LocalHotWindow(window=20, max_conversations=2), window=20
+        ColdStore(SQLDatabase(engine)), LocalHotWindow(window=20, max_conversations=2), window=20
     )
     convs = [await memory.create_conversation(agent_id="a") for _ in range(3)]
     for conv in convs:

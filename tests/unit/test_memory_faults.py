@@ -7,7 +7,8 @@ import pytest
 
 from lumina_app.domain import Msg, new_turn_id
 from lumina_app.memory import MemoryManager
-from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.database import SQLDatabase
 from tests.unit.test_memory import redis_window, shape, sql_tail
 
 pytestmark = pytest.mark.slow
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 async def memory(engine, redis_server):
     hot = redis_window(redis_server.url, "lumina")
-    yield MemoryManager(ColdStore(engine), hot, window=20)
+    yield MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
     await hot.close()
 
 

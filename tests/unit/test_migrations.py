@@ -5,7 +5,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from lumina_app.storage.sql_models import metadata
+from lumina_app.storage.sql.models import metadata
 from tests.conftest import Database, alembic_config
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from lumina_app.domain import EventType, RunEvent
-from lumina_app.storage.heartbeat import HEARTBEAT, Heartbeat
-from lumina_app.storage.run_events import LocalRunEventLog
+from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
+from lumina_app.storage.local.run_events import LocalRunEventLog
 
 
 def event(event_id: int, kind: EventType = EventType.DELTA) -> RunEvent:

@@ -14,9 +14,10 @@ from sqlalchemy.engine import make_url
 
 from lumina_app.domain import Msg, new_turn_id
 from lumina_app.settings import load_settings
-from lumina_app.storage.cold_store import ColdStore
-from lumina_app.storage.database import create_engine
-from lumina_app.storage.sqlite_inline import offloaded
+from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.engine import create_engine
+from lumina_app.storage.sql.sqlite_inline import offloaded
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ async def test_statements_run_on_the_loop_thread_unless_offloaded(sqlite_engine)
 async def test_a_lock_held_by_another_process_is_waited_for_off_the_loop(
     sqlite_engine, sqlite_database
 ) -> None:
-    store = ColdStore(sqlite_engine)
+    store = ColdStore(SQLDatabase(sqlite_engine))
     conv = await store.create_conversation(agent_id="assistant")
     other = sqlite3.connect(make_url(sqlite_database.url).database, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
@@ -93,7 +94,7 @@ def _in_database_file(path: Path, scratch: Path, conversation_id: int) -> int:
 async def test_the_wal_is_checkpointed_by_the_store_not_by_commits(
     sqlite_engine, sqlite_database, tmp_path
 ) -> None:
-    store = ColdStore(sqlite_engine)
+    store = ColdStore(SQLDatabase(sqlite_engine))
     async with sqlite_engine.connect() as conn:
         assert await conn.scalar(sa.text("PRAGMA wal_autocheckpoint")) == 0
     conv = await store.create_conversation(agent_id="assistant")
@@ -101,6 +102,6 @@ async def test_the_wal_is_checkpointed_by_the_store_not_by_commits(
     for i in range(20):
         await store.append_messages(conv.id, [Msg.user(f"message {i}", turn_id=new_turn_id())])
     assert _in_database_file(path, tmp_path, conv.id) == 0  # all still in the WAL
-    await store.checkpoint()
+    await store.db.checkpoint()
     assert _in_database_file(path, tmp_path, conv.id) == 20
-    await store.close()
+    await store.db.close()

@@ -12,7 +12,7 @@ import time
 
 import reflex as rx
 
-from lumina_app.agents.services import get_services
+from lumina_app.composition import get_services
 from lumina_app.domain import (
     ConversationBusy,
     EventType,

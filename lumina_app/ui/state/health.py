@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.agents.services import get_services
+from lumina_app.composition import get_services
 
 
 class HealthState(rx.State):

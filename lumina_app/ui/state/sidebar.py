@@ -6,7 +6,7 @@ import contextlib
 
 import reflex as rx
 
-from lumina_app.agents.services import get_services
+from lumina_app.composition import get_services
 from lumina_app.domain import NotFound
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.chat import ChatState

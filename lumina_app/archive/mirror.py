@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Sequence
 
-from lumina_app.agents.archive_service import ArchiveService
+from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import ConversationInfo, ConversationNotFound, Msg
 
 log = logging.getLogger(__name__)

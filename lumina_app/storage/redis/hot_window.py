@@ -8,14 +8,12 @@ from typing import TypeVar
 
 import orjson
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from lumina_app.domain import Msg
-from lumina_app.storage.circuit_breaker import CircuitBreaker
 from lumina_app.storage.hot_window import HotWindowUnavailable, Window
+from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -46,20 +44,6 @@ return 1
 
 def _encode(msg: Msg) -> bytes:
     return orjson.dumps(msg.to_hot())
-
-
-def create_redis_client(url: str, *, socket_timeout: float | None) -> aioredis.Redis:
-    """A client with short timeouts and no hidden retries (the window does its own).
-    ``socket_timeout=None`` is for blocking readers (pub/sub)."""
-    return aioredis.Redis.from_url(
-        url,
-        socket_timeout=socket_timeout,
-        socket_connect_timeout=socket_timeout or 5.0,
-        retry=Retry(NoBackoff(), 0),
-        retry_on_timeout=False,
-        health_check_interval=0,
-        decode_responses=False,
-    )
 
 
 class RedisHotWindow:

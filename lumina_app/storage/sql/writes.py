@@ -23,10 +23,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lumina_app.domain import ConversationInfo, ConversationNotFound, MessageStatus, Msg, RunRecord
-from lumina_app.storage.cold_runs import run_values
-from lumina_app.storage.sql_models import conversations as C
-from lumina_app.storage.sql_models import messages as M
-from lumina_app.storage.sql_models import runs as R
+from lumina_app.storage.sql.models import conversations as C
+from lumina_app.storage.sql.models import messages as M
+from lumina_app.storage.sql.models import runs as R
+from lumina_app.storage.sql.runs import run_values
 
 _CONVERSATION_FIELDS = [c.name for c in C.columns if c.name != "id"]
 _INSERT_CONVERSATION = sa.insert(C)

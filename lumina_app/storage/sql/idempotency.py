@@ -7,11 +7,10 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from lumina_app.domain import utcnow
-from lumina_app.storage.cold_store import translated_errors
-from lumina_app.storage.sql_models import idempotency as I
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.models import idempotency as I
 
 
 @dataclass(slots=True)
@@ -21,19 +20,19 @@ class IdempotencyRecord:
 
 
 class IdempotencyStore:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
+    def __init__(self, db: SQLDatabase) -> None:
+        self.db = db
 
     async def get(self, owner: str, key: str) -> IdempotencyRecord | None:
         query = sa.select(I.c.fingerprint, I.c.response).where(I.c.owner == owner, I.c.key == key)
-        async with translated_errors(), self.engine.connect() as conn:
+        async with self.db.connect() as conn:
             row = (await conn.execute(query)).first()
         return IdempotencyRecord(row.fingerprint, row.response) if row else None
 
     async def claim(self, owner: str, key: str, fingerprint: str) -> bool:
         """True if this request now owns the key; False if another got there first."""
         try:
-            async with translated_errors(), self.engine.begin() as conn:
+            async with self.db.begin() as conn:
                 await conn.execute(
                     sa.insert(I).values(
                         owner=owner,
@@ -48,12 +47,12 @@ class IdempotencyStore:
         return True
 
     async def complete(self, owner: str, key: str, response: dict[str, Any]) -> None:
-        async with translated_errors(), self.engine.begin() as conn:
+        async with self.db.begin() as conn:
             await conn.execute(
                 sa.update(I).where(I.c.owner == owner, I.c.key == key).values(response=response)
             )
 
     async def release(self, owner: str, key: str) -> None:
         """The first request failed: free the key so a retry can try again."""
-        async with translated_errors(), self.engine.begin() as conn:
+        async with self.db.begin() as conn:
             await conn.execute(sa.delete(I).where(I.c.owner == owner, I.c.key == key))

@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lumina_app.archive.format import HISTORY, META, ArchiveError, is_safe_name
 from lumina_app.domain import ConversationInfo, ConversationStatus, MessageStatus, Msg, MsgRole
 from lumina_app.domain.views import parse_iso
-from lumina_app.storage.archive import HISTORY, META, ArchiveError, is_safe_name
 
 MAX_CONVERSATION_ID = 36  # lumina_conversation.uuid is String(36)
 MAX_AGENT_ID = 64

@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lumina_app.domain import ConversationInfo, InvalidInput, Msg
-from lumina_app.memory import MemoryManager
-from lumina_app.storage import archive as files
-from lumina_app.storage import archive_writer as writer
-from lumina_app.storage.archive_reader import (
+from lumina_app.archive import format as files
+from lumina_app.archive import writer
+from lumina_app.archive.reader import (
     MAX_CONVERSATION_ID,
     find_conversation_folders,
     read_conversation,
 )
-from lumina_app.storage.archive_sql import ImportOutcome, final_messages, import_conversation
+from lumina_app.domain import ConversationInfo, ImportOutcome, InvalidInput, Msg
+from lumina_app.memory import MemoryManager
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ class ArchiveService:
 
     async def snapshot(self, conversation: ConversationInfo) -> list[Msg]:
         """The conversation's final messages in seq order (one query)."""
-        return await final_messages(self.memory.cold.engine, conversation.id)
+        return await self.memory.final_messages(conversation)
 
     async def select(
         self, *, agent_id: str | None = None, conversation_id: str | None = None
@@ -200,8 +199,8 @@ class ArchiveService:
         conversation.owner = owner
         item.conversation_id, item.agent_id = conversation.uuid, conversation.agent_id
         try:
-            item.outcome, item.added = await import_conversation(
-                self.memory.cold.engine, conversation, archived.messages
+            item.outcome, item.added = await self.memory.import_conversation(
+                conversation, archived.messages
             )
         except InvalidInput as exc:
             item.error = f"{folder}: {exc}"

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from lumina_app.domain import utcnow
-from lumina_app.storage.sql_types import UTCDateTime, long_text_column_type
+from lumina_app.storage.sql.types import UTCDateTime, long_text_column_type
 
 _MYSQL_TABLE_ARGS = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_unicode_ci"}
 

@@ -7,27 +7,32 @@ import logging
 from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from lumina_app.agents.archive_mirror import ArchiveMirror
-from lumina_app.agents.archive_service import ArchiveService
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
 from lumina_app.agents.sessions import SessionPool
+from lumina_app.archive.mirror import ArchiveMirror
+from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import Settings
-from lumina_app.storage.circuit_breaker import CircuitBreaker
-from lumina_app.storage.cold_store import ColdStore
-from lumina_app.storage.database import create_engine
 from lumina_app.storage.hot_window import HotWindow
-from lumina_app.storage.idempotency import IdempotencyStore
-from lumina_app.storage.local_window import LocalHotWindow
-from lumina_app.storage.redis_run_events import RedisRunEventLog
-from lumina_app.storage.redis_window import RedisHotWindow, create_redis_client
-from lumina_app.storage.run_events import LocalRunEventLog, RunEventLog
-from lumina_app.storage.run_locks import LocalRunLocks, RedisRunLocks, RunLocks
+from lumina_app.storage.local.hot_window import LocalHotWindow
+from lumina_app.storage.local.run_events import LocalRunEventLog
+from lumina_app.storage.local.run_locks import LocalRunLocks
+from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
+from lumina_app.storage.redis.client import create_redis_client
+from lumina_app.storage.redis.hot_window import RedisHotWindow
+from lumina_app.storage.redis.run_events import RedisRunEventLog
+from lumina_app.storage.redis.run_locks import RedisRunLocks
+from lumina_app.storage.run_events import RunEventLog
+from lumina_app.storage.run_locks import RunLocks
+from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.engine import create_engine
+from lumina_app.storage.sql.idempotency import IdempotencyStore
+from lumina_app.storage.sql.runs import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +40,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Services:
     settings: Settings
-    sql: AsyncEngine
+    db: SQLDatabase
     memory: MemoryManager
     registry: AgentRegistry
     providers: ProviderFactory
@@ -49,13 +54,17 @@ class Services:
     async def health(self) -> dict[str, str]:
         """``ok | degraded | down`` for SQL and the hot tier."""
         try:
-            await self.memory.cold.ping()
+            await self.db.ping()
             database = "ok"
         except Exception as exc:  # noqa: BLE001 - any failure means "down" here
             log.warning("health: database down: %s", exc)
             database = "down"
         hot = await self.memory.hot_status()
-        return {"database": database, "hot_window": hot, "hot_window_backend": self.memory.hot.name}
+        return {
+            "database": database,
+            "hot_window": hot,
+            "hot_window_backend": self.memory.hot_backend,
+        }
 
     def start_background(self) -> None:
         """Listen for stops sent to this instance's runs; close runs of lost instances."""
@@ -67,12 +76,12 @@ class Services:
 
     async def _checkpoint_forever(self, every: float = 1.0) -> None:
         """SQLite's write-ahead log is checkpointed here, off the event loop's thread."""
-        if self.memory.cold.engine.dialect.name != "sqlite":
+        if not self.db.is_sqlite:
             return
         while True:
             await asyncio.sleep(every)
             try:
-                await self.memory.cold.checkpoint()
+                await self.db.checkpoint()
             except StoreUnavailable as exc:
                 log.warning("SQLite checkpoint skipped: %s", exc)
 
@@ -96,9 +105,8 @@ class Services:
         await self.providers.close()
         await self.events.close()
         await self.chat.locks.close()
-        await self.memory.hot.close()
-        await self.memory.cold.close()
-        await self.sql.dispose()
+        await self.memory.close()
+        await self.db.close()
 
 
 def _hot_window(settings: Settings) -> HotWindow:
@@ -146,25 +154,27 @@ def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
 
 async def open_services(settings: Settings, *, recover: bool = True) -> Services:
     """Build every part; with ``recover``, close runs a crash left open."""
-    sql = create_engine(settings.async_database_url)
+    db = SQLDatabase(create_engine(settings.async_database_url))
     # Answer flushes of all runs within this window share a transaction; well inside the
     # flush rate cap (interval / 5), so a run's flushes never wait on each other.
     flush_window = min(0.05, settings.flush_interval_ms / 1000 / 5)
-    cold = ColdStore(sql, flush_window=flush_window)
-    memory = MemoryManager(cold, _hot_window(settings), window=settings.context_window)
+    cold = ColdStore(db, flush_window=flush_window)
+    hot = _hot_window(settings)
+    memory = MemoryManager(cold, hot, window=settings.context_window)
     registry = AgentRegistry(settings.agents_dir)
     providers = ProviderFactory(settings)
-    events = _run_events(settings, memory.hot)
+    events = _run_events(settings, hot)
     chat = ChatEngine(
         settings=settings,
         memory=memory,
+        runs=RunStore(db),
         registry=registry,
         providers=providers,
         sessions=SessionPool(
             max_size=settings.session_pool_size, idle_seconds=settings.session_idle_seconds
         ),
         events=events,
-        locks=_run_locks(settings, memory.hot),
+        locks=_run_locks(settings, hot),
     )
     archive = ArchiveService(memory, settings.data_dir)
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
@@ -172,13 +182,13 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         mirror.attach()
     services = Services(
         settings,
-        sql,
+        db,
         memory,
         registry,
         providers,
         chat,
         events,
-        IdempotencyStore(sql),
+        IdempotencyStore(db),
         archive,
         mirror,
     )

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from lumina_app.storage.sqlite_inline import inline_creator
+from lumina_app.storage.sql.sqlite_inline import inline_creator
 
 
 def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:

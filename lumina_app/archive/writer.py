@@ -17,8 +17,7 @@ from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
-from lumina_app.domain import ConversationInfo, Msg
-from lumina_app.storage.archive import (
+from lumina_app.archive.format import (
     HISTORY,
     META,
     TMP_PREFIX,
@@ -28,6 +27,7 @@ from lumina_app.storage.archive import (
     conversation_files,
     conversation_relpath,
 )
+from lumina_app.domain import ConversationInfo, Msg
 
 _WRITERS = 4
 _PARALLEL_FROM = 32

@@ -4,32 +4,26 @@ and import an archived conversation with its messages in one transaction."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import StrEnum
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from lumina_app.domain import (
     ConversationInfo,
+    ImportOutcome,
     InvalidInput,
     MessageStatus,
     Msg,
     MsgRole,
 )
-from lumina_app.storage.cold_store import translated_errors
-from lumina_app.storage.sql_models import conversations as C
-from lumina_app.storage.sql_models import messages as M
-from lumina_app.storage.sqlite_inline import offloaded
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.models import conversations as C
+from lumina_app.storage.sql.models import messages as M
+from lumina_app.storage.sql.sqlite_inline import offloaded
 
 
-class ImportOutcome(StrEnum):
-    CREATED = "created"
-    APPENDED = "appended"
-    UNCHANGED = "unchanged"
-
-
-async def final_messages(engine: AsyncEngine, conversation_id: int) -> list[Msg]:
+async def final_messages(db: SQLDatabase, conversation_id: int) -> list[Msg]:
     """Every final message of a conversation in seq order (a ``streaming`` answer is left
     out until it ends): one indexed query."""
     query = (
@@ -38,7 +32,7 @@ async def final_messages(engine: AsyncEngine, conversation_id: int) -> list[Msg]
         .order_by(M.c.seq)
     )
     with offloaded():  # every message of the conversation: may be long, keep off the loop
-        async with translated_errors(), engine.connect() as conn:
+        async with db.connect() as conn:
             rows = (await conn.execute(query)).all()
     return [
         Msg(
@@ -54,7 +48,7 @@ async def final_messages(engine: AsyncEngine, conversation_id: int) -> list[Msg]
 
 
 async def import_conversation(
-    engine: AsyncEngine, conv: ConversationInfo, msgs: Sequence[Msg]
+    db: SQLDatabase, conv: ConversationInfo, msgs: Sequence[Msg]
 ) -> tuple[ImportOutcome, int]:
     """Insert ``conv`` (matched by its uuid) and ``msgs`` in one transaction.
 
@@ -65,7 +59,7 @@ async def import_conversation(
     """
     try:
         with offloaded():  # bulk inserts: keep them off the event loop's thread
-            async with translated_errors(), engine.begin() as conn:
+            async with db.begin() as conn:
                 row = (
                     await conn.execute(
                         sa.select(

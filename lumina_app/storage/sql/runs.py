@@ -1,5 +1,5 @@
-"""Run records in the cold store: what each run used and how it ended, and closing runs
-whose process is gone. Mixed into ``ColdStore``, which provides the engine and helpers."""
+"""Run records: what each run used and how it ended, and closing runs whose process is
+gone. A run's record is inserted in the same transaction as its question (``writes``)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from lumina_app.domain import ConversationStatus, MessageStatus, RunRecord, utcnow
-from lumina_app.storage.errors import translated_errors
-from lumina_app.storage.sql_models import conversations as C
-from lumina_app.storage.sql_models import messages as M
-from lumina_app.storage.sql_models import runs as R
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.models import conversations as C
+from lumina_app.storage.sql.models import messages as M
+from lumina_app.storage.sql.models import runs as R
 
 _RUN_FIELDS = [c.name for c in R.columns]
 
@@ -21,13 +21,14 @@ def run_values(run: RunRecord) -> dict[str, Any]:
     return {name: getattr(run, name) for name in _RUN_FIELDS}
 
 
-class RunRecords:
-    """Needs ``self.engine`` and ``self._begin()`` (the SQLite write gate) from ColdStore."""
+class RunStore:
+    def __init__(self, db: SQLDatabase) -> None:
+        self.db = db
 
     async def close_streaming(self) -> int:
         """Crash recovery: answers left ``streaming`` become ``interrupted``; no run stays open."""
         now = utcnow()
-        async with translated_errors(), self._begin() as conn:
+        async with self.db.begin() as conn:
             result = await conn.execute(
                 sa.update(M)
                 .where(M.c.status == MessageStatus.STREAMING.value)
@@ -52,7 +53,7 @@ class RunRecords:
             .join(C, C.c.id == R.c.conversation_id)
             .where(R.c.status == "running")
         )
-        async with translated_errors(), self.engine.connect() as conn:
+        async with self.db.connect() as conn:
             return [
                 (row.run_id, row.uuid, row.started_at) for row in (await conn.execute(query)).all()
             ]
@@ -60,7 +61,7 @@ class RunRecords:
     async def interrupt_run(self, run_id: str, reason: str) -> bool:
         """Close one orphaned run (its process is gone) as interrupted, text kept."""
         now = utcnow()
-        async with translated_errors(), self._begin() as conn:
+        async with self.db.begin() as conn:
             row = (
                 await conn.execute(
                     sa.select(R.c.conversation_id, R.c.assistant_message_id).where(
@@ -97,6 +98,6 @@ class RunRecords:
         query = sa.select(R).where(R.c.run_id == run_id)
         if owner is not None:
             query = query.where(R.c.owner == owner)
-        async with translated_errors(), self.engine.connect() as conn:
+        async with self.db.connect() as conn:
             row = (await conn.execute(query)).first()
         return RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS}) if row else None

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from lumina_app.domain import (
     ConversationInfo,
@@ -24,15 +21,13 @@ from lumina_app.domain import (
     RunRecord,
     utcnow,
 )
-from lumina_app.storage import cold_writes as writes
-from lumina_app.storage.cold_runs import RunRecords
-from lumina_app.storage.database import create_sync_sqlite_engine
-from lumina_app.storage.errors import translated_errors
-from lumina_app.storage.flush_batch import FlushBatch
-from lumina_app.storage.sql_models import conversations as C
-from lumina_app.storage.sql_models import messages as M
-from lumina_app.storage.sql_models import runs as R
-from lumina_app.storage.sqlite_inline import SyncSQLite, offloaded
+from lumina_app.storage.sql import writes
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.flush_batch import FlushBatch
+from lumina_app.storage.sql.models import conversations as C
+from lumina_app.storage.sql.models import messages as M
+from lumina_app.storage.sql.models import runs as R
+from lumina_app.storage.sql.sqlite_inline import offloaded
 
 T = TypeVar("T")
 _MAX_INT = 2**31 - 1  # INTEGER columns; PostgreSQL refuses to compare with larger values
@@ -84,55 +79,15 @@ def decode_cursor(cursor: str, arity: int) -> list[str]:
     return parts
 
 
-class ColdStore(RunRecords):
-    """Async data functions over the two tables. Every write is one transaction."""
+class ColdStore:
+    """Async data functions over conversations and messages. Every write is one
+    transaction; runs and idempotency keys have stores of their own on the same database."""
 
-    def __init__(self, engine: AsyncEngine, *, flush_window: float = 0.05) -> None:
-        self.engine = engine
-        # SQLite has one writer at a time; writers of this process queue here, so an inline
-        # statement finds the lock free (only another process's lock sends it to a thread).
-        sqlite = engine.dialect.name == "sqlite"
-        self._write_gate: contextlib.AbstractAsyncContextManager = (
-            asyncio.Lock() if sqlite else contextlib.nullcontext()
-        )
-        self._sqlite = SyncSQLite(create_sync_sqlite_engine(engine)) if sqlite else None
+    def __init__(self, db: SQLDatabase, *, flush_window: float = 0.05) -> None:
+        self.db = db
         self._flushes = FlushBatch(
-            lambda batch: self._transact(writes.flush_answers, batch), window=flush_window
+            lambda batch: db.transact(writes.flush_answers, batch), window=flush_window
         )
-
-    @property
-    def engines(self) -> list[sa.Engine]:
-        """Every engine statements run on (for instrumentation): the async engine's sync
-        core, plus on SQLite the write path's own pysqlite engine."""
-        extra = [self._sqlite.engine] if self._sqlite is not None else []
-        return [self.engine.sync_engine, *extra]
-
-    async def checkpoint(self) -> None:
-        """SQLite: move the write-ahead log into the database file, on a worker thread
-        (commits on the loop never do it themselves). A no-op on other backends."""
-        if self._sqlite is not None:
-            async with translated_errors():
-                await asyncio.to_thread(self._sqlite.checkpoint)
-
-    async def close(self) -> None:
-        """The async engine is the caller's; the SQLite write path's engine is ours."""
-        if self._sqlite is not None:
-            self._sqlite.dispose()
-
-    @asynccontextmanager
-    async def _begin(self) -> AsyncIterator[AsyncConnection]:
-        async with self._write_gate, self.engine.begin() as conn:
-            yield conn
-
-    async def _transact(self, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """One of ``cold_writes``' transactions: inline on SQLite, through ``run_sync``
-        (one greenlet for the whole transaction) elsewhere."""
-        async with translated_errors():
-            if self._sqlite is not None:
-                async with self._write_gate:
-                    return await self._sqlite.transact(body, *args, **kwargs)
-            async with self.engine.begin() as conn:
-                return await conn.run_sync(body, *args, **kwargs)
 
     # -- conversations -------------------------------------------------------------
 
@@ -150,7 +105,7 @@ class ColdStore(RunRecords):
             conversation.uuid = conversation_uuid
         if created_at:
             conversation.created_at = conversation.updated_at = created_at
-        await self._transact(writes.insert_conversation, conversation)
+        await self.db.transact(writes.insert_conversation, conversation)
         return conversation
 
     async def start_conversation(
@@ -171,7 +126,7 @@ class ColdStore(RunRecords):
         conversation.last_seq = conversation.message_count = count
         if status is not None:
             conversation.status = status
-        await self._transact(writes.start_conversation, conversation, msgs, run)
+        await self.db.transact(writes.start_conversation, conversation, msgs, run)
         return list(msgs)
 
     async def get_conversation(
@@ -183,7 +138,7 @@ class ColdStore(RunRecords):
             query = query.where(C.c.owner == owner)
         if agent_id is not None:
             query = query.where(C.c.agent_id == agent_id)
-        async with translated_errors(), self.engine.connect() as conn:
+        async with self.db.connect() as conn:
             row = (await conn.execute(query)).first()
         if row is None:
             raise ConversationNotFound(conversation_uuid)
@@ -229,7 +184,7 @@ class ColdStore(RunRecords):
         query = query.order_by(C.c.updated_at.desc(), C.c.id.desc()).limit(limit + 1)
         # A search scans message text: off the event loop's thread on SQLite.
         with offloaded() if search else contextlib.nullcontext():
-            async with translated_errors(), self.engine.connect() as conn:
+            async with self.db.connect() as conn:
                 rows = (await conn.execute(query)).all()
         items = [_conversation(r) for r in rows[:limit]]
         next_cursor = None
@@ -255,7 +210,7 @@ class ColdStore(RunRecords):
             values["updated_at"] = utcnow()
         if not values:
             return
-        async with translated_errors(), self._begin() as conn:
+        async with self.db.begin() as conn:
             result = await conn.execute(
                 sa.update(C).where(C.c.id == conversation_id).values(values)
             )
@@ -268,7 +223,7 @@ class ColdStore(RunRecords):
             return await self._delete_conversation(conversation_id)
 
     async def _delete_conversation(self, conversation_id: int) -> list[str]:
-        async with translated_errors(), self._begin() as conn:
+        async with self.db.begin() as conn:
             run_ids = (
                 (
                     await conn.execute(
@@ -309,7 +264,7 @@ class ColdStore(RunRecords):
         bump["updated_at"] = now
         if status is not None:
             bump["status"] = status.value
-        await self._transact(writes.append_messages, conversation_id, msgs, bump, run)
+        await self.db.transact(writes.append_messages, conversation_id, msgs, bump, run)
         return list(msgs)
 
     async def flush_answer(self, message_id: int, content: str) -> bool:
@@ -347,7 +302,7 @@ class ColdStore(RunRecords):
             settle = {"_cid": conversation_id, "_tools": tool_calls, "updated_at": now}
             if conversation_status is not None:
                 settle["status"] = conversation_status.value
-        return await self._transact(
+        return await self.db.transact(
             writes.update_message, values, only_streaming=only_streaming, settle=settle, run=run
         )
 
@@ -359,7 +314,7 @@ class ColdStore(RunRecords):
             .order_by(M.c.seq.desc())
             .limit(n)
         )
-        async with translated_errors(), self.engine.connect() as conn:
+        async with self.db.connect() as conn:
             rows = (await conn.execute(query)).all()
         return [_message(r) for r in reversed(rows)]
 
@@ -375,24 +330,20 @@ class ColdStore(RunRecords):
         query = sa.select(M).where(M.c.conversation_id == conversation_id)
         if after_seq is not None:
             query = query.where(M.c.seq > after_seq).order_by(M.c.seq.asc()).limit(limit)
-            async with translated_errors(), self.engine.connect() as conn:
+            async with self.db.connect() as conn:
                 return [_message(r) for r in (await conn.execute(query)).all()]
         if before_seq is not None:
             query = query.where(M.c.seq < before_seq)
         query = query.order_by(M.c.seq.desc()).limit(limit)
-        async with translated_errors(), self.engine.connect() as conn:
+        async with self.db.connect() as conn:
             rows = (await conn.execute(query)).all()
         return [_message(r) for r in reversed(rows)]
 
     async def get_message(self, message_id: int) -> Msg | None:
-        async with translated_errors(), self.engine.connect() as conn:
+        async with self.db.connect() as conn:
             row = (await conn.execute(sa.select(M).where(M.c.id == message_id))).first()
         return _message(row) if row else None
 
     async def conversation_uuid(self, conversation_id: int) -> str | None:
-        async with translated_errors(), self.engine.connect() as conn:
+        async with self.db.connect() as conn:
             return await conn.scalar(sa.select(C.c.uuid).where(C.c.id == conversation_id))
-
-    async def ping(self) -> None:
-        async with translated_errors(), self.engine.connect() as conn:
-            await conn.execute(sa.text("SELECT 1"))

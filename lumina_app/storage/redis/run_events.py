@@ -16,8 +16,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from lumina_app.domain import EventType, RunEvent
-from lumina_app.storage.heartbeat import HEARTBEAT, Heartbeat
-from lumina_app.storage.run_events import LocalRunEventLog
+from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
+from lumina_app.storage.local.run_events import LocalRunEventLog
 
 log = logging.getLogger(__name__)
 _LIVE_TTL = 24 * 3600  # a run that never finishes still disappears eventually

@@ -1,0 +1,1 @@
+"""In-process equivalents of the Redis tier, for a single process."""

@@ -1,0 +1,1 @@
+"""Redis: the hot window, run locks and run event streams shared between instances."""

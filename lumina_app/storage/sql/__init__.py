@@ -1,0 +1,1 @@
+"""SQL: the cold store (system of record), run records, idempotency keys."""

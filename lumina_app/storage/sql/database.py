@@ -1,0 +1,84 @@
+"""One SQL database as the stores use it: the async engine, SQLite's write gate and its
+inline write path, and the two ways to run a transaction.
+
+SQLite has one writer at a time; writers of this process queue at the write gate, so an
+inline statement finds the lock free (only another process's lock sends it to a thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from lumina_app.storage.sql.engine import create_sync_sqlite_engine
+from lumina_app.storage.sql.errors import translated_errors
+from lumina_app.storage.sql.sqlite_inline import SyncSQLite
+
+T = TypeVar("T")
+
+
+class SQLDatabase:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.is_sqlite = engine.dialect.name == "sqlite"
+        self._write_gate: contextlib.AbstractAsyncContextManager = (
+            asyncio.Lock() if self.is_sqlite else contextlib.nullcontext()
+        )
+        self._sqlite = SyncSQLite(create_sync_sqlite_engine(engine)) if self.is_sqlite else None
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @property
+    def engines(self) -> list[sa.Engine]:
+        """Every engine statements run on (for instrumentation): the async engine's sync
+        core, plus on SQLite the write path's own pysqlite engine."""
+        extra = [self._sqlite.engine] if self._sqlite is not None else []
+        return [self.engine.sync_engine, *extra]
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction (behind the SQLite write gate); errors translated."""
+        async with translated_errors(), self._write_gate, self.engine.begin() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[AsyncConnection]:
+        """A read connection; errors translated."""
+        async with translated_errors(), self.engine.connect() as conn:
+            yield conn
+
+    async def transact(self, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A transaction written as one sync function of a ``Connection`` (``writes``):
+        inline on SQLite, through ``run_sync`` (one greenlet for the whole transaction)
+        elsewhere."""
+        async with translated_errors():
+            if self._sqlite is not None:
+                async with self._write_gate:
+                    return await self._sqlite.transact(body, *args, **kwargs)
+            async with self.engine.begin() as conn:
+                return await conn.run_sync(body, *args, **kwargs)
+
+    async def ping(self) -> None:
+        async with self.connect() as conn:
+            await conn.execute(sa.text("SELECT 1"))
+
+    async def checkpoint(self) -> None:
+        """SQLite: move the write-ahead log into the database file, on a worker thread
+        (commits on the loop never do it themselves). A no-op on other backends."""
+        if self._sqlite is not None:
+            async with translated_errors():
+                await asyncio.to_thread(self._sqlite.checkpoint)
+
+    async def close(self) -> None:
+        """Disposes the SQLite write path's engine and the async engine."""
+        if self._sqlite is not None:
+            self._sqlite.dispose()
+        await self.engine.dispose()
