@@ -19,7 +19,7 @@ REFLEX_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	REFLEX_CHECK_LATEST_VERSION=0 \
 	NPM_CONFIG_REGISTRY="$(NPM_CONFIG_REGISTRY)"
 
-.PHONY: venv check migrate run test lint bench cluster cluster-stop
+.PHONY: venv check migrate run test test-unit lint bench cluster cluster-stop
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ run: venv migrate
 
 test: venv
 	$(REFLEX_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The fast tier: tests that need no server (context, domain, settings, SSE framing,
+# archive format, the architecture checks), in seconds.
+test-unit: venv
+	$(VENV)/bin/pytest -m unit $(PYTEST_ARGS)
 
 # Several instances over one Redis and one SQL server (see docs/DEPLOY.md).
 cluster: venv

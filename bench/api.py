@@ -833,7 +833,7 @@ async def profile_in_process(tmp: Path, requests: int) -> None:
     from _common import migrate
 
     from lumina_app.api import create_api
-    from lumina_app.composition import open_services, set_services
+    from lumina_app.composition import install, open_services
     from lumina_app.settings import load_settings
 
     shutil.copytree(ROOT / "data" / "agents", tmp / "data" / "agents")
@@ -841,7 +841,7 @@ async def profile_in_process(tmp: Path, requests: int) -> None:
     migrate(url)
     settings = load_settings(database_url=url, data_dir=tmp / "data", demo_delay_ms=0)
     services = await open_services(settings)
-    set_services(services)
+    install(services)
     app = create_api(settings)
     path = f"/api/v1/agents/{AGENT}/execute/stream"
     query = urlencode({"task": SHORT_TASK}).encode()
@@ -910,7 +910,7 @@ async def profile_in_process(tmp: Path, requests: int) -> None:
         stats.sort_stats("tottime").print_stats(25)
         stats.sort_stats("cumulative").print_stats(40)
     finally:
-        set_services(None)
+        install(None)
         await services.close()
 
 

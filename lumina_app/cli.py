@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 from lumina_app.archive.service import ImportReport
 from lumina_app.composition import Services, open_services
 from lumina_app.domain import ImportOutcome, LuminaError
+from lumina_app.services.health import Health
 from lumina_app.settings import Settings, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent  # the repo: alembic.ini, alembic/
@@ -208,7 +209,7 @@ def stats() -> None:
     async def work(services: Services) -> tuple[Table, str]:
         conversations = await services.archive.select()
         totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for agent in services.registry.list():
+        for agent in services.agents.list():
             totals[agent.id] = [0, 0]
         with _progress("loading windows") as progress:
             for done, conv in enumerate(conversations, start=1):
@@ -290,18 +291,18 @@ def check() -> None:
     cannot be reached.
     """
 
-    async def work(services: Services) -> tuple[dict[str, str], list[str], list[str]]:
-        agents = services.registry.list()
+    async def work(services: Services) -> tuple[Health, list[str], list[str]]:
+        agents = services.agents.list()
         good = [a.id for a in agents if a.available]
         bad = [f"{a.id} ({a.error})" for a in agents if not a.available]
-        return await services.health(), good, bad
+        return await services.health.check(), good, bad
 
     settings = _settings()
     health, agents, broken = _run(work, settings)
     backend = make_url(settings.database_url).get_backend_name()
     hot = f"redis {_hide_password(settings.redis_url)}" if settings.redis_url else "in-process"
-    out.print(f"database:    {backend} {_safe_url(settings)}: {health['database']}", markup=False)
-    out.print(f"hot window:  {hot}: {health['hot_window']}", markup=False)
+    out.print(f"database:    {backend} {_safe_url(settings)}: {health.database}", markup=False)
+    out.print(f"hot window:  {hot}: {health.hot_window}", markup=False)
     out.print(f"context:     last {settings.context_window} messages", markup=False)
     out.print(
         f"data dir:    {settings.data_dir} (archive mirror "
@@ -311,7 +312,7 @@ def check() -> None:
     out.print(f"agents:      {len(agents)} found: {', '.join(agents) or '-'}", markup=False)
     for item in broken:
         out.print(f"unavailable: {item}", markup=False)
-    if health["database"] != "ok":
+    if health.database != "ok":
         raise typer.Exit(1)
 
 

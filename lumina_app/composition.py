@@ -1,4 +1,10 @@
-"""Wires the process's parts together once; the UI and the API both reach them here."""
+"""The composition root: builds every part of the process from ``Settings`` once, hands the
+services to the UI and the API, runs the background tasks, and closes it all at the end.
+
+The UI and the API use the public services (``agents``, ``conversations``, ``runs``,
+``health``, ``archive``); the other fields are the machinery behind them, there for the
+operator CLI and white-box tests.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,10 @@ from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
 from lumina_app.memory import MemoryManager
+from lumina_app.services.agents import AgentService
+from lumina_app.services.conversations import ConversationService
+from lumina_app.services.health import HealthService
+from lumina_app.services.runs import RunService
 from lumina_app.settings import Settings
 from lumina_app.storage.hot_window import HotWindow
 from lumina_app.storage.local.hot_window import LocalHotWindow
@@ -40,34 +50,26 @@ log = logging.getLogger(__name__)
 @dataclass
 class Services:
     settings: Settings
+    # what the UI and the API call
+    agents: AgentService
+    conversations: ConversationService
+    runs: RunService
+    health: HealthService
+    archive: ArchiveService
+    idempotency: IdempotencyStore
+    # the machinery behind them
     db: SQLDatabase
     memory: MemoryManager
     registry: AgentRegistry
     providers: ProviderFactory
     chat: ChatEngine
     events: RunEventLog
-    idempotency: IdempotencyStore
-    archive: ArchiveService
     mirror: ArchiveMirror | None = None
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
-    async def health(self) -> dict[str, str]:
-        """``ok | degraded | down`` for SQL and the hot tier."""
-        try:
-            await self.db.ping()
-            database = "ok"
-        except Exception as exc:  # noqa: BLE001 - any failure means "down" here
-            log.warning("health: database down: %s", exc)
-            database = "down"
-        hot = await self.memory.hot_status()
-        return {
-            "database": database,
-            "hot_window": hot,
-            "hot_window_backend": self.memory.hot_backend,
-        }
-
     def start_background(self) -> None:
-        """Listen for stops sent to this instance's runs; close runs of lost instances."""
+        """Listen for stops sent to this instance's runs; close runs of lost instances;
+        checkpoint SQLite's write-ahead log."""
         self._tasks = [
             asyncio.create_task(self.chat.locks.listen_for_stops(self.chat.on_stop_request)),
             asyncio.create_task(self._sweep_orphans_forever()),
@@ -158,16 +160,18 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     # Answer flushes of all runs within this window share a transaction; well inside the
     # flush rate cap (interval / 5), so a run's flushes never wait on each other.
     flush_window = min(0.05, settings.flush_interval_ms / 1000 / 5)
-    cold = ColdStore(db, flush_window=flush_window)
     hot = _hot_window(settings)
-    memory = MemoryManager(cold, hot, window=settings.context_window)
+    memory = MemoryManager(
+        ColdStore(db, flush_window=flush_window), hot, window=settings.context_window
+    )
     registry = AgentRegistry(settings.agents_dir)
     providers = ProviderFactory(settings)
     events = _run_events(settings, hot)
+    records = RunStore(db)
     chat = ChatEngine(
         settings=settings,
         memory=memory,
-        runs=RunStore(db),
+        runs=records,
         registry=registry,
         providers=providers,
         sessions=SessionPool(
@@ -180,17 +184,22 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
     if mirror is not None:
         mirror.attach()
+    agents = AgentService(registry, settings)
     services = Services(
-        settings,
-        db,
-        memory,
-        registry,
-        providers,
-        chat,
-        events,
-        IdempotencyStore(db),
-        archive,
-        mirror,
+        settings=settings,
+        agents=agents,
+        conversations=ConversationService(memory, agents, archive),
+        runs=RunService(chat, records, memory),
+        health=HealthService(memory),
+        archive=archive,
+        idempotency=IdempotencyStore(db),
+        db=db,
+        memory=memory,
+        registry=registry,
+        providers=providers,
+        chat=chat,
+        events=events,
+        mirror=mirror,
     )
     if recover:
         await chat.recover()
@@ -201,13 +210,14 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
 _current: Services | None = None
 
 
-def set_services(services: Services | None) -> None:
+def install(services: Services | None) -> None:
+    """Hand the opened services to the UI and the API (the lifespan does this)."""
     global _current
     _current = services
 
 
-def get_services() -> Services:
-    """The services opened by the app's lifespan task."""
+def current() -> Services:
+    """The services the app's lifespan opened."""
     if _current is None:
         raise RuntimeError("Lumina services are not open (the app's lifespan has not run)")
     return _current

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from lumina_app.composition import open_services, set_services
+from lumina_app.composition import install, open_services
 from lumina_app.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
     process left ``streaming`` are closed as ``interrupted``.
     """
     services = await open_services(get_settings())
-    set_services(services)
+    install(services)
     # Everything loaded so far (Reflex, the app, its modules) lives for the whole process.
     # Frozen, a full collection no longer walks it: measured on this app, that took each
     # gen-2 collection from 45-100 ms (a stall of every open stream) down to the objects
@@ -33,5 +33,5 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        set_services(None)
+        install(None)
         await services.close()

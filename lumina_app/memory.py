@@ -20,9 +20,11 @@ from lumina_app.domain import (
     ImportOutcome,
     MessageStatus,
     Msg,
+    Principal,
     RunRecord,
     StoreUnavailable,
 )
+from lumina_app.domain.access import is_conversation_id
 from lumina_app.domain.text import check_storable_text
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
 from lumina_app.storage.sql import archive_rows
@@ -82,7 +84,21 @@ class MemoryManager:
     async def get_conversation(
         self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
     ) -> ConversationInfo:
+        """A conversation by id; ``owner``/``agent_id`` narrow it (else not found). Callers
+        acting for someone use :meth:`find_visible`; this unscoped form is for the run
+        machinery and operator tools."""
         return await self.cold.get_conversation(conversation_uuid, owner=owner, agent_id=agent_id)
+
+    async def find_visible(
+        self, principal: Principal, conversation_id: str, *, agent_id: str | None = None
+    ) -> ConversationInfo:
+        """The one visibility rule: the principal's own conversation (of that agent, if
+        given). Someone else's, another agent's, a malformed id: ConversationNotFound."""
+        if not is_conversation_id(conversation_id):
+            raise ConversationNotFound(str(conversation_id))
+        return await self.cold.get_conversation(
+            conversation_id, owner=principal.owner, agent_id=agent_id
+        )
 
     async def list_conversations(self, **kwargs: Any) -> tuple[list[ConversationInfo], str | None]:
         return await self.cold.list_conversations(**kwargs)
@@ -106,30 +122,6 @@ class MemoryManager:
         self._runs_deleted_hooks.append(hook)
 
     # -- writes --------------------------------------------------------------------
-
-    async def save_message(self, conversation: ConversationInfo, msg: Msg) -> Msg:
-        """Commit one message, then push it to the hot window if it is final."""
-        (saved,) = await self.cold.append_messages(conversation.id, [msg])
-        if saved.status.is_final:
-            await self._window(conversation, [saved])
-            await self._finalised(conversation, [saved])
-        return saved
-
-    async def save_turn(
-        self,
-        conversation: ConversationInfo,
-        user: Msg,
-        assistant: Msg,
-        *,
-        status: ConversationStatus | None = ConversationStatus.COMPLETED,
-    ) -> tuple[Msg, Msg]:
-        """A question and its answer: one SQL transaction, one hot-window round trip."""
-        saved = await self.cold.append_messages(conversation.id, [user, assistant], status=status)
-        final = [m for m in saved if m.status.is_final]
-        if len(final) == len(saved):
-            await self._window(conversation, final)
-            await self._finalised(conversation, final)
-        return saved[0], saved[1]
 
     async def begin_turn(
         self, conversation: ConversationInfo, user: Msg, assistant: Msg, run: RunRecord
@@ -266,6 +258,10 @@ class MemoryManager:
 
     async def hot_status(self) -> str:
         return await self.hot.status()
+
+    async def ping(self) -> None:
+        """Raises if the system of record cannot be reached."""
+        await self.cold.db.ping()
 
     async def close(self) -> None:
         """Closes the hot tier (the database belongs to whoever opened it)."""

@@ -328,6 +328,32 @@ async def crashed_run(services, run_id: str, partial: str):  # noqa: ANN001, ANN
 
 # -- hygiene -----------------------------------------------------------------------------
 
+# What a `make test-unit` test may not use: anything that needs a server or a process.
+SERVER_FIXTURES = {
+    "_databases",
+    "database",
+    "sqlite_database",
+    "engine",
+    "redis_prefix",
+    "redis_server",
+    "fake_llm",
+    "data_dir",
+    "settings_factory",
+    "services",
+    "api",
+    "api_factory",
+    "app_server",
+    "page",
+}
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_need_no_server(request: pytest.FixtureRequest) -> None:
+    """A test marked ``unit`` runs in the fast tier, with no server at all."""
+    if request.node.get_closest_marker("unit"):
+        used = SERVER_FIXTURES & set(request.fixturenames)
+        assert not used, f"a unit test may not use {sorted(used)}"
+
 
 @pytest.fixture(autouse=True)
 def _fail_on_app_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:

@@ -15,39 +15,34 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any
 
 from redis.exceptions import RedisError
 
-from lumina_app.agents.context import build_context
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentDefinition, AgentRegistry
 from lumina_app.agents.run_driver import ActiveRun, RunDriver
 from lumina_app.agents.sessions import SessionPool
+from lumina_app.agents.turns import TurnPreparer, session_started
 from lumina_app.domain import (
+    LOCAL,
     AgentNotFound,
     AgentUnavailable,
     ConversationBusy,
     ConversationInfo,
-    EventType,
     InputTooLarge,
     InvalidInput,
-    Msg,
+    Principal,
     RunEvent,
     RunNotFound,
-    RunRecord,
     RunStatus,
-    Scenario,
-    new_turn_id,
     utcnow,
 )
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import Settings
-from lumina_app.storage.local.run_locks import LocalRunLocks
 from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import RunLocks
-from lumina_app.storage.sql.runs import RunStore
+from lumina_app.storage.run_records import RunRecords
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +53,24 @@ class ChatEngine:
         *,
         settings: Settings,
         memory: MemoryManager,
-        runs: RunStore,
+        runs: RunRecords,
         registry: AgentRegistry,
         providers: ProviderFactory,
         sessions: SessionPool,
         events: RunEventLog,
-        locks: RunLocks | None = None,
+        locks: RunLocks,
     ) -> None:
         self.settings = settings
-        self.locks = locks or LocalRunLocks()
+        self.locks = locks
         self.memory = memory
         self.runs = runs
         self.registry = registry
         self.providers = providers
         self.sessions = sessions
         self.events = events
+        self.turns = TurnPreparer(
+            settings=settings, memory=memory, sessions=sessions, providers=providers
+        )
         self._runs: dict[str, ActiveRun] = {}
         self._by_conversation: dict[str, str] = {}
         self.driver = RunDriver(
@@ -138,7 +136,7 @@ class ChatEngine:
         agent_id: str,
         message: str,
         conversation_uuid: str | None = None,
-        owner: str = "",
+        principal: Principal = LOCAL,
         title: str | None = None,
     ) -> ActiveRun:
         """Accept a message: when this returns, the question is committed and the run is on.
@@ -148,14 +146,8 @@ class ChatEngine:
         agent = self._agent(agent_id)
         text = self._check_message(message)
         return await asyncio.shield(
-            asyncio.ensure_future(self._accept(agent, text, conversation_uuid, owner, title))
+            asyncio.ensure_future(self._accept(agent, text, conversation_uuid, principal, title))
         )
-
-    async def stream(self, **kwargs: Any) -> AsyncIterator[RunEvent]:
-        """``execute_stream``: start a run and follow its events to the end."""
-        run = await self.start(**kwargs)
-        async for event in self.follow(run):
-            yield event
 
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """Follow a run this caller started; if the caller leaves and the settings say
@@ -175,16 +167,6 @@ class ChatEngine:
         finally:
             if not run.done.is_set():
                 self.driver.request_stop(run, RunStatus.INTERRUPTED)
-
-    async def execute(self, **kwargs: Any) -> ActiveRun:
-        """Fire and forget: the run id is known at once, the answer lands in the store."""
-        return await self.start(**kwargs)
-
-    async def execute_sync(self, **kwargs: Any) -> dict[str, Any]:
-        """Start a run and wait for its final result."""
-        run = await self.start(**kwargs)
-        await run.done.wait()
-        return run.result
 
     def active_run(self, run_id: str, *, owner: str | None = None) -> ActiveRun | None:
         run = self._runs.get(run_id)
@@ -210,7 +192,7 @@ class ChatEngine:
         if holder is None:
             return None
         record = await self.runs.get_run(holder)
-        return holder if record is not None and record.status == RunStatus.RUNNING.value else None
+        return holder if record is not None and record.status is RunStatus.RUNNING else None
 
     async def stop(self, run_id: str, *, owner: str | None = None, wait: float = 10.0) -> None:
         """User stop: the answer ends ``stopped`` with the text it had. A run of another
@@ -224,14 +206,14 @@ class ChatEngine:
         record = await self.runs.get_run(run_id, owner=owner)
         if record is None:
             raise RunNotFound(run_id)
-        if record.status != RunStatus.RUNNING.value:
+        if record.status is not RunStatus.RUNNING:
             return
         await self.locks.request_stop(run_id)
         deadline = asyncio.get_running_loop().time() + wait
         while asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.05)
             record = await self.runs.get_run(run_id, owner=owner)
-            if record is None or record.status != RunStatus.RUNNING.value:
+            if record is None or record.status is not RunStatus.RUNNING:
                 return
 
     async def open_stream(
@@ -284,19 +266,19 @@ class ChatEngine:
         agent: AgentDefinition,
         text: str,
         conversation_uuid: str | None,
-        owner: str,
+        principal: Principal,
         title: str | None,
     ) -> ActiveRun:
         created = conversation_uuid is None
         if created:  # stored together with the first turn, in _prepare
             conversation = ConversationInfo.new(
-                agent_id=agent.id, title=title or _title_from(text), owner=owner
+                agent_id=agent.id, title=title or _title_from(text), owner=principal.owner
             )
             conversation_uuid = conversation.uuid
         run_id = "run-" + secrets.token_hex(8)
         busy = self._by_conversation.get(conversation_uuid)
         if busy is not None:
-            await self._visible(conversation_uuid, owner, agent)  # others' ids: 404, not 409
+            await self._visible(conversation_uuid, principal, agent)  # others' ids: 404, not 409
             raise ConversationBusy(conversation_uuid, busy)
         self._by_conversation[conversation_uuid] = run_id  # the slot is ours from here on
         try:
@@ -304,12 +286,14 @@ class ChatEngine:
             if holder is not None and not await self._take_stale_lock(
                 conversation_uuid, holder, run_id
             ):
-                await self._visible(conversation_uuid, owner, agent)
+                await self._visible(conversation_uuid, principal, agent)
                 raise ConversationBusy(conversation_uuid, holder)
             try:
                 if not created:  # read under the lock: no other instance can move it now
-                    conversation = await self._visible(conversation_uuid, owner, agent)
-                run = await self._prepare(run_id, agent, conversation, text, owner, created)
+                    conversation = await self._visible(conversation_uuid, principal, agent)
+                run = await self.turns.prepare(
+                    run_id, agent, conversation, text, principal, created
+                )
             except BaseException:
                 await self.locks.release(conversation_uuid, run_id)
                 raise
@@ -317,14 +301,14 @@ class ChatEngine:
             self._by_conversation.pop(conversation_uuid, None)
             raise
         self._runs[run_id] = run
-        await self.driver.publish(run, EventType.SESSION, self._session_data(run))
+        await self.driver.publish(run, session_started(run))
         run.task = asyncio.create_task(self.driver.generate(run), name=run_id)
         return run
 
     async def _visible(
-        self, conversation_uuid: str, owner: str, agent: AgentDefinition
+        self, conversation_uuid: str, principal: Principal, agent: AgentDefinition
     ) -> ConversationInfo:
-        return await self.memory.get_conversation(conversation_uuid, owner=owner, agent_id=agent.id)
+        return await self.memory.find_visible(principal, conversation_uuid, agent_id=agent.id)
 
     async def _take_stale_lock(self, conversation_uuid: str, holder: str, run_id: str) -> bool:
         """A lock whose run the store shows as ended was not released (Redis was away at
@@ -332,77 +316,9 @@ class ChatEngine:
         if holder in self._runs:
             return False
         record = await self.runs.get_run(holder)
-        if record is not None and record.status == RunStatus.RUNNING.value:
+        if record is not None and record.status is RunStatus.RUNNING:
             return False
         return await self.locks.take_over(conversation_uuid, holder, run_id)
-
-    async def _prepare(
-        self,
-        run_id: str,
-        agent: AgentDefinition,
-        conversation: ConversationInfo,
-        text: str,
-        owner: str,
-        created: bool,
-    ) -> ActiveRun:
-        session = self.sessions.get(agent.id, conversation.uuid)
-        if session is not None and session.last_seq == conversation.last_seq:
-            scenario, history = Scenario.CONTINUE, session.history
-        elif conversation.last_seq == 0:
-            scenario, history = Scenario.NEW, []
-        else:
-            scenario, history = Scenario.RESUME, await self.memory.load(conversation)
-        window = self.settings.context_window
-        context = build_context(agent.system_prompt, history, text, window=window)
-        provider = self.providers.for_agent(agent)
-        first_seq, last_seq = context.seq_range
-        record = RunRecord(
-            run_id=run_id,
-            conversation_id=conversation.id,
-            agent_id=agent.id,
-            owner=owner,
-            scenario=scenario.value,
-            provider=provider.name,
-            model=provider.model,
-            context_first_seq=first_seq,
-            context_last_seq=last_seq,
-            context_messages=len(context.history),
-        )
-        turn_id = new_turn_id()
-        meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
-        begin = self.memory.begin_conversation if created else self.memory.begin_turn
-        user, assistant = await begin(
-            conversation,
-            Msg.user(text, turn_id=turn_id),
-            Msg.assistant("", turn_id=turn_id, meta=meta),
-            record,
-        )
-        return ActiveRun(
-            run_id=run_id,
-            conversation=conversation,
-            agent=agent,
-            owner=owner,
-            record=record,
-            user=user,
-            assistant=assistant,
-            context=context,
-            provider=provider,
-            window_history=list(history),
-        )
-
-    @staticmethod
-    def _session_data(run: ActiveRun) -> dict[str, Any]:
-        return {
-            "conversationId": run.conversation.uuid,
-            "messageId": run.user.turn_id,
-            "runId": run.run_id,
-            "scenario": run.scenario.value,
-            "agentId": run.agent.id,
-            "userMessageId": run.user.id,
-            "assistantMessageId": run.assistant.id,
-            "contextMessages": run.record.context_messages,
-            "model": run.record.model,
-        }
 
     # -- generating ----------------------------------------------------------------
 

@@ -15,21 +15,26 @@ from lumina_app.agents.providers import Provider
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.sessions import Session, SessionPool
 from lumina_app.domain import (
+    AnswerChunk,
     ConversationInfo,
     ConversationStatus,
-    EventType,
     Finish,
     MessageStatus,
     Msg,
     ProviderError,
     RunEvent,
+    RunFailed,
+    RunFinished,
+    RunPayload,
     RunRecord,
     RunStatus,
     Scenario,
     StoreUnavailable,
     TextDelta,
+    ThinkingChunk,
     ThinkingDelta,
     ToolCall,
+    ToolCallRequested,
     Usage,
 )
 from lumina_app.memory import MemoryManager
@@ -66,11 +71,11 @@ class ActiveRun:
     generating: bool = True
     task: asyncio.Task | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
-    result: dict[str, Any] = field(default_factory=dict)
+    result: RunFinished | None = None
 
     @property
     def scenario(self) -> Scenario:
-        return Scenario(self.record.scenario)
+        return self.record.scenario
 
 
 class RunDriver:
@@ -93,8 +98,8 @@ class RunDriver:
         self.locks = locks
         self.on_end = on_end
 
-    async def publish(self, run: ActiveRun, kind: EventType, data: dict[str, Any]) -> None:
-        event = RunEvent(run.next_event_id, kind, data)
+    async def publish(self, run: ActiveRun, payload: RunPayload) -> None:
+        event = RunEvent(run.next_event_id, payload)
         run.next_event_id += 1
         await self.events.publish(run.run_id, event)
 
@@ -122,14 +127,16 @@ class RunDriver:
             async for item in run.provider.stream(run.context.messages):
                 if isinstance(item, TextDelta):
                     flusher.add(item.text)
-                    await self.publish(run, EventType.DELTA, {"text": item.text})
+                    await self.publish(run, AnswerChunk(item.text))
                 elif isinstance(item, ThinkingDelta):
                     thinking.append(item.text)
-                    await self.publish(run, EventType.THINKING, {"text": item.text})
+                    await self.publish(run, ThinkingChunk(item.text))
                 elif isinstance(item, ToolCall):
                     call = {"id": item.call_id, "name": item.name, "arguments": item.arguments}
                     tool_calls.append(call)
-                    await self.publish(run, EventType.TOOL_CALL, call)
+                    await self.publish(
+                        run, ToolCallRequested(item.call_id, item.name, item.arguments)
+                    )
                 elif isinstance(item, Usage):
                     usage = {
                         "promptTokens": item.prompt_tokens,
@@ -176,7 +183,7 @@ class RunDriver:
         assistant.content = text
         assistant.status = MessageStatus(status.value)
         assistant.meta = meta
-        run.record.status = status.value
+        run.record.status = status
         run.record.error = error if status is not RunStatus.COMPLETE else None
         stored = await self._store_final(run, tool_calls)
         if stored:
@@ -184,29 +191,28 @@ class RunDriver:
             self.sessions.put(Session(run.agent.id, run.conversation.uuid, history, assistant.seq))
         else:
             self.sessions.drop(run.agent.id, run.conversation.uuid)
-        status = RunStatus(run.record.status)
-        run.result = {
-            "runId": run.run_id,
-            "conversationId": run.conversation.uuid,
-            "messageId": assistant.id,
-            "turnId": assistant.turn_id,
-            "status": status.value,
-            "content": text,
-            "usage": meta.get("usage") or {},
-            "scenario": run.scenario.value,
-        }
-        if error and status is not RunStatus.COMPLETE:
-            run.result["error"] = error
+        status = run.record.status
+        run.result = RunFinished(
+            run_id=run.run_id,
+            conversation_id=run.conversation.uuid,
+            message_id=assistant.id,
+            turn_id=assistant.turn_id,
+            status=status,
+            content=text,
+            scenario=run.scenario,
+            usage=meta.get("usage") or {},
+            error=error if status is not RunStatus.COMPLETE else None,
+        )
+        # The conversation is free before anyone hears the run ended: a client that sends
+        # its next message the moment it reads the result must not find it still busy.
+        self.on_end(run)
+        await self.locks.release(run.conversation.uuid, run.run_id)
         try:
             if status is RunStatus.FAILED:
-                await self.publish(
-                    run, EventType.ERROR, {"message": error, "messageId": assistant.id}
-                )
-            await self.publish(run, EventType.RESULT, run.result)
+                await self.publish(run, RunFailed(error or "failed", assistant.id))
+            await self.publish(run, run.result)
             await self.events.finish(run.run_id)
         finally:
-            self.on_end(run)
-            await self.locks.release(run.conversation.uuid, run.run_id)
             run.done.set()
 
     async def _heartbeat(self, run: ActiveRun) -> None:
@@ -228,13 +234,13 @@ class RunDriver:
                 written = await self.memory.finish_answer(
                     run.conversation,
                     run.assistant,
-                    conversation_status=_CONVERSATION_STATUS[RunStatus(run.record.status)],
+                    conversation_status=_CONVERSATION_STATUS[run.record.status],
                     tool_calls=tool_calls,
                     run=run.record,
                 )
                 if not written:  # a survivor closed this run already: it stays interrupted
                     run.assistant.status = MessageStatus.INTERRUPTED
-                    run.record.status = RunStatus.INTERRUPTED.value
+                    run.record.status = RunStatus.INTERRUPTED
                 return written
             except StoreUnavailable as exc:
                 if attempt == 3:

@@ -12,9 +12,8 @@ from fastapi import Depends, HTTPException, Request, Response, Security
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from lumina_app.domain import LOCAL, Principal, Via
 from lumina_app.settings import Settings, get_settings
-
-LOCAL_OWNER = ""
 
 
 def _is_loopback(host: str | None) -> bool:
@@ -26,14 +25,16 @@ def _is_loopback(host: str | None) -> bool:
         return host in ("localhost", "testclient")
 
 
-def resolve_owner(authorization: str | None, client_host: str | None, settings: Settings) -> str:
+def resolve_principal(
+    authorization: str | None, client_host: str | None, settings: Settings
+) -> Principal:
     keys = settings.api_key_map
     if not keys:
         if not _is_loopback(client_host):
             raise HTTPException(
                 403, "the API answers loopback clients only until LUMINA_API_KEYS is set"
             )
-        return LOCAL_OWNER
+        return LOCAL
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
@@ -43,21 +44,21 @@ def resolve_owner(authorization: str | None, client_host: str | None, settings: 
             owner = key_owner
     if owner is None:
         raise HTTPException(401, "invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
-    return owner
+    return Principal(owner=owner, via=Via.API_KEY)
 
 
-async def current_owner(request: Request) -> str:
-    owner = getattr(request.state, "owner", None)
-    if owner is None:
+async def current_principal(request: Request) -> Principal:
+    principal = getattr(request.state, "principal", None)
+    if principal is None:
         client = request.client.host if request.client else None
         settings = getattr(request.app.state, "settings", None) or get_settings()
-        owner = resolve_owner(request.headers.get("authorization"), client, settings)
-        request.state.owner = owner
-    return owner
+        principal = resolve_principal(request.headers.get("authorization"), client, settings)
+        request.state.principal = principal
+    return principal
 
 
 # Declares the scheme in the OpenAPI schema (and the "Authorize" button of /docs). It checks
-# nothing itself (auto_error=False): resolve_owner does, exactly as before.
+# nothing itself (auto_error=False): resolve_principal does.
 bearer_scheme = HTTPBearer(
     auto_error=False,
     scheme_name="bearer",
@@ -66,14 +67,14 @@ bearer_scheme = HTTPBearer(
 )
 
 
-async def _declared_owner(
+async def _declared_principal(
     request: Request,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
-) -> str:
-    return await current_owner(request)
+) -> Principal:
+    return await current_principal(request)
 
 
-Owner = Annotated[str, Depends(_declared_owner)]
+Caller = Annotated[Principal, Depends(_declared_principal)]
 
 
 class AuthenticatedRoute(APIRoute):
@@ -84,7 +85,7 @@ class AuthenticatedRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def authenticated(request: Request) -> Response:
-            await current_owner(request)
+            await current_principal(request)
             return await handler(request)
 
         return authenticated

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
-from lumina_app.api.auth import Owner
-from lumina_app.api.deps import ServicesDep, find_conversation
-from lumina_app.domain import ConversationInfo
+from lumina_app.api.auth import Caller
+from lumina_app.api.deps import ServicesDep
+from lumina_app.services.conversations import ExportFormat
 
 router = APIRouter(prefix="/api/v1", tags=["export"])
-
-
-class ExportFormat(StrEnum):
-    JSON = "json"
-    MD = "md"
-    ARCHIVE = "archive"
 
 
 @router.get(
@@ -34,22 +27,14 @@ class ExportFormat(StrEnum):
 async def export_conversation(
     conversation_id: str,
     services: ServicesDep,
-    owner: Owner,
+    caller: Caller,
     export_format: Annotated[ExportFormat, Query(alias="format")] = ExportFormat.JSON,
 ) -> Response:
     """One conversation in the archive's shapes (DESIGN §7); someone else's is a 404."""
-    conv = await find_conversation(services, conversation_id, owner=owner)
+    export = await services.conversations.export(caller, conversation_id, export_format)
+    headers = {"Content-Disposition": f'attachment; filename="{export.filename}"'}
     if export_format is ExportFormat.JSON:
-        body = await services.archive.document(conv)
-        return JSONResponse(body, headers=_attachment(conv, "json"))
+        return JSONResponse(export.body, headers=headers)
     if export_format is ExportFormat.MD:
-        text = await services.archive.markdown(conv)
-        return Response(
-            text, media_type="text/markdown; charset=utf-8", headers=_attachment(conv, "md")
-        )
-    data = await services.archive.zip_archive(conv)
-    return Response(data, media_type="application/zip", headers=_attachment(conv, "zip"))
-
-
-def _attachment(conv: ConversationInfo, extension: str) -> dict[str, str]:
-    return {"Content-Disposition": f'attachment; filename="{conv.uuid}.{extension}"'}
+        return Response(export.body, media_type="text/markdown; charset=utf-8", headers=headers)
+    return Response(export.body, media_type="application/zip", headers=headers)

@@ -24,18 +24,6 @@ def _reflex_version() -> str:
 
 @router.get("/healthz", response_model=Health)
 async def healthz(services: ServicesDep) -> JSONResponse:
-    parts = await services.health()
-    if parts["database"] != "ok":
-        overall = "down"
-    elif parts["hot_window"] != "ok":
-        overall = "degraded"
-    else:
-        overall = "ok"
-    body = Health(
-        status=overall,
-        database=parts["database"],
-        hotWindow=parts["hot_window"],
-        hotWindowBackend=parts["hot_window_backend"],
-        version=f"lumina {VERSION} (reflex {_reflex_version()})",
-    )
-    return JSONResponse(body.model_dump(), status_code=503 if overall == "down" else 200)
+    health = await services.health.check()
+    body = Health.of(health, f"lumina {VERSION} (reflex {_reflex_version()})")
+    return JSONResponse(body.model_dump(), status_code=503 if body.status == "down" else 200)

@@ -7,15 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query, Response
 
-from lumina_app.agents.registry import is_valid_agent_id
-from lumina_app.api.auth import AuthenticatedRoute, Owner
-from lumina_app.api.deps import (
-    LastEventId,
-    ServicesDep,
-    find_conversation,
-    optional_conversation_id,
-    stream_response,
-)
+from lumina_app.api.auth import AuthenticatedRoute, Caller
+from lumina_app.api.deps import LastEventId, ServicesDep, stream_response
 from lumina_app.api.idempotency import IdempotencyKey, idempotent, idempotent_run
 from lumina_app.api.schemas import (
     MAX_SEQ,
@@ -33,7 +26,7 @@ from lumina_app.api.schemas import (
     TaskText,
 )
 from lumina_app.api.sse import v1_frames
-from lumina_app.domain import AgentNotFound, InvalidInput
+from lumina_app.domain import InvalidInput
 
 router = APIRouter(prefix="/api/v1", tags=["v1"], route_class=AuthenticatedRoute)
 Limit = Annotated[int, Query(ge=1, le=100)]
@@ -43,58 +36,56 @@ Limit = Annotated[int, Query(ge=1, le=100)]
 async def create_conversation(
     body: CreateConversation,
     services: ServicesDep,
-    owner: Owner,
+    caller: Caller,
     idempotency_key: IdempotencyKey = None,
 ) -> ConversationOut:
     async def create() -> dict:
-        agent = services.registry.get(body.agent_id) if is_valid_agent_id(body.agent_id) else None
-        if agent is None:
-            raise AgentNotFound(body.agent_id)
-        conv = await services.memory.create_conversation(
-            agent_id=agent.id, title=body.title or "", owner=owner
+        conv = await services.conversations.create(
+            caller, agent_id=body.agent_id, title=body.title or ""
         )
         return ConversationOut.of(conv).model_dump()
 
-    return await idempotent(services, owner, idempotency_key, "create-conversation", body, create)
+    return await idempotent(
+        services, caller.owner, idempotency_key, "create-conversation", body, create
+    )
 
 
 @router.get("/conversations", response_model=ConversationPage)
 async def list_conversations(
     services: ServicesDep,
-    owner: Owner,
+    caller: Caller,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
     limit: Limit = 20,
     after: Annotated[str | None, Query(max_length=200), Cursor] = None,
     q: Annotated[str | None, Query(max_length=200), NoNul] = None,
 ) -> ConversationPage:
-    items, cursor = await services.memory.list_conversations(
-        agent_id=agent_id, owner=owner, limit=limit, cursor=after, search=q
+    items, cursor = await services.conversations.list(
+        caller, agent_id=agent_id, limit=limit, cursor=after, search=q
     )
     return ConversationPage(items=[ConversationOut.of(c) for c in items], nextCursor=cursor)
 
 
 @router.get("/conversations/{conversation_id}", response_model=ConversationOut)
 async def get_conversation(
-    conversation_id: str, services: ServicesDep, owner: Owner
+    conversation_id: str, services: ServicesDep, caller: Caller
 ) -> ConversationOut:
-    return ConversationOut.of(await find_conversation(services, conversation_id, owner=owner))
+    return ConversationOut.of(await services.conversations.get(caller, conversation_id))
 
 
 @router.patch("/conversations/{conversation_id}", response_model=ConversationOut)
 async def rename_conversation(
-    conversation_id: str, body: RenameConversation, services: ServicesDep, owner: Owner
+    conversation_id: str, body: RenameConversation, services: ServicesDep, caller: Caller
 ) -> ConversationOut:
-    conv = await find_conversation(services, conversation_id, owner=owner)
-    await services.memory.rename(conv, body.title)
-    return ConversationOut.of(await find_conversation(services, conversation_id, owner=owner))
+    return ConversationOut.of(
+        await services.conversations.rename(caller, conversation_id, body.title)
+    )
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204)
 async def delete_conversation(
-    conversation_id: str, services: ServicesDep, owner: Owner
+    conversation_id: str, services: ServicesDep, caller: Caller
 ) -> Response:
-    conv = await find_conversation(services, conversation_id, owner=owner)
-    await services.memory.delete(conv)
+    await services.conversations.delete(caller, conversation_id)
     return Response(status_code=204)
 
 
@@ -102,7 +93,7 @@ async def delete_conversation(
 async def list_messages(
     conversation_id: str,
     services: ServicesDep,
-    owner: Owner,
+    caller: Caller,
     limit: Limit = 50,
     after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
     before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
@@ -110,17 +101,13 @@ async def list_messages(
     """Ordered by seq. ``after`` pages forward; ``before`` gives the page ending before a
     seq (the UI's scroll-up); both bound a range; neither gives the first page.
     ``nextAfter`` / ``nextBefore`` continue forward / backward within the range asked for."""
-    conv = await find_conversation(services, conversation_id, owner=owner)
-    if after is None and before is None:
-        after = 0
-    msgs = await services.memory.history(conv, limit=limit, after_seq=after, before_seq=before)
-    if before is not None:  # with ``after`` too, the store pages forward from it: cut the range
-        msgs = [m for m in msgs if m.seq < before]
-    upper = conv.last_seq if before is None else min(conv.last_seq, before - 1)
-    next_after = msgs[-1].seq if msgs and msgs[-1].seq < upper else None
-    next_before = msgs[0].seq if msgs and msgs[0].seq > (after or 0) + 1 else None
+    _conv, page = await services.conversations.messages(
+        caller, conversation_id, limit=limit, after=after, before=before
+    )
     return MessagePage(
-        items=[MessageOut.of(m) for m in msgs], nextAfter=next_after, nextBefore=next_before
+        items=[MessageOut.of(m) for m in page.items],
+        nextAfter=page.next_after,
+        nextBefore=page.next_before,
     )
 
 
@@ -152,7 +139,7 @@ async def execution(
     if text is None:
         raise InvalidInput("task is required (query parameter or JSON body)")
     from_body = body.conversation_id if body and body.conversation_id else None
-    return Execution(agent_id, text, optional_conversation_id(conversation_id or from_body))
+    return Execution(agent_id, text, conversation_id or from_body or None)
 
 
 ExecutionDep = Annotated[Execution, Depends(execution)]
@@ -166,7 +153,7 @@ ExecutionDep = Annotated[Execution, Depends(execution)]
 async def execute_stream(
     job: ExecutionDep,
     services: ServicesDep,
-    owner: Owner,
+    caller: Caller,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
 ) -> Response:
@@ -174,16 +161,16 @@ async def execute_stream(
     Last-Event-ID if it sends one (a reconnect)."""
 
     async def start() -> str:
-        run = await services.chat.start(
-            agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation, owner=owner
+        run = await services.runs.start(
+            caller, agent_id=job.agent_id, message=job.text, conversation_id=job.conversation
         )
         return run.run_id
 
     run_id, retry = await idempotent_run(
-        services, owner, idempotency_key, "execute-stream", job.fingerprint(), start
+        services, caller.owner, idempotency_key, "execute-stream", job.fingerprint(), start
     )
     after = last_event_id if retry else 0
-    events = await services.chat.open_stream(run_id, after=after, owner=owner)
+    events = await services.runs.events(caller, run_id, after=after)
     return stream_response(services, events, v1_frames)
 
 
@@ -191,12 +178,12 @@ async def execute_stream(
 async def execute(
     job: ExecutionDep,
     services: ServicesDep,
-    owner: Owner,
+    caller: Caller,
     idempotency_key: IdempotencyKey = None,
 ) -> RunAccepted:
     async def start() -> dict:
-        run = await services.chat.execute(
-            agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation, owner=owner
+        run = await services.runs.start(
+            caller, agent_id=job.agent_id, message=job.text, conversation_id=job.conversation
         )
         return RunAccepted(
             runId=run.run_id,
@@ -205,31 +192,24 @@ async def execute(
             scenario=run.scenario.value,
         ).model_dump()
 
-    return await idempotent(services, owner, idempotency_key, "execute", job.fingerprint(), start)
+    return await idempotent(
+        services, caller.owner, idempotency_key, "execute", job.fingerprint(), start
+    )
 
 
 @router.post("/agents/{agent_id}/execute/sync", response_model=SyncResult)
 async def execute_sync(
     job: ExecutionDep,
     services: ServicesDep,
-    owner: Owner,
+    caller: Caller,
     idempotency_key: IdempotencyKey = None,
 ) -> SyncResult:
     async def run() -> dict:
-        result = await services.chat.execute_sync(
-            agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation, owner=owner
+        result = await services.runs.execute_sync(
+            caller, agent_id=job.agent_id, message=job.text, conversation_id=job.conversation
         )
-        return SyncResult(
-            runId=result["runId"],
-            conversationId=result["conversationId"],
-            messageId=result["messageId"],
-            status=result["status"],
-            answer=result["content"],
-            scenario=result["scenario"],
-            error=result.get("error"),
-            usage=result.get("usage") or {},
-        ).model_dump()
+        return SyncResult.of(result).model_dump()
 
     return await idempotent(
-        services, owner, idempotency_key, "execute-sync", job.fingerprint(), run
+        services, caller.owner, idempotency_key, "execute-sync", job.fingerprint(), run
     )

@@ -14,8 +14,11 @@ from pydantic import (
 )
 from pydantic_core import core_schema
 
-from lumina_app.domain import ConversationInfo, Msg
+from lumina_app.domain import ConversationInfo, Msg, RunFinished
 from lumina_app.domain.views import conversation_meta, history_entry, iso_us
+from lumina_app.services.agents import AgentView
+from lumina_app.services.health import Health as HealthReport
+from lumina_app.services.runs import RunView
 
 
 def _no_nul(value: str | None) -> str | None:
@@ -185,6 +188,23 @@ class RunOut(BaseModel):
     startedAt: str | None = None
     finishedAt: str | None = None
 
+    @classmethod
+    def of(cls, run: RunView) -> RunOut:
+        return cls(
+            runId=run.run_id,
+            conversationId=run.conversation_id,
+            agentId=run.agent_id,
+            status=run.status.value,
+            scenario=run.scenario.value,
+            model=run.model,
+            messageId=run.message_id,
+            turnId=run.turn_id,
+            content=run.content,
+            error=run.error,
+            startedAt=iso_us(run.started_at) if run.started_at else None,
+            finishedAt=iso_us(run.finished_at) if run.finished_at else None,
+        )
+
 
 class SyncResult(BaseModel):
     runId: str
@@ -196,6 +216,19 @@ class SyncResult(BaseModel):
     error: str | None = None
     usage: dict[str, int] = {}
 
+    @classmethod
+    def of(cls, result: RunFinished) -> SyncResult:
+        return cls(
+            runId=result.run_id,
+            conversationId=result.conversation_id,
+            messageId=result.message_id,
+            status=result.status.value,
+            answer=result.content,
+            scenario=result.scenario.value,
+            error=result.error or None,
+            usage=result.usage,
+        )
+
 
 class AgentOut(BaseModel):
     id: str
@@ -205,6 +238,18 @@ class AgentOut(BaseModel):
     error: str | None = None
     provider: str
     model: str | None = None
+
+    @classmethod
+    def of(cls, agent: AgentView) -> AgentOut:
+        return cls(
+            id=agent.id,
+            name=agent.name,
+            description=agent.description,
+            available=agent.available,
+            error=agent.error,
+            provider=agent.provider,
+            model=agent.model,
+        )
 
 
 class Stats(BaseModel):
@@ -259,6 +304,16 @@ class Health(BaseModel):
     hotWindow: str
     hotWindowBackend: str
     version: str
+
+    @classmethod
+    def of(cls, health: HealthReport, version: str) -> Health:
+        return cls(
+            status=health.overall.value,
+            database=health.database,
+            hotWindow=health.hot_window,
+            hotWindowBackend=health.hot_window_backend,
+            version=version,
+        )
 
 
 class ErrorDetail(BaseModel):

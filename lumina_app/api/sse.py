@@ -20,7 +20,14 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lumina_app.domain import EventType, RunEvent
+from lumina_app.domain import (
+    AnswerChunk,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunStatus,
+    SessionStarted,
+)
 from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
@@ -44,32 +51,33 @@ def frame(data: Any, *, event: str | None = None, event_id: int | None = None) -
 
 def v1_payload(event: RunEvent) -> dict[str, Any] | None:
     """Family A (Lumina v1): chunks, then done/error; thinking and tool calls are not sent."""
-    data = event.data
-    if event.type is EventType.SESSION:
+    payload = event.payload
+    if isinstance(payload, SessionStarted):
         return {
-            "conversationId": data["conversationId"],
-            "runId": data["runId"],
-            "scenario": data["scenario"],
+            "conversationId": payload.conversation_id,
+            "runId": payload.run_id,
+            "scenario": payload.scenario.value,
         }
-    if event.type is EventType.DELTA:
-        return {"chunk": data["text"]}
-    if event.type is EventType.ERROR:
-        return {"error": data["message"], "messageId": data["messageId"]}
-    if event.type is EventType.RESULT and data["status"] != "failed":
-        done: dict[str, Any] = {"done": True, "messageId": data["messageId"]}
-        if data["status"] != "complete":
-            done["status"] = data["status"]
+    if isinstance(payload, AnswerChunk):
+        return {"chunk": payload.text}
+    if isinstance(payload, RunFailed):
+        return {"error": payload.message, "messageId": payload.message_id}
+    if isinstance(payload, RunFinished) and payload.status is not RunStatus.FAILED:
+        done: dict[str, Any] = {"done": True, "messageId": payload.message_id}
+        if payload.status is not RunStatus.COMPLETE:
+            done["status"] = payload.status.value
         return done
     return None
 
 
 def v1_frames(event: RunEvent) -> bytes | None:
     """The v1 framing of one event; ``None`` for what v1 does not send."""
-    if event.type is EventType.DELTA:  # most frames: byte-identical to frame(), no dumps()
-        text = encode_basestring(event.data["text"])
+    payload = event.payload
+    if isinstance(payload, AnswerChunk):  # most frames: byte-identical to frame(), no dumps()
+        text = encode_basestring(payload.text)
         return f'id: {event.id}\ndata: {{"chunk": {text}}}\n\n'.encode()
-    payload = v1_payload(event)
-    return None if payload is None else frame(payload, event_id=event.id)
+    body = v1_payload(event)
+    return None if body is None else frame(body, event_id=event.id)
 
 
 def named_frames(event: RunEvent) -> bytes:

@@ -1,5 +1,6 @@
 """Pure types shared by every layer: no I/O, no framework imports."""
 
+from lumina_app.domain.access import LOCAL, Principal, Via
 from lumina_app.domain.errors import (
     AgentNotFound,
     AgentUnavailable,
@@ -14,16 +15,23 @@ from lumina_app.domain.errors import (
     StoreUnavailable,
 )
 from lumina_app.domain.events import (
+    AnswerChunk,
     EventType,
     Finish,
     LLMEvent,
     ProviderError,
     RunEvent,
+    RunFailed,
+    RunFinished,
+    RunPayload,
     RunStatus,
     Scenario,
+    SessionStarted,
     TextDelta,
+    ThinkingChunk,
     ThinkingDelta,
     ToolCall,
+    ToolCallRequested,
     Usage,
 )
 from lumina_app.domain.types import (
@@ -39,6 +47,16 @@ from lumina_app.domain.types import (
 )
 
 __all__ = [
+    "LOCAL",
+    "AnswerChunk",
+    "Principal",
+    "RunFailed",
+    "RunFinished",
+    "RunPayload",
+    "SessionStarted",
+    "ThinkingChunk",
+    "ToolCallRequested",
+    "Via",
     "AgentNotFound",
     "AgentUnavailable",
     "InputTooLarge",

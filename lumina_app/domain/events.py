@@ -1,10 +1,18 @@
-"""What an LLM provider yields, and what a run emits to its consumers (UI, SSE clients)."""
+"""What an LLM provider yields, and what a run emits to its consumers (UI, SSE clients).
+
+Run events are typed: a :class:`RunEvent` is an id and one payload class per kind. Each
+payload renders its public JSON (``wire()``, the family-B ``data:`` of an SSE frame) and a
+record for the run event log (``record()``: the wire form plus what only Lumina's own
+consumers use, such as the question's seq for the UI).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
+
+# -- provider output -----------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -43,6 +51,9 @@ class ProviderError:
 LLMEvent = TextDelta | ThinkingDelta | ToolCall | Usage | Finish | ProviderError
 
 
+# -- run states ----------------------------------------------------------------------------
+
+
 class Scenario(StrEnum):
     """How a run's context was built (DESIGN §5)."""
 
@@ -70,14 +81,205 @@ class EventType(StrEnum):
     RESULT = "result"
 
 
+# -- run event payloads --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStarted:
+    """The run is accepted: its question and a ``streaming`` answer row are committed."""
+
+    kind: ClassVar[EventType] = EventType.SESSION
+    conversation_id: str
+    turn_id: str
+    run_id: str
+    scenario: Scenario
+    agent_id: str
+    user_message_id: int
+    assistant_message_id: int
+    context_messages: int
+    model: str
+    # Not on the wire: what the UI needs to show the question as a stored row.
+    user_seq: int = 0
+    created_at: str = ""
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "conversationId": self.conversation_id,
+            "messageId": self.turn_id,
+            "runId": self.run_id,
+            "scenario": self.scenario.value,
+            "agentId": self.agent_id,
+            "userMessageId": self.user_message_id,
+            "assistantMessageId": self.assistant_message_id,
+            "contextMessages": self.context_messages,
+            "model": self.model,
+        }
+
+    def record(self) -> dict[str, Any]:
+        return {**self.wire(), "userSeq": self.user_seq, "createdAt": self.created_at}
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> SessionStarted:
+        return cls(
+            conversation_id=data["conversationId"],
+            turn_id=data["messageId"],
+            run_id=data["runId"],
+            scenario=Scenario(data["scenario"]),
+            agent_id=data["agentId"],
+            user_message_id=data["userMessageId"],
+            assistant_message_id=data["assistantMessageId"],
+            context_messages=data["contextMessages"],
+            model=data["model"],
+            user_seq=data.get("userSeq", 0),
+            created_at=data.get("createdAt", ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerChunk:
+    kind: ClassVar[EventType] = EventType.DELTA
+    text: str
+
+    def wire(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+    record = wire
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> AnswerChunk:
+        return cls(data["text"])
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingChunk:
+    kind: ClassVar[EventType] = EventType.THINKING
+    text: str
+
+    def wire(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+    record = wire
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> ThinkingChunk:
+        return cls(data["text"])
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequested:
+    kind: ClassVar[EventType] = EventType.TOOL_CALL
+    call_id: str
+    name: str
+    arguments: str
+
+    def wire(self) -> dict[str, Any]:
+        return {"id": self.call_id, "name": self.name, "arguments": self.arguments}
+
+    record = wire
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> ToolCallRequested:
+        return cls(data["id"], data["name"], data["arguments"])
+
+
+@dataclass(frozen=True, slots=True)
+class RunFailed:
+    """Sent just before the result of a run that ended ``failed``."""
+
+    kind: ClassVar[EventType] = EventType.ERROR
+    message: str
+    message_id: int
+
+    def wire(self) -> dict[str, Any]:
+        return {"message": self.message, "messageId": self.message_id}
+
+    record = wire
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> RunFailed:
+        return cls(data["message"], data["messageId"])
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The last event of every run: how it ended and the answer as stored."""
+
+    kind: ClassVar[EventType] = EventType.RESULT
+    run_id: str
+    conversation_id: str
+    message_id: int
+    turn_id: str
+    status: RunStatus
+    content: str
+    scenario: Scenario
+    usage: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "runId": self.run_id,
+            "conversationId": self.conversation_id,
+            "messageId": self.message_id,
+            "turnId": self.turn_id,
+            "status": self.status.value,
+            "content": self.content,
+            "usage": self.usage,
+            "scenario": self.scenario.value,
+        }
+        if self.error and self.status is not RunStatus.COMPLETE:
+            data["error"] = self.error
+        return data
+
+    record = wire
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> RunFinished:
+        return cls(
+            run_id=data["runId"],
+            conversation_id=data["conversationId"],
+            message_id=data["messageId"],
+            turn_id=data["turnId"],
+            status=RunStatus(data["status"]),
+            content=data["content"],
+            scenario=Scenario(data["scenario"]),
+            usage=data.get("usage") or {},
+            error=data.get("error"),
+        )
+
+
+RunPayload = (
+    SessionStarted | AnswerChunk | ThinkingChunk | ToolCallRequested | RunFailed | RunFinished
+)
+_PAYLOADS: dict[EventType, Any] = {
+    p.kind: p
+    for p in (SessionStarted, AnswerChunk, ThinkingChunk, ToolCallRequested, RunFailed, RunFinished)
+}
+
+
 @dataclass(slots=True)
 class RunEvent:
     """One event of a run; ``id`` increases by one per event, for replay after reconnect."""
 
     id: int
-    type: EventType
-    data: dict[str, Any] = field(default_factory=dict)
+    payload: RunPayload
+
+    @property
+    def type(self) -> EventType:
+        return self.payload.kind
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The public JSON of the payload (family B's ``data:``)."""
+        return self.payload.wire()
 
     @property
     def is_terminal(self) -> bool:
-        return self.type is EventType.RESULT
+        return self.payload.kind is EventType.RESULT
+
+    def record(self) -> dict[str, Any]:
+        return self.payload.record()
+
+    @classmethod
+    def decode(cls, event_id: int, kind: str, record: dict[str, Any]) -> RunEvent:
+        """Back from ``(type, record())`` as a run event log stores it."""
+        return cls(event_id, _PAYLOADS[EventType(kind)].from_record(record))

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from lumina_app.domain.events import RunStatus, Scenario
+
 
 class MsgRole(StrEnum):
     """Stored roles (DESIGN §3). ``chat_role`` maps them to the LLM wire format."""
@@ -165,10 +167,10 @@ class RunRecord:
     conversation_id: int
     agent_id: str
     owner: str
-    scenario: str
+    scenario: Scenario
     provider: str
     model: str
-    status: str = "running"
+    status: RunStatus = RunStatus.RUNNING
     context_first_seq: int | None = None
     context_last_seq: int | None = None
     context_messages: int = 0

@@ -1,8 +1,10 @@
 """The hot window contract: the last N final messages of a conversation plus a high-water seq.
 
-A window is a projection of SQL. ``append`` is idempotent by seq: messages at or below the
-high-water mark are skipped, a gap drops the window (the next read rebuilds it), and a
-missing window is left missing — a partial window must never pass for a whole one.
+A window is a projection of SQL. ``append`` only extends a window by the next seqs: a gap
+drops the window (the next read rebuilds it), messages at or below the high-water mark
+(finalised out of order: an answer ending after a later row was windowed) make the caller
+rebuild it, and a missing window is left missing — a partial window must never pass for a
+whole one.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ class HotWindow(Protocol):
         """The window, or None when there is none (never an empty stand-in)."""
 
     async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> bool:
-        """Add final messages with consecutive seqs to an existing window; False when
-        there is no window to add to (missing, or just dropped for a gap)."""
+        """Add final messages with consecutive seqs to an existing window; False when they
+        do not extend it (missing, dropped for a gap, or at or below its mark): rebuild."""
 
     async def replace(self, conversation_uuid: str, msgs: Sequence[Msg], high_water: int) -> None:
         """Install a window rebuilt from SQL."""

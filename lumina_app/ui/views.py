@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import AsyncIterator
+from typing import TypedDict
 
-from lumina_app.domain import ConversationInfo, Msg
+from lumina_app.domain import (
+    ConversationBusy,
+    ConversationInfo,
+    LuminaError,
+    Msg,
+    RunEvent,
+    RunFinished,
+    SessionStarted,
+    StoreUnavailable,
+)
 from lumina_app.domain.views import iso_ms
-
-# The browser UI is the local operator's console: it acts as the loopback owner.
-UI_OWNER = ""
 
 
 class MessageView(TypedDict):
@@ -43,16 +50,55 @@ def message_view(msg: Msg) -> MessageView:
     )
 
 
-def answer_view(result: dict[str, Any], seq: int, time: str) -> MessageView:
+def question_view(session: SessionStarted, text: str) -> MessageView:
+    """The question of a run, as its ``session`` event says it was stored."""
+    return MessageView(
+        key=f"m{session.user_message_id}",
+        id=session.user_message_id,
+        seq=session.user_seq,
+        role="user",
+        content=text,
+        status="complete",
+        error="",
+        time=session.created_at,
+    )
+
+
+def finished_turn(
+    shown: list[MessageView],
+    session: SessionStarted | None,
+    result: RunFinished | None,
+    question: str,
+) -> list[MessageView]:
+    """The rows a finished run adds to ``shown``: its question (when this page sent it)
+    and its answer, as the run's events carried them."""
+    known = {m["id"] for m in shown}
+    turn: list[MessageView] = []
+    if session is not None and question and session.user_message_id not in known:
+        turn.append(question_view(session, question))
+    if result is not None and result.message_id not in known:
+        last_seq = shown[-1]["seq"] if shown else 0
+        seq = session.user_seq + 1 if session is not None else last_seq + 1
+        turn.append(answer_view(result, seq, session.created_at if session else ""))
+    return turn
+
+
+async def no_events() -> AsyncIterator[RunEvent | None]:
+    """An empty event stream (a run that is gone)."""
+    return
+    yield
+
+
+def answer_view(result: RunFinished, seq: int, time: str) -> MessageView:
     """The finished answer of a run, from its ``result`` event."""
     return MessageView(
-        key=f"m{result['messageId']}",
-        id=result["messageId"],
+        key=f"m{result.message_id}",
+        id=result.message_id,
         seq=seq,
         role="assistant",
-        content=result.get("content", ""),
-        status=result["status"],
-        error=result.get("error") or "",
+        content=result.content,
+        status=result.status.value,
+        error=result.error or "",
         time=time,
     )
 
@@ -65,3 +111,12 @@ def conversation_view(conv: ConversationInfo) -> ConversationView:
         updated=iso_ms(conv.updated_at),
         count=conv.message_count,
     )
+
+
+def explain(exc: LuminaError) -> str:
+    """A failed send, said for people."""
+    if isinstance(exc, ConversationBusy):
+        return "This conversation is still answering another message. Wait for it or press Stop."
+    if isinstance(exc, StoreUnavailable):
+        return "The database is unreachable, so the message was not sent. Try again shortly."
+    return str(exc)

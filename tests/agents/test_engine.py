@@ -8,6 +8,7 @@ import pytest
 
 from lumina_app.composition import open_services
 from lumina_app.domain import (
+    LOCAL,
     ConversationBusy,
     ConversationStatus,
     EventType,
@@ -28,7 +29,7 @@ async def send(
     services, text: str, conversation: str | None = None, agent: str = "tester"
 ) -> list[RunEvent]:
     return await collect(
-        services.chat.stream(agent_id=agent, message=text, conversation_uuid=conversation)
+        services.runs.stream(LOCAL, agent_id=agent, message=text, conversation_id=conversation)
     )
 
 
@@ -179,7 +180,7 @@ async def test_unreachable_provider_fails_cleanly(services, data_dir) -> None:
 async def test_consumer_gone_the_answer_still_completes(services, fake_llm) -> None:
     fake_llm.script.chunks = [f"w{i} " for i in range(20)]
     fake_llm.script.delay = 0.02
-    gen = services.chat.stream(agent_id="tester", message="go")
+    gen = services.runs.stream(LOCAL, agent_id="tester", message="go")
     session = await anext(gen)
     await anext(gen)
     await gen.aclose()  # the client went away after one chunk
@@ -197,7 +198,7 @@ async def test_cancel_on_disconnect_interrupts(settings_factory, fake_llm) -> No
     try:
         fake_llm.script.chunks = [f"w{i} " for i in range(50)]
         fake_llm.script.delay = 0.02
-        gen = services.chat.stream(agent_id="tester", message="go")
+        gen = services.runs.stream(LOCAL, agent_id="tester", message="go")
         session = await anext(gen)
         await anext(gen)
         run = services.chat.active_run(session.data["runId"])

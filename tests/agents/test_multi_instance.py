@@ -9,7 +9,7 @@ import pytest
 
 from lumina_app.agents.context import build_context
 from lumina_app.composition import open_services
-from lumina_app.domain import ConversationBusy, EventType
+from lumina_app.domain import LOCAL, ConversationBusy, EventType
 from tests.conftest import crashed_run
 
 
@@ -33,10 +33,10 @@ async def test_one_active_run_per_conversation_across_instances(pair, fake_llm) 
     assert busy.value.run_id == run.run_id
     await run.done.wait()
     fake_llm.script.delay = 0
-    after = await two.chat.execute_sync(
-        agent_id="tester", message="now", conversation_uuid=run.conversation.uuid
+    after = await two.runs.execute_sync(
+        LOCAL, agent_id="tester", message="now", conversation_id=run.conversation.uuid
     )
-    assert after["status"] == "complete"
+    assert after.status == "complete"
 
 
 async def test_stop_sent_to_the_other_instance(pair, fake_llm) -> None:
@@ -47,16 +47,16 @@ async def test_stop_sent_to_the_other_instance(pair, fake_llm) -> None:
     await asyncio.sleep(0.3)
     await two.chat.stop(run.run_id, owner="")
     assert run.done.is_set()
-    assert run.result["status"] == "stopped"
+    assert run.result.status == "stopped"
     record = await two.chat.runs.get_run(run.run_id)
     assert record.status == "stopped"
 
 
 async def test_warm_on_one_is_resume_on_two_with_the_same_context(pair, fake_llm) -> None:
     one, two = pair
-    first = await one.chat.execute_sync(agent_id="tester", message="alpha")
-    conv = first["conversationId"]
-    await one.chat.execute_sync(agent_id="tester", message="beta", conversation_uuid=conv)
+    first = await one.runs.execute_sync(LOCAL, agent_id="tester", message="alpha")
+    conv = first.conversation_id
+    await one.runs.execute_sync(LOCAL, agent_id="tester", message="beta", conversation_id=conv)
     warm = one.chat.sessions.get("tester", conv)
     assert warm is not None  # instance one would 'continue' from memory
     agent = one.registry.get("tester")
@@ -87,8 +87,8 @@ async def test_orphaned_run_is_interrupted_by_a_survivor(pair) -> None:
     assert (await two.memory.cold.get_message(record.assistant_message_id)).content == "half"
     events = [
         e
-        async for e in two.chat.stream(
-            agent_id="tester", message="next", conversation_uuid=conv.uuid
+        async for e in two.runs.stream(
+            LOCAL, agent_id="tester", message="next", conversation_id=conv.uuid
         )
     ]
     assert events[0].data["scenario"] == "resume" and events[-1].type is EventType.RESULT
@@ -115,9 +115,9 @@ async def test_a_sweep_during_accept_leaves_a_live_run_alone(settings_factory, m
             return result
 
         monkeypatch.setattr(memory, "begin_turn", begin_turn_then_sweep)
-        result = await chat.execute_sync(agent_id="demo", message="hello")
-        assert result["status"] == "complete"
-        conv = await memory.get_conversation(result["conversationId"])
+        result = await services.runs.execute_sync(LOCAL, agent_id="demo", message="hello")
+        assert result.status == "complete"
+        conv = await memory.get_conversation(result.conversation_id)
         stored = await memory.cold.page_messages(conv.id, limit=10)
         assert [m.status.value for m in stored] == ["complete", "complete"]
     finally:
@@ -128,7 +128,7 @@ async def test_text_no_database_can_store_is_invalid_input(services) -> None:
     from lumina_app.domain import InvalidInput
 
     with pytest.raises(InvalidInput):
-        await services.chat.execute_sync(agent_id="demo", message="hi \ud800")
+        await services.runs.execute_sync(LOCAL, agent_id="demo", message="hi \ud800")
     conv = await services.memory.create_conversation(agent_id="demo")
     for title in ("a\x00b", "x\udc00"):
         with pytest.raises(InvalidInput):

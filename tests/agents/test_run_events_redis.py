@@ -7,11 +7,12 @@ import asyncio
 import redis.asyncio as aioredis
 
 from lumina_app.composition import open_services
-from lumina_app.domain import EventType, RunEvent
+from lumina_app.domain import EventType
 from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
 from lumina_app.storage.local.run_events import LocalRunEventLog
 from lumina_app.storage.redis.run_events import RedisRunEventLog
 from tests.conftest import SHARED_REDIS_URL
+from tests.events import result, session
 
 
 async def test_stream_resumes_on_another_instance_from_last_event_id(
@@ -78,7 +79,7 @@ async def test_a_stream_read_from_redis_gets_keepalive_markers(redis_prefix) -> 
     heartbeat.reset()
     token = HEARTBEAT.set(heartbeat)
     try:
-        await one.publish("run-1", RunEvent(1, EventType.SESSION, {"runId": "run-1"}))
+        await one.publish("run-1", session(1, run="run-1"))
         await one.flush()
         events = two.subscribe("run-1")
         assert (await anext(events)).id == 1
@@ -86,7 +87,7 @@ async def test_a_stream_read_from_redis_gets_keepalive_markers(redis_prefix) -> 
         assert await anext(events) is None
         assert asyncio.get_running_loop().time() - started < 1.0  # not the 5 s block
         heartbeat.reset()
-        await one.publish("run-1", RunEvent(2, EventType.RESULT, {"status": "complete"}))
+        await one.publish("run-1", result(2))
         await one.flush()
         assert [e.id async for e in events if e is not None] == [2]
     finally:

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from lumina_app.api import create_api
-from lumina_app.composition import open_services, set_services
+from lumina_app.composition import install, open_services
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ async def api_factory(settings_factory):
     async def make(*, client_host: str = "127.0.0.1", **overrides):
         settings = settings_factory(**overrides)
         services = await open_services(settings)
-        set_services(services)
+        install(services)
         app = create_api(settings)
         client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app, client=(client_host, 50123)),
@@ -31,7 +31,7 @@ async def api_factory(settings_factory):
         return services, client
 
     yield make
-    set_services(None)
+    install(None)
     for services, client in opened:
         await client.aclose()
         await services.close()

@@ -19,12 +19,12 @@ from lumina_app.api.sse import (
     named_frames,
     v1_frames,
 )
-from lumina_app.composition import open_services, set_services
-from lumina_app.domain import EventType, RunEvent
+from lumina_app.composition import install, open_services
 from lumina_app.storage.local.run_events import LocalRunEventLog
 from tests.api.helpers import assert_sse_response
+from tests.events import chunk, result, session, thinking
 
-SESSION = RunEvent(1, EventType.SESSION, {"conversationId": "c", "runId": "r", "scenario": "new"})
+SESSION = session(1)
 
 
 class Client:
@@ -85,11 +85,9 @@ async def test_frames_keepalives_and_the_end_reach_the_client() -> None:
     sub, client = await open_run(log), Client()
     task = asyncio.create_task(stream(sub, keepalive=0.05)(scope={}, **asgi(client)))
     await asyncio.sleep(0.12)
-    await log.publish("run-1", RunEvent(2, EventType.THINKING, {"text": "hmm"}))  # not v1
-    await log.publish("run-1", RunEvent(3, EventType.DELTA, {"text": "你好"}))
-    await log.publish(
-        "run-1", RunEvent(4, EventType.RESULT, {"status": "complete", "messageId": 7})
-    )
+    await log.publish("run-1", thinking(2, "hmm"))  # not v1
+    await log.publish("run-1", chunk(3, "你好"))
+    await log.publish("run-1", result(4))
     await log.finish("run-1")
     await asyncio.wait_for(task, 2)
 
@@ -126,7 +124,7 @@ async def test_a_client_that_stops_reading_is_dropped_after_the_send_timeout(kee
     await asyncio.sleep(0.02)
     client.stalled = True
     stalled = asyncio.get_running_loop().time()
-    await log.publish("run-1", RunEvent(2, EventType.DELTA, {"text": "x"}))
+    await log.publish("run-1", chunk(2, "x"))
     await asyncio.wait_for(task, 1)
     assert asyncio.get_running_loop().time() - stalled >= 0.15
     assert sub.closed and not task.cancelled()
@@ -157,15 +155,13 @@ async def test_streams_after_the_route_unwinds_and_not_if_the_request_fails() ->
 
     sub, client = Subscription(log, "run-1"), Client()
     scope = {"fastapi_inner_astack": AsyncExitStack()}
-    await log.publish("run-1", RunEvent(2, EventType.RESULT, {"status": "complete"}))
+    await log.publish("run-1", result(2))
     await log.finish("run-1")
     async with AsyncExitStack() as stack:
         scope["fastapi_middleware_astack"] = stack
         response = EventStream(sub.events, named_frames, keepalive=30, send_timeout=30)
         await response(scope, **asgi(client))
-    assert client.body == named_frames(SESSION) + named_frames(
-        RunEvent(2, EventType.RESULT, {"status": "complete"})
-    )
+    assert client.body == named_frames(SESSION) + named_frames(result(2))
     assert "fastapi_inner_astack" not in scope  # not kept for the stream's lifetime
     assert sub.closed
 
@@ -188,7 +184,7 @@ async def test_fastapi_still_has_the_exit_stack_streams_run_from() -> None:
 async def test_behind_streams_after_routing_it_streams_once_the_app_has_returned() -> None:
     log = LocalRunEventLog(retention=60)
     sub, client = await open_run(log), Client()
-    done = RunEvent(2, EventType.RESULT, {"status": "complete", "messageId": 7})
+    done = result(2)
     await log.publish("run-1", done)
     await log.finish("run-1")
     order: list[str] = []
@@ -211,7 +207,7 @@ async def test_the_api_behind_streams_after_routing_streams_and_resumes(
     fake_llm.script.chunks = ["你", "好"]
     settings = settings_factory()
     services = await open_services(settings)
-    set_services(services)
+    install(services)
     app = create_api(settings)
     app.add_middleware(StreamsAfterRouting)
     transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50123))
@@ -225,7 +221,7 @@ async def test_the_api_behind_streams_after_routing_streams_and_resumes(
             again = await api.get(url, params={"format": "v1"}, headers={"Last-Event-ID": "1"})
             assert again.content == first.content.split(b"\n\n", 1)[1]
     finally:
-        set_services(None)
+        install(None)
         await services.close()
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from lumina_app.archive import writer
 from lumina_app.composition import open_services
+from lumina_app.domain import LOCAL
 
 
 @pytest.fixture
@@ -27,25 +28,25 @@ def conversation_folder(services, uuid: str) -> Path:  # noqa: ANN001
 
 
 async def test_each_finished_turn_is_written_to_the_archive(mirrored) -> None:
-    first = await mirrored.chat.execute_sync(agent_id="demo", message="你好")
-    assert first["status"] == "complete"
+    first = await mirrored.runs.execute_sync(LOCAL, agent_id="demo", message="你好")
+    assert first.status == "complete"
     assert await mirrored.mirror.drain()
-    folder = conversation_folder(mirrored, first["conversationId"])
+    folder = conversation_folder(mirrored, first.conversation_id)
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     assert (meta["status"], meta["stats"]["messageCount"]) == ("completed", 2)
     history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
     assert [e["role"] for e in history] == ["user", "assistant"]
-    assert history[1]["content"] == first["content"]
-    log = (folder / first["turnId"] / "messages.log").read_text(encoding="utf-8")
+    assert history[1]["content"] == first.content
+    log = (folder / first.turn_id / "messages.log").read_text(encoding="utf-8")
     assert log.startswith(f"[{history[0]['timestamp']}] [USER]\n你好\n\n")
 
-    second = await mirrored.chat.execute_sync(
-        agent_id="demo", message="again", conversation_uuid=first["conversationId"]
+    second = await mirrored.runs.execute_sync(
+        LOCAL, agent_id="demo", message="again", conversation_id=first.conversation_id
     )
     assert await mirrored.mirror.drain()
     history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
-    assert [e["messageId"] for e in history] == [first["turnId"]] * 2 + [second["turnId"]] * 2
-    assert (folder / second["turnId"] / "messages.log").is_file()
+    assert [e["messageId"] for e in history] == [first.turn_id] * 2 + [second.turn_id] * 2
+    assert (folder / second.turn_id / "messages.log").is_file()
 
 
 async def test_a_failed_write_does_not_fail_the_run_and_is_retried(
@@ -61,11 +62,11 @@ async def test_a_failed_write_does_not_fail_the_run_and_is_retried(
         return real_write(*args, **kwargs)
 
     monkeypatch.setattr(writer, "write_conversation", flaky_write)
-    result = await mirrored.chat.execute_sync(agent_id="demo", message="hello")
-    assert result["status"] == "complete"
+    result = await mirrored.runs.execute_sync(LOCAL, agent_id="demo", message="hello")
+    assert result.status == "complete"
     assert await mirrored.mirror.drain()
     assert len(calls) == 2 and mirrored.mirror.failed == 1
-    assert (conversation_folder(mirrored, result["conversationId"]) / "history.json").is_file()
+    assert (conversation_folder(mirrored, result.conversation_id) / "history.json").is_file()
     warnings = [r for r in caplog.records if r.name == "lumina_app.archive.mirror"]
     assert warnings and warnings[0].levelno == logging.WARNING
     assert "read-only" in warnings[0].getMessage() and "retry in" in warnings[0].getMessage()
@@ -82,9 +83,9 @@ async def test_a_slow_archive_does_not_hold_up_the_run(
         return real_write(*args, **kwargs)
 
     monkeypatch.setattr(writer, "write_conversation", stuck_write)
-    result = await mirrored.chat.execute_sync(agent_id="demo", message="quick")
-    assert result["status"] == "complete"  # returned while the archive write is blocked
-    folder = conversation_folder(mirrored, result["conversationId"])
+    result = await mirrored.runs.execute_sync(LOCAL, agent_id="demo", message="quick")
+    assert result.status == "complete"  # returned while the archive write is blocked
+    folder = conversation_folder(mirrored, result.conversation_id)
     assert not (folder / "history.json").exists()
     release.set()
     assert await mirrored.mirror.drain()
@@ -92,11 +93,11 @@ async def test_a_slow_archive_does_not_hold_up_the_run(
 
 
 async def test_deleting_a_conversation_removes_its_archive(mirrored) -> None:
-    result = await mirrored.chat.execute_sync(agent_id="demo", message="bye")
+    result = await mirrored.runs.execute_sync(LOCAL, agent_id="demo", message="bye")
     assert await mirrored.mirror.drain()
-    folder = conversation_folder(mirrored, result["conversationId"])
+    folder = conversation_folder(mirrored, result.conversation_id)
     assert folder.is_dir()
-    conv = await mirrored.memory.get_conversation(result["conversationId"])
+    conv = await mirrored.memory.get_conversation(result.conversation_id)
     await mirrored.memory.delete(conv)
     assert not folder.exists()
     assert await mirrored.mirror.drain()
@@ -105,5 +106,5 @@ async def test_deleting_a_conversation_removes_its_archive(mirrored) -> None:
 
 async def test_without_the_setting_nothing_is_mirrored(services) -> None:
     assert services.mirror is None
-    result = await services.chat.execute_sync(agent_id="demo", message="hi")
-    assert not conversation_folder(services, result["conversationId"]).exists()
+    result = await services.runs.execute_sync(LOCAL, agent_id="demo", message="hi")
+    assert not conversation_folder(services, result.conversation_id).exists()

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from lumina_app.domain import Msg, new_turn_id
+from lumina_app.domain import MessageStatus
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import load_settings
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
@@ -19,6 +19,7 @@ from lumina_app.storage.redis.hot_window import RedisHotWindow
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
+from tests.turns import store_turn
 
 pytestmark = pytest.mark.slow
 WINDOW = 6
@@ -79,19 +80,14 @@ def test_memory_state_machine(machine_env) -> None:
 
         def save_one(self, conv, turn: bool) -> None:  # noqa: ANN001
             self.counter += 1
-            tid = new_turn_id()
-            if turn:
-                self.run(
-                    self.memory.save_turn(
-                        conv,
-                        Msg.user(f"q{self.counter}", turn_id=tid),
-                        Msg.assistant(f"a{self.counter}", turn_id=tid),
-                    )
-                )
-                self.acknowledged[conv.uuid] += 2
-            else:
-                self.run(self.memory.save_message(conv, Msg.user(f"u{self.counter}", turn_id=tid)))
-                self.acknowledged[conv.uuid] += 1
+            # A finished answer, or one cut short with nothing said (it still takes a seq).
+            answer, status = (
+                (f"a{self.counter}", MessageStatus.COMPLETE)
+                if turn
+                else ("", MessageStatus.INTERRUPTED)
+            )
+            self.run(store_turn(self.memory, conv, f"q{self.counter}", answer, status=status))
+            self.acknowledged[conv.uuid] += 2
 
         @rule(index=st.integers(0, 1))
         def load(self, index: int) -> None:

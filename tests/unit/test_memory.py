@@ -7,7 +7,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from lumina_app.domain import ConversationStatus, Msg, new_turn_id
+from lumina_app.domain import ConversationStatus, Msg
 from lumina_app.memory import MemoryManager
 from lumina_app.storage.local.hot_window import LocalHotWindow
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
@@ -16,6 +16,7 @@ from lumina_app.storage.redis.hot_window import RedisHotWindow
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from tests.conftest import SHARED_REDIS_URL
+from tests.turns import store_turn
 
 
 def redis_window(url: str, prefix: str, window: int = 20) -> RedisHotWindow:
@@ -37,10 +38,7 @@ async def memory(engine, redis_prefix):
 
 async def add_turns(memory: MemoryManager, conv, count: int, start: int = 0) -> None:
     for i in range(start, start + count):
-        turn = new_turn_id()
-        await memory.save_turn(
-            conv, Msg.user(f"q{i}", turn_id=turn), Msg.assistant(f"a{i}", turn_id=turn)
-        )
+        await store_turn(memory, conv, f"q{i}", f"a{i}")
 
 
 async def sql_tail(memory: MemoryManager, conv, n: int) -> list[tuple[int, str, str]]:
@@ -80,13 +78,11 @@ async def test_window_trims_to_a_configured_n(engine, redis_prefix) -> None:
 
 async def test_concurrent_writers_leave_hot_equal_to_sql(memory: MemoryManager) -> None:
     conv = await memory.create_conversation(agent_id="a")
-    await asyncio.gather(
-        *(memory.save_message(conv, Msg.user(f"w{i}", turn_id=f"t{i}")) for i in range(50))
-    )
+    await asyncio.gather(*(store_turn(memory, conv, f"q{i}", f"a{i}") for i in range(50)))
     current = await fresh(memory, conv)
-    assert current.last_seq == 50
+    assert current.last_seq == 100
     stored = await memory.cold.page_messages(conv.id, limit=100)
-    assert [m.seq for m in stored] == list(range(1, 51))
+    assert [m.seq for m in stored] == list(range(1, 101))
     loaded = await memory.load(current)
     assert shape(loaded) == shape(stored[-20:])
     window = await memory.hot.read(conv.uuid)  # whatever Redis holds now is SQL's tail
@@ -117,7 +113,7 @@ async def test_stale_high_water_mark_means_rebuild_not_empty(memory: MemoryManag
 async def test_unicode_round_trips_through_the_hot_window(memory: MemoryManager) -> None:
     text = "你好 👋🏽 — 🇨🇳 e\u0301 \u200d"
     conv = await memory.create_conversation(agent_id="a")
-    await memory.save_turn(conv, Msg.user(text, turn_id="t"), Msg.assistant(text * 3, turn_id="t"))
+    await store_turn(memory, conv, text, text * 3)
     loaded = await memory.load(await fresh(memory, conv))
     assert [m.content.encode() for m in loaded] == [text.encode(), (text * 3).encode()]
     assert memory.stats.hits == 1
@@ -147,7 +143,7 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sent
 
 
-async def test_save_turn_is_one_transaction_and_one_redis_round_trip(
+async def test_a_turn_is_two_transactions_and_two_redis_round_trips(
     engine, redis_server, round_trips
 ) -> None:
     hot = redis_window(redis_server.url, "lumina")
@@ -167,9 +163,11 @@ async def test_save_turn_is_one_transaction_and_one_redis_round_trip(
     after, sent = _commands(redis_server), len(round_trips) - sent_before
     for sync_engine in store.db.engines:
         sa.event.remove(sync_engine, "commit", on_commit)
-    assert len(commits) == 1
-    assert sent == 1
-    assert after["evalsha"] - before.get("evalsha", 0) == 1
+    # The accept (question + streaming answer + run record), then the final answer write:
+    # each one commit and one EVALSHA pushing its final rows into the window.
+    assert len(commits) == 2
+    assert sent == 2
+    assert after["evalsha"] - before.get("evalsha", 0) == 2
     await hot.close()
 
 
@@ -210,7 +208,7 @@ async def test_in_process_window_has_the_same_behaviour(engine) -> None:
 
 async def test_conversation_status_follows_turns(memory: MemoryManager) -> None:
     conv = await memory.create_conversation(agent_id="a")
-    await memory.save_turn(conv, Msg.user("q", turn_id="t"), Msg.assistant("a", turn_id="t"))
+    await store_turn(memory, conv, "q", "a")
     current = await fresh(memory, conv)
     assert (current.status, current.message_count) == (ConversationStatus.COMPLETED, 2)
 

@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from lumina_app.domain import Msg, new_turn_id
 from lumina_app.memory import MemoryManager
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
+from tests.turns import store_turn
 from tests.unit.test_memory import redis_window, shape, sql_tail
 
 pytestmark = pytest.mark.slow
@@ -22,8 +22,7 @@ async def memory(engine, redis_server):
 
 
 async def turn(memory: MemoryManager, conv, i: int) -> None:
-    t = new_turn_id()
-    await memory.save_turn(conv, Msg.user(f"q{i}", turn_id=t), Msg.assistant(f"a{i}", turn_id=t))
+    await store_turn(memory, conv, f"q{i}", f"a{i}")
 
 
 async def timed_load(memory: MemoryManager, conv) -> tuple[list, float]:

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from lumina_app.domain import EventType, RunEvent
 from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
 from lumina_app.storage.local.run_events import LocalRunEventLog
+from tests.events import chunk, result
+
+pytestmark = pytest.mark.unit
 
 
 def event(event_id: int, kind: EventType = EventType.DELTA) -> RunEvent:
-    return RunEvent(event_id, kind, {"text": f"w{event_id}"})
+    return result(event_id) if kind is EventType.RESULT else chunk(event_id, f"w{event_id}")
 
 
 async def test_a_due_heartbeat_yields_none_between_events() -> None:

@@ -4,6 +4,8 @@ import pytest
 
 from lumina_app.settings import SettingsError, load_settings
 
+pytestmark = pytest.mark.unit
+
 
 def test_defaults_match_the_design(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("DATABASE_URL", "REDIS_URL", "CONTEXT_WINDOW", "LLM_PROVIDER", "API_KEYS"):

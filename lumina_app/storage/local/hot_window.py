@@ -37,10 +37,10 @@ class LocalHotWindow:
         if msgs[0].seq > high_water + 1:
             del self._entries[conversation_uuid]
             return False
-        fresh = [m for m in msgs if m.seq > high_water]
-        if fresh:
-            items.extend(fresh)
-            self._entries[conversation_uuid] = (items, fresh[-1].seq)
+        if msgs[0].seq <= high_water:  # out of order: the window may lack them
+            return False
+        items.extend(msgs)
+        self._entries[conversation_uuid] = (items, msgs[-1].seq)
         self._entries.move_to_end(conversation_uuid)
         return True
 

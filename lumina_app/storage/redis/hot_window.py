@@ -25,16 +25,12 @@ if not hw then return -1 end
 hw = tonumber(hw)
 local first = tonumber(ARGV[1])
 local last = first + #ARGV - 4
-if last <= hw then
-  redis.call('EXPIRE', KEYS[1], ARGV[3])
-  redis.call('EXPIRE', KEYS[2], ARGV[3])
-  return 0
-end
 if first > hw + 1 then
   redis.call('DEL', KEYS[1], KEYS[2])
   return -2
 end
-for i = hw + 1 - first + 4, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+if first <= hw then return 0 end
+for i = 4, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('SET', KEYS[2], last, 'EX', ARGV[3])
@@ -118,7 +114,8 @@ class RedisHotWindow:
         args = [msgs[0].seq, self.window, self.ttl, *(_encode(m) for m in msgs)]
         keys = list(self.keys(conversation_uuid))
         outcome = await self._call(lambda: self._append(keys=keys, args=args))
-        return int(outcome) >= 0  # -1: no window, -2: gap (window dropped)
+        # -1: no window, -2: a gap (window dropped), 0: at or below the mark (out of order)
+        return int(outcome) > 0
 
     async def replace(self, conversation_uuid: str, msgs: Sequence[Msg], high_water: int) -> None:
         win_key, hw_key = self.keys(conversation_uuid)

@@ -140,7 +140,7 @@ def _block_ms(heartbeat: Heartbeat, most: int) -> int:
 
 
 def _fields(event: RunEvent) -> dict[str, str]:
-    return {"t": event.type.value, "d": json.dumps(event.data, ensure_ascii=False)}
+    return {"t": event.type.value, "d": json.dumps(event.record(), ensure_ascii=False)}
 
 
 def _event(event_id: int, fields: dict) -> RunEvent:
@@ -148,4 +148,4 @@ def _event(event_id: int, fields: dict) -> RunEvent:
         (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
         for k, v in fields.items()
     }
-    return RunEvent(event_id, EventType(text["t"]), json.loads(text["d"]))
+    return RunEvent.decode(event_id, text["t"], json.loads(text["d"]))

@@ -8,7 +8,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from lumina_app.domain import ConversationStatus, MessageStatus, RunRecord, utcnow
+from lumina_app.domain import (
+    ConversationStatus,
+    MessageStatus,
+    RunRecord,
+    RunStatus,
+    Scenario,
+    utcnow,
+)
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
@@ -18,7 +25,16 @@ _RUN_FIELDS = [c.name for c in R.columns]
 
 
 def run_values(run: RunRecord) -> dict[str, Any]:
-    return {name: getattr(run, name) for name in _RUN_FIELDS}
+    """The record as column values (enums as their plain strings)."""
+    values = {name: getattr(run, name) for name in _RUN_FIELDS}
+    values["status"], values["scenario"] = str(run.status), str(run.scenario)
+    return values
+
+
+def _record(row: sa.Row) -> RunRecord:
+    record = RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS})
+    record.status, record.scenario = RunStatus(row.status), Scenario(row.scenario)
+    return record
 
 
 class RunStore:
@@ -41,8 +57,12 @@ class RunStore:
             )
             await conn.execute(
                 sa.update(R)
-                .where(R.c.status == "running")
-                .values(status="interrupted", finished_at=now, error="process ended mid-run")
+                .where(R.c.status == RunStatus.RUNNING.value)
+                .values(
+                    status=RunStatus.INTERRUPTED.value,
+                    finished_at=now,
+                    error="process ended mid-run",
+                )
             )
         return result.rowcount
 
@@ -51,7 +71,7 @@ class RunStore:
         query = (
             sa.select(R.c.run_id, C.c.uuid, R.c.started_at)
             .join(C, C.c.id == R.c.conversation_id)
-            .where(R.c.status == "running")
+            .where(R.c.status == RunStatus.RUNNING.value)
         )
         async with self.db.connect() as conn:
             return [
@@ -65,7 +85,7 @@ class RunStore:
             row = (
                 await conn.execute(
                     sa.select(R.c.conversation_id, R.c.assistant_message_id).where(
-                        R.c.run_id == run_id, R.c.status == "running"
+                        R.c.run_id == run_id, R.c.status == RunStatus.RUNNING.value
                     )
                 )
             ).first()
@@ -74,7 +94,7 @@ class RunStore:
             await conn.execute(
                 sa.update(R)
                 .where(R.c.run_id == run_id)
-                .values(status="interrupted", finished_at=now, error=reason)
+                .values(status=RunStatus.INTERRUPTED.value, finished_at=now, error=reason)
             )
             await conn.execute(
                 sa.update(M)
@@ -100,4 +120,4 @@ class RunStore:
             query = query.where(R.c.owner == owner)
         async with self.db.connect() as conn:
             row = (await conn.execute(query)).first()
-        return RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS}) if row else None
+        return _record(row) if row else None

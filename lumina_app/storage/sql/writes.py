@@ -111,7 +111,7 @@ def update_message(
             _SETTLE_RUN,
             {
                 "_rid": run.run_id,
-                "status": run.status,
+                "status": str(run.status),
                 "finished_at": run.finished_at,
                 "error": run.error,
             },

@@ -1,32 +1,37 @@
 """The open conversation: its visible page of messages and the answer being streamed.
 
 Sending follows the chat_app pattern: a normal event shows the question at once and hands
-over to a background event, which consumes the engine's event stream outside the state
-lock and re-enters it at most every ~50 ms to extend one small var (``stream_text``).
+over to a background event, which follows the run's events outside the state lock and
+re-enters it at most every ~50 ms to extend one small var (``stream_text``). The finished
+turn joins the list from what the run's events carried: nothing is read back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import reflex as rx
 
-from lumina_app.composition import get_services
 from lumina_app.domain import (
-    ConversationBusy,
-    EventType,
+    AgentNotFound,
+    AnswerChunk,
     LuminaError,
     MessageStatus,
     NotFound,
+    RunEvent,
+    RunFinished,
     RunNotFound,
-    StoreUnavailable,
+    SessionStarted,
+    utcnow,
 )
-from lumina_app.domain.types import utcnow
 from lumina_app.domain.views import iso_ms
 from lumina_app.ui.routes import chat_url
+from lumina_app.ui.state.base import AppState
 from lumina_app.ui.state.health import HealthState
-from lumina_app.ui.views import UI_OWNER, MessageView, answer_view, message_view
+from lumina_app.ui.state.sidebar import SidebarState
+from lumina_app.ui.views import MessageView, explain, finished_turn, message_view, no_events
 
 PAGE_SIZE = 40
 # The list a long session keeps on screen is bounded too: every turn re-sends it once.
@@ -34,27 +39,8 @@ MAX_VISIBLE = 2 * PAGE_SIZE
 FLUSH_SECONDS = 0.05
 
 
-def _sidebar_refresh():  # noqa: ANN202 - an EventHandler
-    # Imported late: the sidebar state reads this one, so it imports this module.
-    from lumina_app.ui.state.sidebar import SidebarState
-
-    return SidebarState.refresh
-
-
-def explain(exc: LuminaError) -> str:
-    if isinstance(exc, ConversationBusy):
-        return "This conversation is still answering another message. Wait for it or press Stop."
-    if isinstance(exc, StoreUnavailable):
-        return "The database is unreachable, so the message was not sent. Try again shortly."
-    return str(exc)
-
-
-class ChatState(rx.State):
-    agent_id: str = ""
-    agent_name: str = ""
+class ChatState(AppState):
     agent_description: str = ""
-    conversation_id: str = ""
-    title: str = ""
     messages: list[MessageView] = []
     has_older: bool = False
     not_found: str = ""
@@ -68,20 +54,22 @@ class ChatState(rx.State):
     # Bumped whenever the view changes; a follower with an older ticket stops writing.
     _ticket: int = 0
 
-    # -- loading -----------------------------------------------------------------------
-
     @rx.event
     async def load(self):
         """On page load: the agent, the conversation's latest page, a live run to re-attach."""
         # The route's dynamic segments (/chat/[agent]/[conversation]); "" where absent.
         agent_id, conversation_id = self.agent or "", self.conversation or ""
-        services = get_services()
+        if self.streaming and self.run_id and conversation_id == self.conversation_id:
+            return  # the address of the run this page follows (a new conversation's)
+        services, caller = self._services(), self._caller()
         self._ticket += 1
         self._reset_stream()
         self.error, self.not_found, self.messages, self.has_older = "", "", [], False
-        agent = services.registry.get(agent_id)
-        if agent is None:
-            agents = services.registry.list()
+        self.conversation_id, self.title = "", ""
+        try:
+            agent = services.agents.get(agent_id)
+        except AgentNotFound:
+            agents = services.agents.list()
             if agents and not agent_id:
                 return rx.redirect(chat_url(agents[0].id))
             self.not_found = f"There is no agent called “{agent_id}”."
@@ -93,27 +81,23 @@ class ChatState(rx.State):
         )
         if not agent.available:
             self.error = f"This agent is unavailable: {agent.error}"
-        self.conversation_id, self.title = conversation_id, ""
         if not conversation_id:
             return
         try:
-            conversation = await services.memory.get_conversation(
-                conversation_id, owner=UI_OWNER, agent_id=agent.id
+            conversation, page = await services.conversations.latest(
+                caller, conversation_id, limit=PAGE_SIZE, agent_id=agent.id
             )
         except NotFound:
             self.not_found = "This conversation does not exist (it may have been deleted)."
-            self.conversation_id = ""
             return
-        self.title = conversation.title
-        msgs = await services.memory.history(
-            conversation, limit=PAGE_SIZE + 1, before_seq=conversation.last_seq + 1
-        )
-        run_id = await services.chat.running_run_id(conversation_id)
+        self.conversation_id, self.title = conversation.uuid, conversation.title
+        msgs = page.items
+        run_id = await services.runs.running_in(caller, conversation.uuid)
         if run_id is not None:  # its answer is shown as it streams, not as a stored row
             msgs = [m for m in msgs if m.status is not MessageStatus.STREAMING]
             self.streaming, self.run_id = True, run_id
-        self.has_older = len(msgs) > PAGE_SIZE
-        self.messages = [message_view(m) for m in msgs[-PAGE_SIZE:]]
+        self.has_older = page.next_before is not None
+        self.messages = [message_view(m) for m in msgs]
         if run_id is not None:
             return ChatState.follow_run
 
@@ -121,19 +105,11 @@ class ChatState(rx.State):
     async def load_older(self) -> None:
         if not self.messages or not self.conversation_id:
             return
-        services = get_services()
-        conversation = await services.memory.get_conversation(self.conversation_id, owner=UI_OWNER)
-        older = await services.memory.history(
-            conversation, limit=PAGE_SIZE + 1, before_seq=self.messages[0]["seq"]
+        _conversation, page = await self._services().conversations.messages(
+            self._caller(), self.conversation_id, limit=PAGE_SIZE, before=self.messages[0]["seq"]
         )
-        self.has_older = len(older) > PAGE_SIZE
-        self.messages = [message_view(m) for m in older[-PAGE_SIZE:]] + self.messages
-
-    def _reset_stream(self) -> None:
-        self.streaming, self.run_id, self.stream_text = False, "", ""
-        self.pending_user, self.pending_time = "", ""
-
-    # -- sending -----------------------------------------------------------------------
+        self.has_older = page.next_before is not None
+        self.messages = [message_view(m) for m in page.items] + self.messages
 
     @rx.event
     def send(self, form: dict):
@@ -150,16 +126,12 @@ class ChatState(rx.State):
     @rx.event(background=True)
     async def run_message(self):
         async with self:
-            agent, conversation, text, ticket = (
-                self.agent_id,
-                self.conversation_id,
-                self._send_text,
-                self._ticket,
-            )
-        chat = get_services().chat
+            agent, conversation, ticket = self.agent_id, self.conversation_id, self._ticket
+            text, caller = self._send_text, self._caller()
+        runs = self._services().runs
         try:
-            run = await chat.start(
-                agent_id=agent, message=text, conversation_uuid=conversation or None, owner=UI_OWNER
+            run = await runs.start(
+                caller, agent_id=agent, message=text, conversation_id=conversation or None
             )
         except LuminaError as exc:
             async with self:
@@ -172,87 +144,67 @@ class ChatState(rx.State):
         async with self:
             if self._ticket != ticket:
                 return
-            self.run_id = run.run_id
-            self.conversation_id = run.conversation.uuid
+            self.run_id, self.conversation_id = run.run_id, run.conversation.uuid
             self.title = run.conversation.title
-        if not conversation:
-            # A new conversation gets its URL through the router, so a reconnect (or another
-            # instance) loads this conversation; that load re-attaches to the run.
+        if not conversation:  # the new conversation's address; load() sees it is followed
             yield rx.redirect(chat_url(agent, run.conversation.uuid), replace=True)
-            return
-        yield _sidebar_refresh()
-        async for update in self._follow(run.run_id, ticket, skip_events=1):
+        yield SidebarState.refresh
+        async for update in self._follow(runs.follow(run), ticket):
             yield update
 
     @rx.event(background=True)
     async def follow_run(self):
         """Re-attach to a run that is still going (after a reload or a switch back)."""
         async with self:
-            run_id, ticket = self.run_id, self._ticket
-        async for update in self._follow(run_id, ticket, skip_events=0):
+            run_id, ticket, caller = self.run_id, self._ticket, self._caller()
+        events = None
+        with contextlib.suppress(RunNotFound):  # ended and expired meanwhile
+            events = await self._services().runs.events(caller, run_id)
+        async for update in self._follow(events, ticket):
             yield update
 
-    async def _follow(self, run_id: str, ticket: int, *, skip_events: int):
-        chat = get_services().chat
+    async def _follow(self, events: AsyncIterator[RunEvent | None] | None, ticket: int):
+        session, result, pending = None, None, []
+        last_flush = time.monotonic()
         try:
-            events = await chat.open_stream(run_id, after=skip_events, owner=UI_OWNER)
-        except RunNotFound:
+            async for event in events or no_events():
+                payload = event.payload if event is not None else None
+                if isinstance(payload, SessionStarted):
+                    session = payload
+                elif isinstance(payload, AnswerChunk):
+                    pending.append(payload.text)
+                elif isinstance(payload, RunFinished):
+                    result = payload
+                if pending and (result or time.monotonic() - last_flush >= FLUSH_SECONDS):
+                    async with self:
+                        if self._ticket != ticket:
+                            return
+                        self.stream_text += "".join(pending)
+                    pending.clear()
+                    last_flush = time.monotonic()
+        finally:
             async with self:
                 if self._ticket == ticket:
-                    self._reset_stream()
-            return
-        pending: list[str] = []
-        last_flush = time.monotonic()
-        result = None
-        async for event in events:
-            if event.type is EventType.DELTA:
-                pending.append(event.data["text"])
-            elif event.type is EventType.RESULT:
-                result = event.data
-            if pending and (result or time.monotonic() - last_flush >= FLUSH_SECONDS):
-                async with self:
-                    if self._ticket != ticket:
-                        return
-                    self.stream_text += "".join(pending)
-                pending.clear()
-                last_flush = time.monotonic()
-        await self._settle(result, ticket)
-        yield _sidebar_refresh()
+                    self._settle(session, result)
+        yield SidebarState.refresh
 
-    async def _settle(self, result: dict | None, ticket: int) -> None:
-        """Move the finished turn into the message list (one list update per turn)."""
-        services = get_services()
-        async with self:
-            if self._ticket != ticket:
-                return
-            conversation_id = self.conversation_id
-        conversation = await services.memory.get_conversation(conversation_id, owner=UI_OWNER)
-        turn = await services.memory.history(
-            conversation, limit=2, before_seq=conversation.last_seq + 1
-        )
-        async with self:
-            if self._ticket != ticket:
-                return
-            known = {m["id"] for m in self.messages}
-            fresh = [message_view(m) for m in turn if m.id not in known]
-            if result is not None:
-                fresh = [
-                    answer_view(result, m["seq"], m["time"])
-                    if m["id"] == result["messageId"]
-                    else m
-                    for m in fresh
-                ]
-            kept = (self.messages + fresh)[-MAX_VISIBLE:]
-            if len(kept) < len(self.messages) + len(fresh):
-                self.has_older = True  # trimmed off the top: reachable again by paging
-            self.messages = kept
-            self._reset_stream()
+    def _settle(self, session: SessionStarted | None, result: RunFinished | None) -> None:
+        """Move the finished turn into the list (one list update per turn)."""
+        turn = finished_turn(self.messages, session, result, self.pending_user)
+        kept = (self.messages + turn)[-MAX_VISIBLE:]
+        if len(kept) < len(self.messages) + len(turn):
+            self.has_older = True  # trimmed off the top: reachable again by paging
+        self.messages = kept
+        self._reset_stream()
+
+    def _reset_stream(self) -> None:
+        self.streaming, self.run_id, self.stream_text = False, "", ""
+        self.pending_user, self.pending_time = "", ""
 
     @rx.event(background=True)
     async def stop(self):
         async with self:
-            run_id = self.run_id
-        if not run_id:
-            return
-        with contextlib.suppress(RunNotFound):  # it ended on its own meanwhile
-            await get_services().chat.stop(run_id, owner=UI_OWNER)
+            run_id, caller = self.run_id, self._caller()
+        if run_id:
+            with contextlib.suppress(RunNotFound):  # it ended on its own meanwhile
+                await self._services().runs.stop(caller, run_id)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.composition import get_services
+from lumina_app.ui.state.base import AppState
 
 
-class HealthState(rx.State):
+class HealthState(AppState):
     banner: str = ""
 
     @rx.event
     async def check(self) -> None:
-        health = await get_services().health()
-        if health["database"] != "ok":
+        health = await self._services().health.check()
+        if health.database != "ok":
             self.banner = "The database is unreachable: messages cannot be saved right now."
-        elif health["hot_window"] != "ok":
+        elif health.hot_window != "ok":
             self.banner = (
                 "Redis is unreachable: Lumina is answering from the database "
                 "(slower, nothing lost)."

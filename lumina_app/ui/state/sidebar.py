@@ -6,16 +6,16 @@ import contextlib
 
 import reflex as rx
 
-from lumina_app.composition import get_services
-from lumina_app.domain import NotFound
+from lumina_app.domain import InvalidInput, NotFound
+from lumina_app.services.conversations import MAX_SEARCH_CHARS
 from lumina_app.ui.routes import chat_url
-from lumina_app.ui.state.chat import ChatState
-from lumina_app.ui.views import UI_OWNER, ConversationView, conversation_view
+from lumina_app.ui.state.base import AppState
+from lumina_app.ui.views import ConversationView, conversation_view
 
 LIST_PAGE = 30
 
 
-class SidebarState(rx.State):
+class SidebarState(AppState):
     agents: list[dict[str, str]] = []
     conversations: list[ConversationView] = []
     next_cursor: str = ""
@@ -26,43 +26,37 @@ class SidebarState(rx.State):
     delete_id: str = ""
     delete_title: str = ""
 
-    async def _agent_id(self) -> str:
-        return (await self.get_state(ChatState)).agent_id
-
     @rx.event
     async def refresh(self) -> None:
-        services = get_services()
+        services = self._services()
         self.agents = [
             {"id": a.id, "name": a.name if a.available else f"{a.name} (unavailable)"}
-            for a in services.registry.list()
+            for a in services.agents.list()
         ]
-        agent_id = await self._agent_id()
-        if not agent_id:
-            self.conversations, self.next_cursor = [], ""
-            return
-        items, cursor = await services.memory.list_conversations(
-            agent_id=agent_id, owner=UI_OWNER, limit=LIST_PAGE, search=self.search or None
-        )
-        self.conversations = [conversation_view(c) for c in items]
-        self.next_cursor = cursor or ""
+        self.conversations, self.next_cursor = [], ""
+        if self.agent_id:
+            await self._load_page(None)
 
     @rx.event
     async def load_more(self) -> None:
-        if not self.next_cursor:
-            return
-        items, cursor = await get_services().memory.list_conversations(
-            agent_id=await self._agent_id(),
-            owner=UI_OWNER,
+        if self.next_cursor:
+            await self._load_page(self.next_cursor)
+
+    async def _load_page(self, cursor: str | None) -> None:
+        items, next_cursor = await self._services().conversations.list(
+            self._caller(),
+            agent_id=self.agent_id,
             limit=LIST_PAGE,
-            cursor=self.next_cursor,
+            cursor=cursor,
             search=self.search or None,
         )
         self.conversations = self.conversations + [conversation_view(c) for c in items]
-        self.next_cursor = cursor or ""
+        self.next_cursor = next_cursor or ""
 
     @rx.event
     async def set_search(self, value: str):
-        self.search = value.strip()
+        # The box is capped too; this guards a crafted event that sends more.
+        self.search = value.strip()[:MAX_SEARCH_CHARS]
         return SidebarState.refresh
 
     @rx.event
@@ -90,15 +84,12 @@ class SidebarState(rx.State):
         conversation_id, self.rename_id = self.rename_id, ""
         if not title or not conversation_id:
             return
-        memory = get_services().memory
-        try:
-            conversation = await memory.get_conversation(conversation_id, owner=UI_OWNER)
-        except NotFound:
-            return SidebarState.refresh
-        await memory.rename(conversation, title)
-        chat = await self.get_state(ChatState)
-        if chat.conversation_id == conversation_id:
-            chat.title = title
+        with contextlib.suppress(NotFound, InvalidInput):  # gone meanwhile, or unstorable
+            renamed = await self._services().conversations.rename(
+                self._caller(), conversation_id, title
+            )
+            if self.conversation_id == conversation_id:
+                self.title = renamed.title
         return SidebarState.refresh
 
     # -- delete --------------------------------------------------------------------
@@ -114,10 +105,8 @@ class SidebarState(rx.State):
     @rx.event
     async def confirm_delete(self):
         conversation_id, self.delete_id = self.delete_id, ""
-        memory = get_services().memory
         with contextlib.suppress(NotFound):  # already gone is fine
-            await memory.delete(await memory.get_conversation(conversation_id, owner=UI_OWNER))
-        chat = await self.get_state(ChatState)
-        if chat.conversation_id == conversation_id:
-            return rx.redirect(chat_url(chat.agent_id))
+            await self._services().conversations.delete(self._caller(), conversation_id)
+        if self.conversation_id == conversation_id:
+            return rx.redirect(chat_url(self.agent_id))
         return SidebarState.refresh

@@ -1,0 +1,110 @@
+"""Preparing a run: which scenario its context comes from (DESIGN §5), the context
+itself, and the accept transaction that commits the question before generation."""
+
+from __future__ import annotations
+
+from lumina_app.agents.context import build_context
+from lumina_app.agents.providers import ProviderFactory
+from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.agents.sessions import SessionPool
+from lumina_app.domain import (
+    ConversationInfo,
+    Msg,
+    Principal,
+    RunRecord,
+    Scenario,
+    SessionStarted,
+    new_turn_id,
+)
+from lumina_app.domain.views import iso_ms
+from lumina_app.memory import MemoryManager
+from lumina_app.settings import Settings
+
+
+class TurnPreparer:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        memory: MemoryManager,
+        sessions: SessionPool,
+        providers: ProviderFactory,
+    ) -> None:
+        self.settings = settings
+        self.memory = memory
+        self.sessions = sessions
+        self.providers = providers
+
+    async def prepare(
+        self,
+        run_id: str,
+        agent: AgentDefinition,
+        conversation: ConversationInfo,
+        text: str,
+        principal: Principal,
+        created: bool,
+    ) -> ActiveRun:
+        """Build the run's context (scenario new / continue / resume) and commit the
+        question with a ``streaming`` answer row and the run record, in one transaction."""
+        session = self.sessions.get(agent.id, conversation.uuid)
+        if session is not None and session.last_seq == conversation.last_seq:
+            scenario, history = Scenario.CONTINUE, session.history
+        elif conversation.last_seq == 0:
+            scenario, history = Scenario.NEW, []
+        else:
+            scenario, history = Scenario.RESUME, await self.memory.load(conversation)
+        window = self.settings.context_window
+        context = build_context(agent.system_prompt, history, text, window=window)
+        provider = self.providers.for_agent(agent)
+        first_seq, last_seq = context.seq_range
+        record = RunRecord(
+            run_id=run_id,
+            conversation_id=conversation.id,
+            agent_id=agent.id,
+            owner=principal.owner,
+            scenario=scenario,
+            provider=provider.name,
+            model=provider.model,
+            context_first_seq=first_seq,
+            context_last_seq=last_seq,
+            context_messages=len(context.history),
+        )
+        turn_id = new_turn_id()
+        meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
+        begin = self.memory.begin_conversation if created else self.memory.begin_turn
+        user, assistant = await begin(
+            conversation,
+            Msg.user(text, turn_id=turn_id),
+            Msg.assistant("", turn_id=turn_id, meta=meta),
+            record,
+        )
+        return ActiveRun(
+            run_id=run_id,
+            conversation=conversation,
+            agent=agent,
+            owner=principal.owner,
+            record=record,
+            user=user,
+            assistant=assistant,
+            context=context,
+            provider=provider,
+            window_history=list(history),
+        )
+
+
+def session_started(run: ActiveRun) -> SessionStarted:
+    """The ``session`` event of an accepted run."""
+    return SessionStarted(
+        conversation_id=run.conversation.uuid,
+        turn_id=run.user.turn_id,
+        run_id=run.run_id,
+        scenario=run.scenario,
+        agent_id=run.agent.id,
+        user_message_id=run.user.id,
+        assistant_message_id=run.assistant.id,
+        context_messages=run.record.context_messages,
+        model=run.record.model,
+        user_seq=run.user.seq,
+        created_at=iso_ms(run.user.created_at) if run.user.created_at else "",
+    )

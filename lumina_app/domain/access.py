@@ -1,0 +1,68 @@
+"""Who is calling, and the one visibility rule: a caller sees what its ``owner`` owns.
+
+Every way in (REST, the UI socket, the CLI) resolves its caller to a :class:`Principal`
+and every query for conversations and runs is scoped to ``principal.owner``; anything
+else — someone else's id, a malformed id — is simply not found.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+
+# Ids that can name a conversation besides a uuid: those an archive import keeps
+# (``conv-mn3112l3``). One path component, no leading dot; fullmatch, so no trailing "\n".
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
+MAX_CONVERSATION_ID = 36  # lumina_conversation.uuid is String(36)
+
+
+class Via(StrEnum):
+    """How a caller proved who it is."""
+
+    LOOPBACK = "loopback"  # no keys, no users: the local operator on this machine
+    API_KEY = "api-key"
+    SESSION = "session"  # a signed-in browser
+    OPERATOR = "operator"  # the CLI, run by whoever holds the database credentials
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    owner: str
+    via: Via
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        """For people: the owner, or what the local operator is called."""
+        return self.name or self.owner or "local operator"
+
+
+LOCAL_OWNER = ""
+LOCAL = Principal(owner=LOCAL_OWNER, via=Via.LOOPBACK)
+
+
+def is_safe_name(name: str, *, max_length: int = 128) -> bool:
+    """Whether ``name`` can be one folder name of the archive layout / a foreign id."""
+    return 0 < len(name) <= max_length and SAFE_NAME.fullmatch(name) is not None
+
+
+def is_conversation_id(value: object) -> bool:
+    """A uuid, or a foreign id an archive import kept; anything else cannot name a
+    conversation and is not found without touching the store."""
+    if not isinstance(value, str):
+        return False
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return is_safe_name(value, max_length=MAX_CONVERSATION_ID)
+    return True
+
+
+RUN_ID = re.compile(r"run-[0-9a-f]{16}")
+
+
+def is_run_id(value: object) -> bool:
+    """The engine's own ``run-<16 hex>`` shape; anything else names no run."""
+    return isinstance(value, str) and RUN_ID.fullmatch(value) is not None

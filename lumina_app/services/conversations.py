@@ -1,0 +1,150 @@
+"""Conversations as a caller sees them: create, list, read (paged), rename, delete, export.
+
+Every method takes the calling :class:`Principal` and goes through the one visibility rule
+(``MemoryManager.find_visible``): someone else's conversation is simply not found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from lumina_app.archive.service import ArchiveService
+from lumina_app.domain import ConversationInfo, InvalidInput, Msg, Principal
+from lumina_app.memory import MemoryManager
+from lumina_app.services.agents import AgentService
+
+MAX_SEARCH_CHARS = 200  # a longer pattern costs the database real CPU and finds nothing new
+
+
+class ExportFormat(StrEnum):
+    JSON = "json"
+    MD = "md"
+    ARCHIVE = "archive"
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePage:
+    """Messages in seq order and where to continue: ``next_after`` forward, ``next_before``
+    backward, within the range asked for; None when there is no more."""
+
+    items: list[Msg]
+    next_after: int | None
+    next_before: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    body: Any  # dict (json), str (md) or bytes (zip)
+    filename: str
+
+
+class ConversationService:
+    def __init__(
+        self, memory: MemoryManager, agents: AgentService, archive: ArchiveService
+    ) -> None:
+        self.memory = memory
+        self.agents = agents
+        self.archive = archive
+
+    async def create(
+        self, principal: Principal, *, agent_id: str, title: str = ""
+    ) -> ConversationInfo:
+        agent = self.agents.definition(agent_id)
+        return await self.memory.create_conversation(
+            agent_id=agent.id, title=title, owner=principal.owner
+        )
+
+    async def list(
+        self,
+        principal: Principal,
+        *,
+        agent_id: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        search: str | None = None,
+    ) -> tuple[list[ConversationInfo], str | None]:
+        """Newest activity first; ``search`` matches titles and message text."""
+        if search is not None and len(search) > MAX_SEARCH_CHARS:
+            raise InvalidInput(f"search text is limited to {MAX_SEARCH_CHARS} characters")
+        return await self.memory.list_conversations(
+            agent_id=agent_id, owner=principal.owner, limit=limit, cursor=cursor, search=search
+        )
+
+    async def get(
+        self, principal: Principal, conversation_id: str, *, agent_id: str | None = None
+    ) -> ConversationInfo:
+        return await self.memory.find_visible(principal, conversation_id, agent_id=agent_id)
+
+    async def rename(
+        self, principal: Principal, conversation_id: str, title: str
+    ) -> ConversationInfo:
+        """A new title; the conversation keeps its place in lists. Returns it as stored."""
+        conversation = await self.get(principal, conversation_id)
+        await self.memory.rename(conversation, title)
+        return await self.get(principal, conversation_id)
+
+    async def delete(
+        self, principal: Principal, conversation_id: str, *, agent_id: str | None = None
+    ) -> None:
+        """Its rows, hot window, archive folder and run buffers all go."""
+        await self.memory.delete(await self.get(principal, conversation_id, agent_id=agent_id))
+
+    async def messages(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        *,
+        limit: int = 50,
+        after: int | None = None,
+        before: int | None = None,
+        agent_id: str | None = None,
+    ) -> tuple[ConversationInfo, MessagePage]:
+        """A page by seq: forward from ``after``, or the page ending before ``before`` (the
+        UI's scroll-up); both bound a range; neither gives the first page."""
+        conversation = await self.get(principal, conversation_id, agent_id=agent_id)
+        return conversation, await self.page(conversation, limit=limit, after=after, before=before)
+
+    async def page(
+        self,
+        conversation: ConversationInfo,
+        *,
+        limit: int,
+        after: int | None = None,
+        before: int | None = None,
+    ) -> MessagePage:
+        """A page of a conversation already found visible (see :meth:`messages`)."""
+        if after is None and before is None:
+            after = 0
+        msgs = await self.memory.history(
+            conversation, limit=limit, after_seq=after, before_seq=before
+        )
+        if before is not None:  # with ``after`` too, the store pages forward from it: cut
+            msgs = [m for m in msgs if m.seq < before]
+        upper = conversation.last_seq if before is None else min(conversation.last_seq, before - 1)
+        next_after = msgs[-1].seq if msgs and msgs[-1].seq < upper else None
+        next_before = msgs[0].seq if msgs and msgs[0].seq > (after or 0) + 1 else None
+        return MessagePage(msgs, next_after, next_before)
+
+    async def latest(
+        self, principal: Principal, conversation_id: str, *, limit: int, agent_id: str | None
+    ) -> tuple[ConversationInfo, MessagePage]:
+        """The newest ``limit`` messages (what a chat view opens on)."""
+        conversation = await self.get(principal, conversation_id, agent_id=agent_id)
+        page = await self.page(conversation, limit=limit, before=conversation.last_seq + 1)
+        return conversation, page
+
+    async def export(
+        self, principal: Principal, conversation_id: str, export_format: ExportFormat
+    ) -> Export:
+        """One conversation in the archive's shapes (DESIGN §7)."""
+        conversation = await self.get(principal, conversation_id)
+        if export_format is ExportFormat.JSON:
+            body: Any = await self.archive.document(conversation)
+        elif export_format is ExportFormat.MD:
+            body = await self.archive.markdown(conversation)
+        else:
+            body = await self.archive.zip_archive(conversation)
+        extension = "zip" if export_format is ExportFormat.ARCHIVE else export_format.value
+        return Export(body, f"{conversation.uuid}.{extension}")

@@ -1,0 +1,45 @@
+"""How the process is doing: the database and the hot tier, for /healthz and the UI banner."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+
+from lumina_app.memory import MemoryManager
+
+log = logging.getLogger(__name__)
+
+
+class Level(StrEnum):
+    OK = "ok"
+    DEGRADED = "degraded"  # answering from SQL: slower, nothing lost
+    DOWN = "down"  # nothing can be saved
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    database: str
+    hot_window: str
+    hot_window_backend: str
+
+    @property
+    def overall(self) -> Level:
+        if self.database != Level.OK:
+            return Level.DOWN
+        return Level.OK if self.hot_window == Level.OK else Level.DEGRADED
+
+
+class HealthService:
+    def __init__(self, memory: MemoryManager) -> None:
+        self.memory = memory
+
+    async def check(self) -> Health:
+        try:
+            await self.memory.ping()
+            database = Level.OK
+        except Exception as exc:  # noqa: BLE001 - any failure means "down" here
+            log.warning("health: database down: %s", exc)
+            database = Level.DOWN
+        hot = await self.memory.hot_status()
+        return Health(database.value, hot, self.memory.hot_backend)

@@ -1,0 +1,148 @@
+"""Runs as a caller sees them: start one, follow its events (from any event id), stop it,
+read its status. A run is someone's: another owner's run id is simply not found."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from lumina_app.agents.engine import ChatEngine
+from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.domain import (
+    ConversationNotFound,
+    Principal,
+    RunEvent,
+    RunFinished,
+    RunNotFound,
+    RunStatus,
+    Scenario,
+)
+from lumina_app.domain.access import is_conversation_id, is_run_id
+from lumina_app.memory import MemoryManager
+from lumina_app.storage.run_records import RunRecords
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """A run's state: live from this process, or as recorded once it ended elsewhere."""
+
+    run_id: str
+    conversation_id: str
+    agent_id: str
+    status: RunStatus
+    scenario: Scenario
+    model: str
+    message_id: int | None
+    turn_id: str | None
+    content: str | None = None
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class RunService:
+    def __init__(self, engine: ChatEngine, records: RunRecords, memory: MemoryManager) -> None:
+        self.engine = engine
+        self.records = records
+        self.memory = memory
+
+    async def start(
+        self,
+        principal: Principal,
+        *,
+        agent_id: str,
+        message: str,
+        conversation_id: str | None = None,
+        title: str | None = None,
+    ) -> ActiveRun:
+        """When this returns the question is committed and the run is on (DESIGN §5).
+        No ``conversation_id`` starts a new conversation; a malformed one is not found."""
+        if conversation_id is not None and not is_conversation_id(conversation_id):
+            raise ConversationNotFound(conversation_id)
+        return await self.engine.start(
+            agent_id=agent_id,
+            message=message,
+            conversation_uuid=conversation_id,
+            principal=principal,
+            title=title,
+        )
+
+    def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
+        """The events of a run the caller just started (``None``: a keepalive is due)."""
+        return self.engine.follow(run, after)
+
+    async def events(
+        self, principal: Principal, run_id: str, *, after: int = 0
+    ) -> AsyncIterator[RunEvent | None]:
+        """What came after event ``after`` (a reconnect's Last-Event-ID), then live."""
+        return await self.engine.open_stream(_checked(run_id), after=after, owner=principal.owner)
+
+    async def stream(self, principal: Principal, **start: str | None) -> AsyncIterator[RunEvent]:
+        """Start a run and follow it to its result."""
+        run = await self.start(principal, **start)  # type: ignore[arg-type]
+        async for event in self.follow(run):
+            if event is not None:
+                yield event
+
+    async def execute_sync(self, principal: Principal, **start: str | None) -> RunFinished:
+        """Start a run and wait for its result."""
+        run = await self.start(principal, **start)  # type: ignore[arg-type]
+        await run.done.wait()
+        assert run.result is not None
+        return run.result
+
+    async def stop(self, principal: Principal, run_id: str) -> RunView:
+        """The answer ends ``stopped`` with its text so far; an ended run is left as it is."""
+        await self.engine.stop(_checked(run_id), owner=principal.owner)
+        return await self.status(principal, run_id)
+
+    async def status(self, principal: Principal, run_id: str) -> RunView:
+        active = self.engine.active_run(_checked(run_id), owner=principal.owner)
+        if active is not None:
+            record = active.record
+            return RunView(
+                run_id=run_id,
+                conversation_id=active.conversation.uuid,
+                agent_id=record.agent_id,
+                status=RunStatus.RUNNING,
+                scenario=record.scenario,
+                model=record.model,
+                message_id=record.assistant_message_id,
+                turn_id=active.assistant.turn_id,
+                started_at=record.started_at,
+            )
+        record = await self.records.get_run(run_id, owner=principal.owner)
+        if record is None:
+            raise RunNotFound(run_id)
+        answer = (
+            await self.memory.get_message(record.assistant_message_id)
+            if record.assistant_message_id
+            else None
+        )
+        return RunView(
+            run_id=run_id,
+            conversation_id=await self.memory.conversation_uuid(record.conversation_id) or "",
+            agent_id=record.agent_id,
+            status=record.status,
+            scenario=record.scenario,
+            model=record.model,
+            message_id=record.assistant_message_id,
+            turn_id=answer.turn_id if answer else None,
+            content=answer.content if answer else None,
+            error=record.error,
+            started_at=record.started_at,
+            finished_at=record.finished_at,
+        )
+
+    async def running_in(self, principal: Principal, conversation_id: str) -> str | None:
+        """The live run of one of the caller's conversations (any instance), if any."""
+        conversation = await self.memory.find_visible(principal, conversation_id)
+        return await self.engine.running_run_id(conversation.uuid)
+
+
+def _checked(run_id: str) -> str:
+    """Anything but the engine's own ``run-<16 hex>`` shape is not found, without a query."""
+    if not is_run_id(run_id):
+        raise RunNotFound(run_id)
+    return run_id
