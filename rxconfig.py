@@ -1,6 +1,11 @@
-"""Reflex configuration. Lumina's own knobs are LUMINA_* in lumina_app.settings."""
+"""Reflex configuration. Lumina's own knobs are LUMINA_* in lumina_app.settings; this file
+only passes on the two Reflex needs: where to listen, and which other origins may call."""
 
 import reflex as rx
+
+from lumina_app.settings import get_settings
+
+_settings = get_settings()
 
 config = rx.Config(
     app_name="lumina_app",
@@ -8,4 +13,8 @@ config = rx.Config(
     show_built_with_reflex=False,
     plugins=[rx.plugins.RadixThemesPlugin(theme=rx.theme(accent_color="violet", radius="medium"))],
     disable_plugins=[rx.plugins.SitemapPlugin],
+    # 127.0.0.1 unless LUMINA_HOST says otherwise (Reflex's own default is every interface).
+    backend_host=_settings.host,
+    # No other origin by default: the UI is served from the app's own (docs/SECURITY.md).
+    cors_allowed_origins=_settings.allowed_origin_list,
 )

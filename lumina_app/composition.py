@@ -23,6 +23,7 @@ from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
 from lumina_app.memory import MemoryManager
 from lumina_app.services.agents import AgentService
+from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
 from lumina_app.services.runs import RunService
@@ -43,6 +44,7 @@ from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.idempotency import IdempotencyStore
 from lumina_app.storage.sql.runs import RunStore
+from lumina_app.storage.sql.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class Services:
     conversations: ConversationService
     runs: RunService
     health: HealthService
+    auth: AuthService
     archive: ArchiveService
     idempotency: IdempotencyStore
     # the machinery behind them
@@ -191,6 +194,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         conversations=ConversationService(memory, agents, archive),
         runs=RunService(chat, records, memory),
         health=HealthService(memory),
+        auth=AuthService(settings, SessionStore(db)),
         archive=archive,
         idempotency=IdempotencyStore(db),
         db=db,

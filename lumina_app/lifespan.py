@@ -23,6 +23,11 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
     process left ``streaming`` are closed as ``interrupted``.
     """
     services = await open_services(get_settings())
+    problem = services.auth.exposure_problem()
+    if problem is not None:
+        await services.close()
+        log.error("refusing to start: %s", problem)
+        raise RuntimeError(problem)
     install(services)
     # Everything loaded so far (Reflex, the app, its modules) lives for the whole process.
     # Frozen, a full collection no longer walks it: measured on this app, that took each

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 
@@ -65,6 +66,8 @@ class Settings(BaseSettings):
     trust_loopback: bool = True
     allowed_origins: str | None = None
     allowed_hosts: str | None = None
+    session_ttl_hours: float = Field(14 * 24, gt=0)
+    signin_attempts_per_minute: int = Field(10, ge=1)
 
     # -- connection and stream limits (docs/SECURITY.md) --------------------------------
 
@@ -100,6 +103,48 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown provider {value!r} (use demo or openai)")
         return value
 
+    @field_validator("host")
+    @classmethod
+    def _check_host(cls, value: str) -> str:
+        value = value.strip()
+        if not value or any(c in value for c in "/ @"):
+            raise ValueError(f"expected an address or host name to listen on, got {value!r}")
+        return value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _check_origins(cls, value: str | None) -> str | None:
+        for origin in _split(value):
+            scheme, sep, rest = origin.partition("://")
+            if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
+                raise ValueError(f"an origin is scheme://host[:port], got {origin!r}")
+        return value
+
+    @property
+    def host_is_loopback(self) -> bool:
+        """Whether the server listens on this machine only."""
+        return is_loopback_name(self.host)
+
+    @property
+    def host_is_wildcard(self) -> bool:
+        return self.host in ("0.0.0.0", "::", "[::]")
+
+    @property
+    def allowed_host_names(self) -> frozenset[str] | None:
+        """Host header names requests may carry (port ignored); None: any (``*``)."""
+        extra = {h.lower() for h in _split(self.allowed_hosts)}
+        if "*" in extra:
+            return None
+        names = {"localhost", "127.0.0.1", "::1"} | extra
+        if not self.host_is_wildcard:
+            names.add(self.host.lower().strip("[]"))
+        return frozenset(names)
+
+    @property
+    def allowed_origin_list(self) -> tuple[str, ...]:
+        """Origins besides the app's own that may call it from a browser (CORS, socket)."""
+        return tuple(o.rstrip("/").lower() for o in _split(self.allowed_origins))
+
     @property
     def async_database_url(self) -> str:
         """The same database through its asyncio driver (the app is async all the way)."""
@@ -126,6 +171,23 @@ class Settings(BaseSettings):
                 raise SettingsError("LUMINA_API_KEYS: each entry must be owner:key")
             pairs[key] = owner
         return pairs
+
+
+def _split(value: str | None) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def is_loopback_name(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 and ``localhost`` (what a same-machine client connects from or to)."""
+    if not host:
+        return False
+    name = host.strip("[]").split("%")[0]
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -290,6 +290,7 @@ def settings_factory(sqlite_database, data_dir, redis_prefix):
             data_dir=data_dir,
             demo_delay_ms=0,
             flush_interval_ms=20,
+            allowed_hosts="testserver",  # httpx's in-process client names this host
         )
         values.update(overrides)
         return load_settings(**values)

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from lumina_app.api import routes_agents, routes_export, routes_health, routes_runs, routes_v1
+from lumina_app.api import (
+    routes_agents,
+    routes_auth,
+    routes_export,
+    routes_health,
+    routes_runs,
+    routes_v1,
+)
 from lumina_app.api.docs import install_docs
 from lumina_app.api.errors import install_error_handlers, unmatched
+from lumina_app.api.guard import GuardMiddleware
 from lumina_app.api.limits import BodyLimitMiddleware
 from lumina_app.api.schemas import error_responses
 from lumina_app.api.sse import StreamsAfterRouting
@@ -30,6 +38,9 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     api.state.settings = settings
     install_error_handlers(api)
     api.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes if settings else None)
+    # Host, Origin and the cross-site rule, for everything served (the Reflex app is mounted
+    # inside this one): before any route or the UI's socket sees a request.
+    api.add_middleware(GuardMiddleware, settings=settings)
     # Added last, so outermost of ours: SSE responses stream from here, after routing and
     # the middleware above have unwound (less memory held per open stream, fewer layers
     # per frame).
@@ -37,6 +48,8 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     errors = error_responses(401, 403, 404, 409, 413, 422, 503)
     for module in (routes_v1, routes_export, routes_agents, routes_runs):
         api.include_router(module.router, responses=errors)
+    api.include_router(routes_auth.router, responses=error_responses(401, 403, 422, 429))
+    api.include_router(routes_auth.checked, responses=error_responses(401, 403))
     api.include_router(routes_health.router, responses=error_responses(503))
     for path in ("/api/{_rest:path}", "/healthz"):  # last: only what nothing above serves
         api.add_api_route(path, unmatched, methods=list(ALL_METHODS), include_in_schema=False)

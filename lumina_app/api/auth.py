@@ -1,69 +1,48 @@
-"""Who is calling: ``Authorization: Bearer <key>`` when LUMINA_API_KEYS is set (the key's
-owner scopes every query), loopback clients only when it is not."""
+"""Who is calling, for the REST routes: the request's credentials (bearer key, session
+cookie, client address) resolved by the auth service (``services/auth.py``); the same rule
+the UI socket follows."""
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Request, Response, Security
+from fastapi import Depends, Request, Response, Security
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from lumina_app.domain import LOCAL, Principal, Via
-from lumina_app.settings import Settings, get_settings
+from lumina_app.api.deps import services_dependency
+from lumina_app.domain import Credentials, Principal
+from lumina_app.services.auth import SESSION_COOKIE
 
 
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    try:
-        return ipaddress.ip_address(host.split("%")[0]).is_loopback
-    except ValueError:
-        return host in ("localhost", "testclient")
-
-
-def resolve_principal(
-    authorization: str | None, client_host: str | None, settings: Settings
-) -> Principal:
-    keys = settings.api_key_map
-    if not keys:
-        if not _is_loopback(client_host):
-            raise HTTPException(
-                403, "the API answers loopback clients only until LUMINA_API_KEYS is set"
-            )
-        return LOCAL
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
-    owner = None
-    for key, key_owner in keys.items():  # compare against every key: constant time
-        if hmac.compare_digest(key.encode(), token.strip().encode()):
-            owner = key_owner
-    if owner is None:
-        raise HTTPException(401, "invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
-    return Principal(owner=owner, via=Via.API_KEY)
+def request_credentials(request: Request) -> Credentials:
+    return Credentials(
+        authorization=request.headers.get("authorization"),
+        session_token=request.cookies.get(SESSION_COOKIE),
+        client_host=request.client.host if request.client else None,
+        user_agent=request.headers.get("user-agent", ""),
+    )
 
 
 async def current_principal(request: Request) -> Principal:
     principal = getattr(request.state, "principal", None)
     if principal is None:
-        client = request.client.host if request.client else None
-        settings = getattr(request.app.state, "settings", None) or get_settings()
-        principal = resolve_principal(request.headers.get("authorization"), client, settings)
+        # The services the routes get, overrides included (tests open their own).
+        provide = request.app.dependency_overrides.get(services_dependency, services_dependency)
+        services = await provide()
+        principal = await services.auth.authenticate(request_credentials(request))
         request.state.principal = principal
     return principal
 
 
 # Declares the scheme in the OpenAPI schema (and the "Authorize" button of /docs). It checks
-# nothing itself (auto_error=False): resolve_principal does.
+# nothing itself (auto_error=False): the auth service does.
 bearer_scheme = HTTPBearer(
     auto_error=False,
     scheme_name="bearer",
-    description="A key from LUMINA_API_KEYS. Required when LUMINA_API_KEYS is set; "
-    "until then the API answers loopback clients only, without a key.",
+    description="A key from LUMINA_API_KEYS (or a signed-in session cookie). Required when "
+    "keys are configured; until then the API answers loopback clients only, without a key.",
 )
 
 
@@ -78,8 +57,8 @@ Caller = Annotated[Principal, Depends(_declared_principal)]
 
 
 class AuthenticatedRoute(APIRoute):
-    """Checks the caller before FastAPI reads the body: without a valid key a request gets
-    401 (or 403), not a validation error about a body it had no right to send."""
+    """Checks the caller before FastAPI reads the body: without valid credentials a request
+    gets 401 (or 403), not a validation error about a body it had no right to send."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

@@ -11,17 +11,23 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 
 from lumina_app.domain import (
+    AccessDenied,
     AgentUnavailable,
     ConversationBusy,
     InputTooLarge,
     InvalidInput,
     LuminaError,
+    NotAuthenticated,
     NotFound,
     RequestInProgress,
     StoreUnavailable,
+    TooManyAttempts,
 )
 
 _STATUS: list[tuple[type[LuminaError], int]] = [
+    (NotAuthenticated, 401),
+    (AccessDenied, 403),
+    (TooManyAttempts, 429),
     (NotFound, 404),
     (ConversationBusy, 409),
     (AgentUnavailable, 409),
@@ -41,6 +47,7 @@ _HTTP_CODES = {
     413: "too_large",
     415: "unsupported_media_type",
     422: "invalid_input",
+    429: "rate_limited",
     503: "unavailable",
 }
 
@@ -63,7 +70,12 @@ def status_for(exc: LuminaError) -> int:
 
 def lumina_error_response(exc: LuminaError) -> JSONResponse:
     extra = {"runId": exc.run_id} if isinstance(exc, ConversationBusy) else {}
-    return error_response(status_for(exc), exc.code, str(exc), **extra)
+    response = error_response(status_for(exc), exc.code, str(exc), **extra)
+    if isinstance(exc, NotAuthenticated):
+        response.headers["WWW-Authenticate"] = "Bearer"
+    elif isinstance(exc, TooManyAttempts):
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 def _describe(errors: list[dict[str, Any]]) -> str:

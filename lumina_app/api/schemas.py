@@ -81,25 +81,25 @@ Unicode = AfterValidator(_unicode)
 MAX_SEQ = 2**31 - 1
 
 
-class _Body(BaseModel):
+class StrictBody(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class CreateConversation(_Body):
+class CreateConversation(StrictBody):
     agent_id: str = Field(alias="agentId", min_length=1, max_length=64)
     title: Annotated[str | None, NoNul] = Field(default=None, max_length=255)
 
 
-class RenameConversation(_Body):
+class RenameConversation(StrictBody):
     title: Annotated[str, NoNul] = Field(min_length=1, max_length=255)
 
 
-class ExecuteBody(_Body):
+class ExecuteBody(StrictBody):
     task: Annotated[str | None, Unicode, TaskText] = None
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
 
 
-class ChatBody(_Body):
+class ChatBody(StrictBody):
     message: Annotated[str, Unicode, TaskText]
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
 
@@ -331,12 +331,14 @@ class ErrorOut(BaseModel):
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI entries for the errors an operation can answer with (documentation only)."""
     described = {
-        401: "Missing or invalid bearer key (when LUMINA_API_KEYS is set)",
-        403: "Not a loopback client (when LUMINA_API_KEYS is not set)",
+        401: "Missing or invalid bearer key or session (when keys are configured)",
+        403: "Not a loopback client (when no keys are configured), or a refused Host, Origin "
+        "or cross-site request",
         404: "No such conversation, agent or run (also: someone else's)",
         409: "The conversation has a running run, or the agent is unavailable",
         413: "Request body or task over the limit",
         422: "Invalid input",
+        429: "Too many attempts (see Retry-After)",
         503: "The database is unavailable",
     }
     return {s: {"model": ErrorOut, "description": described[s]} for s in statuses}

@@ -1,7 +1,8 @@
 """Pure types shared by every layer: no I/O, no framework imports."""
 
-from lumina_app.domain.access import LOCAL, Principal, Via
+from lumina_app.domain.access import LOCAL, Credentials, Principal, SignInSession, Via
 from lumina_app.domain.errors import (
+    AccessDenied,
     AgentNotFound,
     AgentUnavailable,
     ConversationBusy,
@@ -9,10 +10,12 @@ from lumina_app.domain.errors import (
     InputTooLarge,
     InvalidInput,
     LuminaError,
+    NotAuthenticated,
     NotFound,
     RequestInProgress,
     RunNotFound,
     StoreUnavailable,
+    TooManyAttempts,
 )
 from lumina_app.domain.events import (
     AnswerChunk,
@@ -48,6 +51,11 @@ from lumina_app.domain.types import (
 
 __all__ = [
     "LOCAL",
+    "AccessDenied",
+    "Credentials",
+    "NotAuthenticated",
+    "SignInSession",
+    "TooManyAttempts",
     "AnswerChunk",
     "Principal",
     "RunFailed",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 # Ids that can name a conversation besides a uuid: those an archive import keeps
@@ -41,6 +42,32 @@ class Principal:
 
 LOCAL_OWNER = ""
 LOCAL = Principal(owner=LOCAL_OWNER, via=Via.LOOPBACK)
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """What a request or a UI socket presents: a bearer key, a session cookie's token, and
+    the address it comes from (as the server sees it: forwarding headers are not trusted)."""
+
+    authorization: str | None = None
+    session_token: str | None = None
+    client_host: str | None = None
+    user_agent: str = ""
+
+
+@dataclass(slots=True)
+class SignInSession:
+    """A signed-in browser: the cookie holds a random token, the store only its hash."""
+
+    id: int
+    owner: str
+    method: str  # how it signed in: "api-key" or "password"
+    created_at: datetime
+    expires_at: datetime
+    last_seen_at: datetime
+    user_agent: str = ""
+    client_ip: str = ""
+    user_id: int | None = None
 
 
 def is_safe_name(name: str, *, max_length: int = 128) -> bool:

@@ -66,3 +66,25 @@ class StoreUnavailable(LuminaError):
     """The system of record (SQL) cannot be reached; nothing was acknowledged."""
 
     code = "store_unavailable"
+
+
+class NotAuthenticated(LuminaError):
+    """No valid credentials: a bearer key or a signed-in session is needed."""
+
+    code = "unauthorized"
+
+
+class AccessDenied(LuminaError):
+    """The caller is known (or its address is) but may not come in this way."""
+
+    code = "forbidden"
+
+
+class TooManyAttempts(LuminaError):
+    """Too many failed sign-ins from one address or for one account; try again later."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -5,10 +5,12 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.ui.components.conversation import conversation_pane
+from lumina_app.ui.components.login import AUTH_SCRIPT, login_page
 from lumina_app.ui.components.sidebar import delete_dialog, drawer, rename_dialog, sidebar
-from lumina_app.ui.routes import CHAT, CHAT_NEW, HOME
+from lumina_app.ui.routes import CHAT, CHAT_NEW, HOME, LOGIN
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
+from lumina_app.ui.state.login import LoginState
 from lumina_app.ui.state.sidebar import SidebarState
 
 STYLESHEET = "/lumina.css"
@@ -51,6 +53,7 @@ def chat_page() -> rx.Component:
         rename_dialog(),
         delete_dialog(),
         rx.script(LOAD_OLDER_ON_SCROLL),
+        rx.script(AUTH_SCRIPT),
         spacing="0",
         width="100%",
         height="100dvh",
@@ -62,3 +65,4 @@ def add_pages(app: rx.App) -> None:
     app.add_page(chat_page, route=HOME, title="Lumina", on_load=ON_LOAD)
     app.add_page(chat_page, route=CHAT_NEW, title="Lumina", on_load=ON_LOAD)
     app.add_page(chat_page, route=CHAT, title="Lumina", on_load=ON_LOAD)
+    app.add_page(login_page, route=LOGIN, title="Sign in · Lumina", on_load=LoginState.load)

@@ -7,6 +7,7 @@ from urllib.parse import quote
 HOME = "/"
 CHAT_NEW = "/chat/[agent]"
 CHAT = "/chat/[agent]/[conversation]"
+LOGIN = "/login"
 
 
 def chat_url(agent_id: str, conversation_id: str | None = None) -> str:

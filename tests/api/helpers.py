@@ -207,6 +207,7 @@ class LiveStream:
     async def __aenter__(self) -> LiveStream:
         path, _, query = self.path.partition("?")
         headers = [(k.lower().encode(), v.encode()) for k, v in self.headers.items()]
+        headers.append((b"host", b"testserver"))
         if self.body:
             headers.append((b"content-type", b"application/json"))
         scope = {

@@ -32,6 +32,9 @@ class WithServices:
 
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:  # noqa: ANN001
         if scope["type"] != "lifespan":
+            # Starlette's test client calls from "testclient"; a real loopback client has
+            # an address, which is what the API trusts.
+            scope = {**scope, "client": ("127.0.0.1", 50000)}
             await self.api(scope, receive, send)
             return
         while True:

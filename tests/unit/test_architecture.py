@@ -33,7 +33,13 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": set(),
 }
 # The storage modules that only define contracts (Protocols), which the layers above may use.
-CONTRACTS = {"storage.hot_window", "storage.run_events", "storage.run_locks", "storage.run_records"}
+CONTRACTS = {
+    "storage.hot_window",
+    "storage.run_events",
+    "storage.run_locks",
+    "storage.run_records",
+    "storage.sessions",
+}
 
 
 def modules() -> dict[str, ast.Module]:

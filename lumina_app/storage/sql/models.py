@@ -117,3 +117,25 @@ messages: sa.Table = MessageRow.__table__  # type: ignore[attr-defined]
 runs: sa.Table = RunRow.__table__  # type: ignore[attr-defined]
 idempotency: sa.Table = IdempotencyRow.__table__  # type: ignore[attr-defined]
 metadata = SQLModel.metadata
+
+
+class SessionRow(SQLModel, table=True):
+    """A signed-in browser. The cookie carries a random token; only its SHA-256 is kept."""
+
+    __tablename__ = "lumina_session"
+    __table_args__ = (_MYSQL_TABLE_ARGS,)
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
+    owner: str = Field(sa_column=sa.Column(sa.String(128), nullable=False, index=True))
+    user_id: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, index=True))
+    method: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    expires_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    last_seen_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    user_agent: str = Field(default="", sa_column=sa.Column(sa.String(255), nullable=False))
+    client_ip: str = Field(default="", sa_column=sa.Column(sa.String(64), nullable=False))
+    revoked_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+
+
+sessions: sa.Table = SessionRow.__table__  # type: ignore[attr-defined]

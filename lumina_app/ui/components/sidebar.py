@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.state.base import AppState
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.sidebar import SidebarState
 from lumina_app.ui.views import ConversationView
@@ -162,6 +163,42 @@ def delete_dialog() -> rx.Component:
     )
 
 
+def identity() -> rx.Component:
+    """Who this browser acts as: the local operator, or a signed-in owner (sign out)."""
+    return rx.cond(
+        AppState.local_mode,
+        rx.tooltip(
+            rx.badge(
+                "Local mode · this machine only",
+                variant="soft",
+                color_scheme="gray",
+                custom_attrs={"data-testid": "local-mode"},
+            ),  # fmt: skip
+            content="No API keys are configured: only clients on this machine can use Lumina.",
+        ),
+        rx.hstack(
+            rx.text(
+                "Signed in as ",
+                rx.text.strong(AppState.signed_in_as),
+                size="1",
+                color="gray",
+                class_name="lumina-ellipsis",
+                custom_attrs={"data-testid": "signed-in-as"},
+            ),  # fmt: skip
+            rx.spacer(),
+            rx.button(
+                "Sign out",
+                size="1",
+                variant="ghost",
+                on_click=rx.call_script("luminaSignOut()"),
+                custom_attrs={"data-testid": "sign-out"},
+            ),  # fmt: skip
+            align="center",
+            width="100%",
+        ),
+    )
+
+
 def sidebar_content() -> rx.Component:
     return rx.vstack(
         rx.hstack(
@@ -216,6 +253,7 @@ def sidebar_content() -> rx.Component:
             min_height="0",
             width="100%",
         ),
+        identity(),
         spacing="3",
         height="100%",
         width="100%",
