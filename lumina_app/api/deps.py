@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Header, Query
 
+from lumina_app.api.schemas import SchemaNote
 from lumina_app.api.sse import EventStream, Framer
 from lumina_app.archive.service import is_archive_conversation_id
 from lumina_app.composition import Services, get_services
-from lumina_app.domain import ConversationInfo, ConversationNotFound, RunEvent
+from lumina_app.domain import ConversationInfo, ConversationNotFound, InvalidInput, RunEvent
 
 
 async def services_dependency() -> Services:
@@ -64,16 +66,24 @@ def stream_response(
     )
 
 
+# What the server sends as event ids: ASCII digits. Twenty of them pass any id a run can
+# have (Redis stream ids stop at 2**64 - 1, 20 digits); ``int()`` would also read ``1_0``,
+# ``+1``, `` 1`` or other scripts' digits, so it only sees what matched.
+_EVENT_ID = re.compile(r"[0-9]{1,20}")
+_EVENT_ID_NOTE = SchemaNote(pattern=r"^[0-9]{0,20}$")
+
+
 async def last_event_id(
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
-    last_event_id_query: Annotated[str | None, Query(alias="lastEventId")] = None,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID"), _EVENT_ID_NOTE] = None,
+    last_event_id_query: Annotated[str | None, Query(alias="lastEventId"), _EVENT_ID_NOTE] = None,
 ) -> int:
-    raw = last_event_id or last_event_id_query or "0"
-    try:
-        value = int(raw.strip())
-    except ValueError:
+    """The id of the last event a reconnecting client got; 0 (or empty) is none."""
+    raw = last_event_id or last_event_id_query
+    if not raw:
         return 0
-    return max(0, value)
+    if not _EVENT_ID.fullmatch(raw):
+        raise InvalidInput("Last-Event-ID must be an event id: at most 20 ASCII digits")
+    return int(raw)
 
 
 LastEventId = Annotated[int, Depends(last_event_id)]

@@ -4,10 +4,13 @@ and a 413 shaped like every other error."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from lumina_app.agents.registry import is_valid_agent_id
-from tests.api.helpers import error_of
+from lumina_app.composition import open_services
+from tests.api.helpers import assert_sse_response, error_of
 from tests.conftest import write_agent
 
 # -- ids end where the id ends -----------------------------------------------------------
@@ -34,3 +37,109 @@ async def test_an_agent_folder_named_with_a_trailing_newline_is_not_served(
     resp = await api.post("/api/agent/demo%0A/chat", json={"message": "hi"})
     error_of(resp, 404)
     assert (await api.get("/api/v1/conversations")).json()["items"] == []
+
+
+# -- Last-Event-ID: strict, bounded, prompt --------------------------------------------
+
+BEYOND = [
+    str(2**64 - 1),  # Redis's largest stream id: XREAD from it blocked until the key expired
+    str(2**64),  # no longer a stream id: XREAD failed with a traceback mid-stream
+    "9" * 20,  # the longest accepted
+]
+MALFORMED = ["1_0", "+3", "-1", "3.0", "0x10", "abc", "1 2", "9" * 21, "١٠"]
+
+
+async def finished_run(api, agent: str = "tester") -> tuple[str, bytes]:
+    resp = await api.post(f"/api/v1/agents/{agent}/execute/stream", params={"task": "hi"})
+    events = assert_sse_response(resp)
+    return events[0].json["runId"], resp.content
+
+
+@pytest.mark.parametrize("value", MALFORMED)
+async def test_a_malformed_last_event_id_is_422(api, value) -> None:
+    run_id, _ = await finished_run(api)
+    url = f"/api/v1/runs/{run_id}/stream"
+    if value.isascii():
+        error = error_of(await api.get(url, headers={"Last-Event-ID": value}), 422)
+        assert "Last-Event-ID" in error["message"]
+    error = error_of(await api.get(url, params={"lastEventId": value}), 422)
+    assert "Last-Event-ID" in error["message"]
+
+
+async def test_last_event_id_is_read_as_written(api) -> None:
+    """``int()`` read ``1_0`` as 10; leading zeros are still plain digits."""
+    run_id, whole = await finished_run(api)
+    url = f"/api/v1/runs/{run_id}/stream"
+    assert (await api.get(url, params={"format": "v1"}, headers={"Last-Event-ID": "0"})).content
+    resumed = await api.get(url, params={"format": "v1"}, headers={"Last-Event-ID": "001"})
+    assert resumed.status_code == 200 and resumed.content == whole.split(b"\n\n", 1)[1]
+    for empty in ({"Last-Event-ID": ""}, {}):  # no id: the whole stream
+        resp = await api.get(url, params={"format": "v1"}, headers=empty)
+        assert resp.content == whole
+
+
+@pytest.mark.parametrize("value", BEYOND)
+async def test_last_event_id_beyond_a_finished_in_process_run_ends_at_once(api, value) -> None:
+    run_id, _ = await finished_run(api)
+    async with asyncio.timeout(5):
+        resp = await api.get(f"/api/v1/runs/{run_id}/stream", headers={"Last-Event-ID": value})
+    assert resp.status_code == 200 and resp.content == b""
+
+
+@pytest.fixture
+async def published(settings_factory, fake_llm):
+    """A run that finished on another instance: here it is only in Redis Streams."""
+    fake_llm.script.chunks = ["a", "b", "c"]
+    one = await open_services(settings_factory())
+    try:
+        run = await one.chat.start(agent_id="tester", message="hello")
+        seen = [e async for e in one.chat.follow(run)]
+        await one.events.flush()
+    finally:
+        await one.close()
+    return run.run_id, seen
+
+
+@pytest.mark.parametrize("value", ["last", *BEYOND])
+async def test_last_event_id_beyond_a_finished_run_read_from_redis_ends_at_once(
+    api_factory, published, value
+) -> None:
+    """Also the last id itself: what an EventSource sends when it reconnects after the end."""
+    run_id, seen = published
+    services, api = await api_factory(run_buffer_ttl_seconds=300)
+    assert not await services.events.local.known(run_id)  # read from Redis, not this process
+    value = str(seen[-1].id) if value == "last" else value
+    async with asyncio.timeout(5):  # not the buffer's TTL
+        resp = await api.get(f"/api/v1/runs/{run_id}/stream", headers={"Last-Event-ID": value})
+    assert resp.status_code == 200 and resp.content == b""
+    resumed = await api.get(
+        f"/api/v1/runs/{run_id}/stream", headers={"Last-Event-ID": str(seen[1].id)}
+    )
+    assert [e.id for e in assert_sse_response(resumed)] == [e.id for e in seen[2:]]
+
+
+async def test_last_event_id_beyond_a_live_run_read_from_redis_ends_with_the_run(
+    settings_factory, fake_llm
+) -> None:
+    """A live run's stream followed with an id it has not reached: nothing comes, and the
+    stream ends as soon as the run does (not at the next block timeout, not at the TTL)."""
+    fake_llm.script.chunks = [f"p{i} " for i in range(10)]
+    fake_llm.script.delay = 0.05
+    one = await open_services(settings_factory())
+    two = await open_services(settings_factory(), recover=False)
+    two.events.block_ms = 5000
+    try:
+        run = await one.chat.start(agent_id="tester", message="hello")
+        await asyncio.sleep(0.1)
+        await one.events.flush()
+        stream = await two.chat.open_stream(run.run_id, after=2**64 + 5, owner="")
+        follower = asyncio.ensure_future(anext(stream, "ended"))
+        await run.done.wait()
+        await one.events.flush()
+        ended = asyncio.get_running_loop().time()
+        async with asyncio.timeout(2):
+            assert await follower == "ended"
+        assert asyncio.get_running_loop().time() - ended < 1
+    finally:
+        await one.close()
+        await two.close()
