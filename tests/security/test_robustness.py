@@ -5,10 +5,12 @@ and a 413 shaped like every other error."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from lumina_app.agents.registry import is_valid_agent_id
+from lumina_app.api.errors import error_response
 from lumina_app.composition import open_services
 from tests.api.helpers import assert_sse_response, error_of
 from tests.conftest import write_agent
@@ -143,3 +145,38 @@ async def test_last_event_id_beyond_a_live_run_read_from_redis_ends_with_the_run
     finally:
         await one.close()
         await two.close()
+
+
+# -- one error shape, 413 included --------------------------------------------------------
+
+
+async def chunks(data: bytes, size: int = 300):
+    for start in range(0, len(data), size):
+        yield data[start : start + size]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["content-length", "chunked"])
+async def test_a_413_is_rendered_like_every_other_error(api_factory, streamed) -> None:
+    """The declared-length 413 was written by hand: ``{"error": {"code": ...}}`` with
+    json.dumps's spaces and no content-length, unlike every other error."""
+    _services, api = await api_factory(max_body_bytes=1024)
+    body = json.dumps({"agentId": "demo", "title": "x" * 2000}).encode()
+    too_large = await api.post(
+        "/api/v1/conversations",
+        content=chunks(body) if streamed else body,
+        headers={"Content-Type": "application/json"},
+    )
+    error = error_of(too_large, 413)
+    assert error == {"code": "too_large", "message": "request body exceeds 1024 bytes"}
+    expected = error_response(413, "too_large", error["message"])
+    assert too_large.content == expected.body  # compact JSON, as JSONResponse renders it
+    assert too_large.headers["content-length"] == str(len(expected.body))
+    if not streamed:  # refused before reading: the unread body cannot be drained
+        assert too_large.headers["connection"] == "close"
+    not_found = await api.get("/api/agent/nobody/info")
+    invalid = await api.get("/api/v1/conversations", params={"limit": 0})
+    for other, status in ((not_found, 404), (invalid, 422)):
+        error_of(other, status)
+        assert too_large.headers["content-type"] == other.headers["content-type"]
+        assert other.content == error_response(status, **other.json()["error"]).body
+    assert (await api.get("/api/v1/conversations")).json()["items"] == []
