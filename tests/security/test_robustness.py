@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
+import sqlalchemy as sa
 
 from lumina_app.agents.registry import is_valid_agent_id
 from lumina_app.api.errors import error_response
 from lumina_app.composition import open_services
+from lumina_app.storage.sql.models import idempotency, runs
 from tests.api.helpers import assert_sse_response, error_of
-from tests.conftest import write_agent
+from tests.conftest import BACKENDS, make_database, write_agent
+from tests.server import AppServer
 
 # -- ids end where the id ends -----------------------------------------------------------
 
@@ -180,3 +186,154 @@ async def test_a_413_is_rendered_like_every_other_error(api_factory, streamed) -
         assert too_large.headers["content-type"] == other.headers["content-type"]
         assert other.content == error_response(status, **other.json()["error"]).body
     assert (await api.get("/api/v1/conversations")).json()["items"] == []
+
+
+# -- Idempotency-Key: a claim outlives its request's process only for a lease ------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_key_whose_request_died_with_its_process_is_retried_after_the_lease(
+    tmp_path, backend
+) -> None:
+    """kill -9 mid execute/sync left the claim in progress, and every retry was a 409
+    "in progress" for ever. Now a retry after the lease runs the request, once."""
+    database, cleanup = make_database(backend, tmp_path)
+    server = AppServer(
+        tmp_path / "server",
+        backend_only=True,
+        database_url=database.url,
+        env={
+            "LUMINA_REDIS_URL": "",
+            "LUMINA_DEMO_DELAY_MS": "20",
+            "LUMINA_FLUSH_INTERVAL_MS": "50",
+            "LUMINA_IDEMPOTENCY_LEASE_SECONDS": "2",
+        },
+    )
+    key = {"Idempotency-Key": "crash-1"}
+    try:
+        server.start()
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            conv = client.post("/api/v1/conversations", json={"agentId": "assistant"}).json()
+            body = {"task": "a long answer please /long", "conversationId": conv["uuid"]}
+            with ThreadPoolExecutor(1) as pool:
+                first = pool.submit(
+                    client.post, "/api/v1/agents/assistant/execute/sync", json=body, headers=key
+                )
+                wait_until(lambda: answer_text(client, conv["uuid"]))
+                server.kill()  # mid-answer: no response recorded, no claim released
+                with pytest.raises(httpx.TransportError):
+                    first.result()
+        assert claim_state(server.database_url) == [("crash-1", None, True)]
+
+        server.extra_env["LUMINA_DEMO_DELAY_MS"] = "0"
+        server.start()
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            started, refused = time.monotonic(), 0
+            while True:
+                retry = client.post("/api/v1/agents/assistant/execute/sync", json=body, headers=key)
+                if retry.status_code != 409:
+                    break
+                assert retry.json()["error"]["code"] == "in_progress"
+                assert time.monotonic() - started < 15, "the claim was never taken over"
+                refused += 1
+                time.sleep(0.2)
+            assert retry.status_code == 200, retry.text
+            assert retry.json()["status"] == "complete"
+            again = client.post("/api/v1/agents/assistant/execute/sync", json=body, headers=key)
+            assert again.status_code == 200 and again.json() == retry.json()
+            items = client.get(f"/api/v1/conversations/{conv['uuid']}/messages").json()["items"]
+            assert [(m["role"], m["status"]) for m in items] == [
+                ("USER", "complete"),
+                ("ASSISTANT", "interrupted"),  # the dead process's run, closed at start-up
+                ("USER", "complete"),
+                ("ASSISTANT", "complete"),  # the retry's run: the only one it started
+            ]
+            assert items[-1]["id"] == retry.json()["messageId"]
+        assert claim_state(server.database_url) == [("crash-1", retry.json()["runId"], False)]
+        assert run_statuses(server.database_url) == ["complete", "interrupted"]
+    finally:
+        server.kill()
+        cleanup()
+
+
+def wait_until(check, within: float = 20) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def answer_text(client: httpx.Client, conv: str) -> str:
+    items = client.get(f"/api/v1/conversations/{conv}/messages").json()["items"]
+    return items[-1]["content"] if items and items[-1]["role"] == "ASSISTANT" else ""
+
+
+def _rows(url: str, query: sa.Select) -> list[sa.Row]:
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.connect() as conn:
+        rows = conn.execute(query).all()
+    engine.dispose()
+    return rows
+
+
+def claim_state(url: str) -> list[tuple[str, str | None, bool]]:
+    """(key, the recorded response's runId, still held) of every idempotency record."""
+    rows = _rows(url, sa.select(idempotency.c.key, idempotency.c.response, idempotency.c.alive_at))
+    return [(r.key, (r.response or {}).get("runId"), r.alive_at is not None) for r in rows]
+
+
+def run_statuses(url: str) -> list[str]:
+    return sorted(r.status for r in _rows(url, sa.select(runs.c.status)))
+
+
+async def test_of_retries_racing_for_a_stale_claim_exactly_one_wins(api_factory, database) -> None:
+    services, _api = await api_factory(database_url=database.url)
+    store = services.idempotency
+    dead = await store.claim("o", "k", "f", lease=30)
+    assert dead is not None
+    assert await store.claim("o", "k", "f", lease=30) is None  # held: not stale yet
+    await asyncio.sleep(0.3)  # its holder renews no more: it died
+    claims = await asyncio.gather(*(store.claim("o", "k", "f", lease=0.2) for _ in range(6)))
+    winners = [c for c in claims if c is not None]
+    assert len(winners) == 1
+    assert await store.claim("o", "k", "other request", lease=0.01) is None  # still a 422
+    # The dead holder, were it only stalled, can no longer renew, record or release.
+    assert not await store.keep_alive(dead)
+    await store.complete(dead, {"runId": "dead"})
+    await store.release(dead)
+    assert (await store.get("o", "k")).response is None
+    assert await store.keep_alive(winners[0])
+    await store.complete(winners[0], {"runId": "won"})
+    await asyncio.sleep(0.05)
+    assert await store.claim("o", "k", "f", lease=0.01) is None  # done: never taken over
+    assert (await store.get("o", "k")).response == {"runId": "won"}
+
+
+async def test_a_live_request_keeps_its_key_past_the_lease(api_factory, database, fake_llm) -> None:
+    """execute/sync may run for minutes: its claim is renewed while it runs, so a retry
+    during a run several leases long is a 409, not a second run."""
+    fake_llm.script.chunks = [f"w{i} " for i in range(30)]
+    fake_llm.script.delay = 0.04  # 1.2 s: six leases
+    _services, api = await api_factory(database_url=database.url, idempotency_lease_seconds=0.2)
+    body, key = {"task": "slow"}, {"Idempotency-Key": "live"}
+    url = "/api/v1/agents/tester/execute/sync"
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    first = asyncio.ensure_future(api.post(url, json=body, headers=key))
+    last_refused = started
+    while not first.done():
+        await asyncio.sleep(0.1)
+        if not first.done():
+            resp = await api.post(url, json=body, headers=key)
+            if resp.status_code == 200:  # the first finished meanwhile: a replay
+                break
+            assert error_of(resp, 409)["code"] == "in_progress"
+            last_refused = loop.time()
+    assert last_refused - started > 4 * 0.2  # still held several leases after it began
+    done = await first
+    assert done.status_code == 200 and done.json()["answer"] == "".join(fake_llm.script.chunks)
+    again = await api.post(url, json=body, headers=key)
+    assert again.json() == done.json()
+    conversations = (await api.get("/api/v1/conversations")).json()["items"]
+    assert [c["messageCount"] for c in conversations] == [2]

@@ -100,7 +100,11 @@ class RunRow(SQLModel, table=True):
 
 
 class IdempotencyRow(SQLModel, table=True):
-    """A create-request's key and first response, so a retry returns it and creates nothing."""
+    """A create-request's key and first response, so a retry returns it and creates nothing.
+
+    While the first request runs, ``claimed_by`` names it and ``alive_at`` is when it last
+    showed it is alive (its lease); both are cleared once the response is recorded.
+    """
 
     __tablename__ = "lumina_idempotency"
     __table_args__ = (_MYSQL_TABLE_ARGS,)
@@ -110,6 +114,8 @@ class IdempotencyRow(SQLModel, table=True):
     fingerprint: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     response: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON))
     created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False, index=True))
+    alive_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+    claimed_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(32)))
 
 
 conversations: sa.Table = ConversationRow.__table__  # type: ignore[attr-defined]
