@@ -337,3 +337,17 @@ async def test_a_live_request_keeps_its_key_past_the_lease(api_factory, database
     assert again.json() == done.json()
     conversations = (await api.get("/api/v1/conversations")).json()["items"]
     assert [c["messageCount"] for c in conversations] == [2]
+
+
+async def test_keys_differing_only_in_case_are_two_keys(api_factory, database) -> None:
+    """MariaDB's case- and accent-insensitive collation made ``AbC``, ``abc`` and ``abç``
+    one key there: the second request got the first one's conversation."""
+    _services, api = await api_factory(database_url=database.url)
+    made = []
+    for key in (b"AbC", b"abc", "abç".encode("latin-1")):  # header bytes are latin-1
+        resp = await api.post(
+            "/api/v1/conversations", json={"agentId": "demo"}, headers={"Idempotency-Key": key}
+        )
+        assert resp.status_code == 201, resp.text
+        made.append(resp.json()["uuid"])
+    assert len(set(made)) == 3

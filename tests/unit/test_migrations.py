@@ -49,9 +49,10 @@ def test_message_seq_is_unique_per_conversation(database: Database) -> None:
     assert index["unique"]
 
 
-def test_0004_leases_claims_a_crash_left(database: Database) -> None:
+def test_0004_leases_claims_a_crash_left_and_keys_compare_exactly(database: Database) -> None:
     """Upgrading: a claim left in progress (response JSON null) gets ``alive_at`` =
-    ``created_at`` so a retry can take it over; a recorded one gets none."""
+    ``created_at`` so a retry can take it over; a recorded one gets none. Keys differing
+    only in case are two keys on every backend (MySQL's collation made them one)."""
     cfg = alembic_config(database.url)
     command.downgrade(cfg, "0003")
     then = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -83,6 +84,11 @@ def test_0004_leases_claims_a_crash_left(database: Database) -> None:
                 ("crashed", None, then, None),
                 ("done", {"a": 1}, None, None),
             ]
+            for key in ("AbC", "abc", "abç"):
+                conn.execute(
+                    sa.insert(I).values(owner="o", key=key, fingerprint="f", created_at=then)
+                )
+            conn.execute(sa.delete(I).where(I.c.key != "AbC"))
         command.downgrade(cfg, "0003")
         assert {c["name"] for c in sa.inspect(engine).get_columns("lumina_idempotency")} == {
             "owner",
