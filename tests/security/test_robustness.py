@@ -5,6 +5,7 @@ and a 413 shaped like every other error."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ from lumina_app.agents.registry import is_valid_agent_id
 from lumina_app.api.errors import error_response
 from lumina_app.composition import open_services
 from lumina_app.storage.sql.models import idempotency, runs
-from tests.api.helpers import assert_sse_response, error_of
+from tests.api.helpers import assert_sse_response, error_of, new_conversation
 from tests.conftest import BACKENDS, make_database, write_agent
 from tests.server import AppServer
 
@@ -351,3 +352,30 @@ async def test_keys_differing_only_in_case_are_two_keys(api_factory, database) -
         assert resp.status_code == 201, resp.text
         made.append(resp.json()["uuid"])
     assert len(set(made)) == 3
+
+
+# -- page cursors: only what the API issues ---------------------------------------------
+
+
+def cursor(raw: str) -> str:
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "0001-01-01T00:00:00+14:00|1",  # before 0001-01-01 in UTC: OverflowError, a 500
+        "9999-12-31T23:59:59-14:00|1",  # after 9999-12-31 in UTC: the same
+        "2026-01-01T00:00:00+00:00|1_0",  # int() read these three as 10, 1 and 1
+        "2026-01-01T00:00:00+00:00| 1",
+        "2026-01-01T00:00:00+00:00|١",
+    ],
+)
+async def test_a_cursor_the_api_cannot_have_issued_is_422(api_factory, database, raw) -> None:
+    _services, api = await api_factory(database_url=database.url)
+    await new_conversation(api)
+    for path in ("/api/v1/conversations", "/api/agent/demo/conversations"):
+        error = error_of(await api.get(path, params={"after": cursor(raw)}), 422)
+        assert "cursor" in error["message"]
+    edge = cursor("0001-01-01T00:00:00+00:00|1")  # the earliest time, in range: a page
+    assert (await api.get("/api/v1/conversations", params={"after": edge})).json()["items"] == []
