@@ -74,16 +74,15 @@ _EVENT_ID_NOTE = SchemaNote(pattern=r"^[0-9]{0,20}$")
 
 
 async def last_event_id(
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID"), _EVENT_ID_NOTE] = None,
-    last_event_id_query: Annotated[str | None, Query(alias="lastEventId"), _EVENT_ID_NOTE] = None,
+    last_event_id: Annotated[str, Header(alias="Last-Event-ID"), _EVENT_ID_NOTE] = "",
+    last_event_id_query: Annotated[str, Query(alias="lastEventId"), _EVENT_ID_NOTE] = "",
 ) -> int:
-    """The id of the last event a reconnecting client got; 0 (or empty) is none."""
-    raw = last_event_id or last_event_id_query
-    if not raw:
-        return 0
-    if not _EVENT_ID.fullmatch(raw):
-        raise InvalidInput("Last-Event-ID must be an event id: at most 20 ASCII digits")
-    return int(raw)
+    """The id of the last event a reconnecting client got; 0 (or empty) is none. Not
+    nullable in the schema: a header has no null, only the text "null"."""
+    for raw in (last_event_id, last_event_id_query):  # the header wins; both must be ids
+        if raw and not _EVENT_ID.fullmatch(raw):
+            raise InvalidInput("Last-Event-ID must be an event id: at most 20 ASCII digits")
+    return int(last_event_id or last_event_id_query or 0)
 
 
 LastEventId = Annotated[int, Depends(last_event_id)]

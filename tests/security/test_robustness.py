@@ -73,6 +73,8 @@ async def test_a_malformed_last_event_id_is_422(api, value) -> None:
         assert "Last-Event-ID" in error["message"]
     error = error_of(await api.get(url, params={"lastEventId": value}), 422)
     assert "Last-Event-ID" in error["message"]
+    both = await api.get(url, params={"lastEventId": value}, headers={"Last-Event-ID": "1"})
+    error_of(both, 422)  # the header wins, but what was sent must be an id either way
 
 
 async def test_last_event_id_is_read_as_written(api) -> None:
