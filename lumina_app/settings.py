@@ -74,6 +74,7 @@ class Settings(BaseSettings):
     # -- archive import limits (docs/ARCHIVE.md) ----------------------------------------
 
     # -- idempotency keys ---------------------------------------------------------------
+    idempotency_lease_seconds: float = Field(30.0, gt=0)
 
     @field_validator("database_url")
     @classmethod

@@ -1,7 +1,7 @@
 """Create lumina_session: signed-in browsers (a token hash per session, never the token).
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-30
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 from lumina_app.storage.sql.types import utc_datetime_column_type
 
 revision: str = "0005"
-down_revision: str | None = "0003"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 PROMPT_FILES = ("agent.md", "soul.md", "identity.md", "user.md", "tools.md")
-AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _OVERRIDES = ("provider", "base_url", "model", "temperature", "api_key")
 
 
@@ -37,7 +37,7 @@ class AgentDefinition:
 
 
 def is_valid_agent_id(agent_id: str) -> bool:
-    return bool(AGENT_ID.match(agent_id))
+    return AGENT_ID.fullmatch(agent_id) is not None
 
 
 class AgentRegistry:

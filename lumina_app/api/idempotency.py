@@ -3,8 +3,11 @@ the first response and creates nothing; the same key with another request is a 4
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -12,8 +15,9 @@ from fastapi import Header
 from pydantic import BaseModel
 
 from lumina_app.composition import Services
-from lumina_app.domain import InvalidInput, RequestInProgress
+from lumina_app.domain import InvalidInput, RequestInProgress, StoreUnavailable
 
+log = logging.getLogger(__name__)
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)]
 
 
@@ -34,16 +38,44 @@ async def idempotent(
     if not key:
         return await action()
     store = services.idempotency
+    lease = services.settings.idempotency_lease_seconds
     fingerprint = _fingerprint(scope, request)
-    if not await store.claim(owner, key, fingerprint):
+    claim = await store.claim(owner, key, fingerprint, lease=lease)
+    if claim is None:
         return await _replay(services, owner, key, fingerprint)
+    stop = asyncio.Event()
+    keeper = asyncio.create_task(_keep_alive(store, claim, lease / 3, stop))
     try:
         response = await action()
     except BaseException:
-        await store.release(owner, key)
+        await _stop(keeper, stop)
+        await store.release(claim)
         raise
-    await store.complete(owner, key, response)
+    await _stop(keeper, stop)
+    await store.complete(claim, response)
     return response
+
+
+async def _keep_alive(store: Any, claim: Any, interval: float, stop: asyncio.Event) -> None:
+    """Renew the claim while its request runs (execute/sync can take minutes): a claim not
+    renewed for a whole lease is taken as its holder's process having died."""
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval)
+        if stop.is_set():
+            return
+        try:
+            if not await store.keep_alive(claim):
+                log.warning("Idempotency-Key %r was taken over by a retry", claim.key)
+                return
+        except StoreUnavailable as exc:  # the next renewal may get through
+            log.warning("Idempotency-Key %r not renewed: %s", claim.key, exc)
+
+
+async def _stop(keeper: asyncio.Task, stop: asyncio.Event) -> None:
+    """Let a renewal under way finish rather than cancel it mid-statement."""
+    stop.set()
+    await asyncio.shield(keeper)
 
 
 async def _replay(services: Services, owner: str, key: str, fingerprint: str) -> dict[str, Any]:

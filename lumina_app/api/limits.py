@@ -3,19 +3,22 @@ over the limit is refused at once, and a streamed body is cut off as soon as it 
 
 from __future__ import annotations
 
-import json
-
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lumina_app.api.errors import error_response
 from lumina_app.settings import get_settings
+
+
+def _too_large(limit: int) -> str:
+    return f"request body exceeds {limit} bytes"
 
 
 class _TooLarge(HTTPException):
     """An HTTPException so FastAPI's body parsing passes it through as a 413."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(413, f"request body exceeds {limit} bytes")
+        super().__init__(413, _too_large(limit))
 
 
 class BodyLimitMiddleware:
@@ -39,7 +42,7 @@ class BodyLimitMiddleware:
             except ValueError:
                 too_big = False
             if too_big:
-                await self._refuse(send)
+                await self._refuse(scope, receive, send)
                 return
         received = 0
         started = False
@@ -63,22 +66,11 @@ class BodyLimitMiddleware:
             await self.app(scope, limited_receive, tracking_send)
         except _TooLarge:
             if not started:
-                await self._refuse(send)
+                await self._refuse(scope, receive, send)
 
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps(
-            {
-                "error": {
-                    "code": "too_large",
-                    "message": f"request body exceeds {self.max_bytes} bytes",
-                }
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The same response as every other error, closing the connection: the rest of the
+        body is never read, so the connection cannot carry another request."""
+        response = error_response(413, "too_large", _too_large(self.max_bytes))
+        response.headers["Connection"] = "close"
+        await response(scope, receive, send)

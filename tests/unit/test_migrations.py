@@ -1,11 +1,15 @@
 """Alembic: upgrade head, downgrade base and upgrade again on every backend; no drift."""
 
+from datetime import UTC, datetime
+
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
+from lumina_app.storage.sql.models import idempotency as I
 from lumina_app.storage.sql.models import metadata
+from lumina_app.storage.sql.types import UTCDateTime
 from tests.conftest import Database, alembic_config
 
 
@@ -43,3 +47,56 @@ def test_message_seq_is_unique_per_conversation(database: Database) -> None:
     index = by_name["ix_lumina_message_conversation_seq"]
     assert index["column_names"] == ["conversation_id", "seq"]
     assert index["unique"]
+
+
+def test_0004_leases_claims_a_crash_left_and_keys_compare_exactly(database: Database) -> None:
+    """Upgrading: a claim left in progress (response JSON null) gets ``alive_at`` =
+    ``created_at`` so a retry can take it over; a recorded one gets none. Keys differing
+    only in case are two keys on every backend (MySQL's collation made them one)."""
+    cfg = alembic_config(database.url)
+    command.downgrade(cfg, "0003")
+    then = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    old = sa.table(
+        "lumina_idempotency",
+        sa.column("owner"),
+        sa.column("key"),
+        sa.column("fingerprint"),
+        sa.column("response", sa.JSON),
+        sa.column("created_at", UTCDateTime()),
+    )
+    old_insert = old.insert().values(owner="o", fingerprint="f", created_at=then)
+    engine = sa.create_engine(database.url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                old_insert,
+                [
+                    {"key": "crashed", "response": None},
+                    {"key": "done", "response": {"a": 1}},
+                ],
+            )
+        command.upgrade(cfg, "head")
+        with engine.begin() as conn:
+            rows = conn.execute(
+                sa.select(I.c.key, I.c.response, I.c.alive_at, I.c.claimed_by).order_by(I.c.key)
+            ).all()
+            assert [tuple(r) for r in rows] == [
+                ("crashed", None, then, None),
+                ("done", {"a": 1}, None, None),
+            ]
+            for key in ("AbC", "abc", "abç"):
+                conn.execute(
+                    sa.insert(I).values(owner="o", key=key, fingerprint="f", created_at=then)
+                )
+            conn.execute(sa.delete(I).where(I.c.key != "AbC"))
+        command.downgrade(cfg, "0003")
+        assert {c["name"] for c in sa.inspect(engine).get_columns("lumina_idempotency")} == {
+            "owner",
+            "key",
+            "fingerprint",
+            "response",
+            "created_at",
+        }
+        command.upgrade(cfg, "head")
+    finally:
+        engine.dispose()

@@ -101,8 +101,20 @@ class RedisRunEventLog:
             async for event in self.local.subscribe(run_id, after):
                 yield event
             return
+        key = self.key(run_id)
+        start = after
+        if after > 0:
+            # Last-Event-ID may be past the run's last event (its own last id, when a client
+            # reconnects after the end; or any number up to 20 digits, past what a stream id
+            # can be): read from the last event instead, so the run's end is still seen.
+            last_event = await self._last_event(key)
+            if last_event is None:
+                return  # expired or deleted meanwhile
+            if last_event.id <= after and last_event.type is EventType.RESULT:
+                return  # the run has ended and nothing was missed
+            start = min(after, last_event.id)
         heartbeat = HEARTBEAT.get()
-        key, last = self.key(run_id), f"{after}-0"
+        last = f"{start}-0"
         while True:
             block = self.block_ms if heartbeat is None else _block_ms(heartbeat, self.block_ms)
             reply = await self.reader.xread({key: last}, count=500, block=block)
@@ -113,11 +125,17 @@ class RedisRunEventLog:
                     yield None
                 continue
             for entry_id, fields in reply[0][1]:
-                last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-                event = _event(int(last.split("-")[0]), fields)
-                yield event
+                last, event = _entry(entry_id, fields)
+                if event.id > after:
+                    yield event
                 if event.type is EventType.RESULT:
                     return
+
+    async def _last_event(self, key: str) -> RunEvent | None:
+        entries = await self.reader.xrevrange(key, count=1)
+        if not entries:
+            return None
+        return _entry(*entries[0])[1]
 
     async def delete(self, run_id: str) -> None:
         await self.local.delete(run_id)
@@ -141,6 +159,12 @@ def _block_ms(heartbeat: Heartbeat, most: int) -> int:
 
 def _fields(event: RunEvent) -> dict[str, str]:
     return {"t": event.type.value, "d": json.dumps(event.record(), ensure_ascii=False)}
+
+
+def _entry(entry_id: bytes | str, fields: dict) -> tuple[str, RunEvent]:
+    """A stream entry: its id as text (where to read on from) and the event it holds."""
+    entry = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return entry, _event(int(entry.split("-")[0]), fields)
 
 
 def _event(event_id: int, fields: dict) -> RunEvent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -171,12 +171,16 @@ class ColdStore:
             query = query.where(sa.or_(C.c.title.ilike(pattern, escape="\\"), in_messages))
         if cursor:
             stamp, last_id = decode_cursor(cursor, 2)
+            # Only what a cursor we issued can hold: an aware time that is a time in UTC too
+            # (0001-01-01 at +14:00 is not), and a 32-bit row id in ASCII digits.
             try:
                 when, row_id = datetime.fromisoformat(stamp), int(last_id)
-            except ValueError as exc:
+                if when.tzinfo is not None:
+                    when = when.astimezone(UTC)
+            except (ValueError, OverflowError) as exc:
                 raise InvalidInput("malformed cursor") from exc
-            # Only what a cursor we issued can hold: an aware time and a 32-bit row id.
-            if when.tzinfo is None or not 0 < row_id <= _MAX_INT:
+            valid_id = last_id.isascii() and last_id.isdigit() and 0 < row_id <= _MAX_INT
+            if when.tzinfo is None or not valid_id:
                 raise InvalidInput("malformed cursor")
             query = query.where(
                 sa.or_(C.c.updated_at < when, sa.and_(C.c.updated_at == when, C.c.id < row_id))

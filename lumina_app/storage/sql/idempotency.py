@@ -1,8 +1,12 @@
-"""Idempotency keys in SQL: claim a key, then record the response the first request got."""
+"""Idempotency keys in SQL: claim a key, keep the claim alive while the request runs, then
+record the response it got. A claim whose holder stopped keeping it alive for longer than a
+lease (its process died) may be taken over by a retry."""
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,6 +23,15 @@ class IdempotencyRecord:
     response: dict[str, Any] | None
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A key held by this request: ``token`` tells it from a retry that took it over."""
+
+    owner: str
+    key: str
+    token: str
+
+
 class IdempotencyStore:
     def __init__(self, db: SQLDatabase) -> None:
         self.db = db
@@ -29,8 +42,10 @@ class IdempotencyStore:
             row = (await conn.execute(query)).first()
         return IdempotencyRecord(row.fingerprint, row.response) if row else None
 
-    async def claim(self, owner: str, key: str, fingerprint: str) -> bool:
-        """True if this request now owns the key; False if another got there first."""
+    async def claim(self, owner: str, key: str, fingerprint: str, *, lease: float) -> Claim | None:
+        """The key for this request: new, or a claim on the same request whose holder has
+        not shown it is alive for over ``lease`` seconds. None: done, or held by a live one."""
+        claim, now = Claim(owner, key, secrets.token_hex(16)), utcnow()
         try:
             async with self.db.begin() as conn:
                 await conn.execute(
@@ -39,20 +54,47 @@ class IdempotencyStore:
                         key=key,
                         fingerprint=fingerprint,
                         response=None,
-                        created_at=utcnow(),
+                        created_at=now,
+                        alive_at=now,
+                        claimed_by=claim.token,
                     )
                 )
+            return claim
         except IntegrityError:
-            return False
-        return True
+            pass
+        # One UPDATE that matches only a claim still stale: of two retries racing for it,
+        # the second finds it fresh. A recorded response has no ``alive_at``: never taken.
+        stale = sa.update(I).where(
+            I.c.owner == owner,
+            I.c.key == key,
+            I.c.fingerprint == fingerprint,
+            I.c.alive_at < now - timedelta(seconds=lease),
+        )
+        async with self.db.begin() as conn:
+            taken = await conn.execute(stale.values(alive_at=now, claimed_by=claim.token))
+        return claim if taken.rowcount == 1 else None
 
-    async def complete(self, owner: str, key: str, response: dict[str, Any]) -> None:
+    async def keep_alive(self, claim: Claim) -> bool:
+        """Renew the claim's lease; False if a retry took it over meanwhile."""
+        async with self.db.begin() as conn:
+            renewed = await conn.execute(_held(claim).values(alive_at=utcnow()))
+        return renewed.rowcount == 1
+
+    async def complete(self, claim: Claim, response: dict[str, Any]) -> None:
         async with self.db.begin() as conn:
             await conn.execute(
-                sa.update(I).where(I.c.owner == owner, I.c.key == key).values(response=response)
+                _held(claim).values(response=response, alive_at=None, claimed_by=None)
             )
 
-    async def release(self, owner: str, key: str) -> None:
-        """The first request failed: free the key so a retry can try again."""
+    async def release(self, claim: Claim) -> None:
+        """The request failed: free the key so a retry can try again."""
         async with self.db.begin() as conn:
-            await conn.execute(sa.delete(I).where(I.c.owner == owner, I.c.key == key))
+            await conn.execute(sa.delete(I).where(*_holds(claim)))
+
+
+def _holds(claim: Claim) -> tuple[sa.ColumnElement[bool], ...]:
+    return I.c.owner == claim.owner, I.c.key == claim.key, I.c.claimed_by == claim.token
+
+
+def _held(claim: Claim) -> sa.Update:
+    return sa.update(I).where(*_holds(claim))

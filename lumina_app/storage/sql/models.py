@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 from sqlmodel import Field, SQLModel
 
 from lumina_app.domain import utcnow
@@ -99,17 +100,31 @@ class RunRow(SQLModel, table=True):
     error: str | None = Field(default=None, sa_column=sa.Column(sa.Text()))
 
 
+def _exact_text(length: int) -> sa.types.TypeEngine:
+    """A string compared byte for byte: with MySQL's case-insensitive collation the
+    Idempotency-Keys ``AbC`` and ``abc`` were one key there (and only there)."""
+    return sa.String(length).with_variant(
+        mysql.VARCHAR(length, collation="utf8mb4_bin"), "mysql", "mariadb"
+    )
+
+
 class IdempotencyRow(SQLModel, table=True):
-    """A create-request's key and first response, so a retry returns it and creates nothing."""
+    """A create-request's key and first response, so a retry returns it and creates nothing.
+
+    While the first request runs, ``claimed_by`` names it and ``alive_at`` is when it last
+    showed it is alive (its lease); both are cleared once the response is recorded.
+    """
 
     __tablename__ = "lumina_idempotency"
     __table_args__ = (_MYSQL_TABLE_ARGS,)
 
-    owner: str = Field(sa_column=sa.Column(sa.String(128), primary_key=True))
-    key: str = Field(sa_column=sa.Column(sa.String(255), primary_key=True))
+    owner: str = Field(sa_column=sa.Column(_exact_text(128), primary_key=True))
+    key: str = Field(sa_column=sa.Column(_exact_text(255), primary_key=True))
     fingerprint: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     response: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON))
     created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False, index=True))
+    alive_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+    claimed_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(32)))
 
 
 conversations: sa.Table = ConversationRow.__table__  # type: ignore[attr-defined]
