@@ -29,7 +29,8 @@ TMP_PREFIX = ".tmp-"
 
 # Ids become folder names: one path component, no leading dot, nothing a shell or a
 # filesystem treats specially. Native ids (uuid4, ``msg-<base36>-<hex>``) always pass.
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")
+# Matched with fullmatch: ``$`` would also accept a name ending in a newline.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
 _LOG_TAG = {
     MsgRole.USER: "USER",
     MsgRole.ASSISTANT: "AGENT",
@@ -49,7 +50,7 @@ class ArchiveError(Exception):
 
 def is_safe_name(name: str, *, max_length: int = 128) -> bool:
     """Whether ``name`` can be used as one folder name of the layout."""
-    return 0 < len(name) <= max_length and bool(_SAFE_NAME.match(name))
+    return 0 < len(name) <= max_length and bool(_SAFE_NAME.fullmatch(name))
 
 
 def conversation_relpath(agent_id: str, conversation_id: str) -> PurePosixPath:
