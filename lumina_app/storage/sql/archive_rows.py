@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from lumina_app.domain import (
     ConversationInfo,
+    ConversationStatus,
     ImportOutcome,
     InvalidInput,
     MessageStatus,
@@ -54,7 +55,9 @@ async def import_conversation(
 
     A conversation already stored keeps its rows; archive messages past the ones it holds
     (matched by position, checked by role and turn id) are appended with the next seqs.
-    Returns what happened and how many messages were added. A mismatch raises
+    Only the same owner's conversation, under the same agent and not running, is appended
+    to; its ``updatedAt`` never goes back, and its status changes only along with it.
+    Returns what happened and how many messages were added. A refusal raises
     ``InvalidInput`` and writes nothing.
     """
     try:
@@ -63,7 +66,13 @@ async def import_conversation(
                 row = (
                     await conn.execute(
                         sa.select(
-                            C.c.id, C.c.agent_id, C.c.last_seq, C.c.tool_call_count, C.c.updated_at
+                            C.c.id,
+                            C.c.agent_id,
+                            C.c.owner,
+                            C.c.status,
+                            C.c.last_seq,
+                            C.c.tool_call_count,
+                            C.c.updated_at,
                         )
                         .where(C.c.uuid == conv.uuid)
                         .with_for_update()
@@ -73,10 +82,7 @@ async def import_conversation(
                     conversation_id = await _insert_conversation(conn, conv, len(msgs))
                     await _insert_messages(conn, conversation_id, msgs, first_seq=1)
                     return ImportOutcome.CREATED, len(msgs)
-                if row.agent_id != conv.agent_id:
-                    raise InvalidInput(
-                        f"conversation {conv.uuid!r} already exists under agent {row.agent_id!r}"
-                    )
+                _check_target(conv, row)
                 stored = (
                     await conn.execute(
                         sa.select(M.c.role, M.c.turn_id)
@@ -88,21 +94,45 @@ async def import_conversation(
                 missing = list(msgs[len(stored) :])
                 if not missing:
                     return ImportOutcome.UNCHANGED, 0
+                if row.status == ConversationStatus.RUNNING.value:
+                    raise InvalidInput(
+                        f"conversation {conv.uuid!r} is running: import again once its run "
+                        "has ended"
+                    )
+                newer = conv.updated_at > row.updated_at
                 await conn.execute(
                     sa.update(C)
                     .where(C.c.id == row.id)
                     .values(
                         last_seq=C.c.last_seq + len(missing),
                         message_count=C.c.message_count + len(missing),
-                        status=conv.status.value,
+                        status=conv.status.value if newer else row.status,
                         tool_call_count=max(row.tool_call_count, conv.tool_call_count),
-                        updated_at=max(row.updated_at, conv.updated_at),
+                        updated_at=conv.updated_at if newer else row.updated_at,
                     )
                 )
                 await _insert_messages(conn, row.id, missing, first_seq=row.last_seq + 1)
                 return ImportOutcome.APPENDED, len(missing)
     except IntegrityError as exc:  # another importer inserted the same uuid meanwhile
         raise InvalidInput(f"conversation {conv.uuid!r} could not be imported: {exc.orig}") from exc
+    except DataError as exc:  # a value the column cannot hold, past the reader's checks
+        reason = str(exc.orig).splitlines()[0]
+        raise InvalidInput(
+            f"conversation {conv.uuid!r}: the database refused a value: {reason}"
+        ) from exc
+
+
+def _check_target(conv: ConversationInfo, row: sa.Row) -> None:
+    """An existing conversation is appended to only by its own owner, under its agent."""
+    if row.owner != conv.owner:
+        raise InvalidInput(
+            f"conversation {conv.uuid!r} already exists and belongs to another owner "
+            f"(this import is for owner {conv.owner!r}): refused, nothing changed"
+        )
+    if row.agent_id != conv.agent_id:
+        raise InvalidInput(
+            f"conversation {conv.uuid!r} already exists under agent {row.agent_id!r}"
+        )
 
 
 def _check_prefix(uuid: str, stored: Sequence[sa.Row], msgs: Sequence[Msg]) -> None:
