@@ -7,7 +7,9 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from lumina_app.domain import ConversationStatus, ImportOutcome
+import pytest
+
+from lumina_app.domain import ConversationStatus, ImportOutcome, InvalidInput
 from lumina_app.domain.views import iso_ms
 from tests.archive.conftest import TURNS, seed_conversation
 
@@ -85,3 +87,11 @@ async def test_a_running_conversation_is_not_appended_to(archive, tmp_path: Path
         f"{folder}: conversation {conv.uuid!r} is running: import again once its run has ended"
     )
     assert await archive.memory.cold.get_conversation(conv.uuid) == running
+
+
+@pytest.mark.parametrize("owner", ["o" * 129, "bob\x1b[2J", "bob\ud800"])
+async def test_an_owner_the_column_cannot_hold_is_refused_up_front(
+    sqlite_archive, tmp_path: Path, owner: str
+) -> None:
+    with pytest.raises(InvalidInput, match="owner must be at most 128 printable characters"):
+        await sqlite_archive.import_path(tmp_path, owner=owner)

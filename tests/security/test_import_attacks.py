@@ -1,0 +1,352 @@
+"""Hostile archives against the real ``python -m lumina_app import``, run as an attacker (or
+a careless operator) would: a child process over a real database, its exit code, its
+output, its peak memory, and what ends up in SQL.
+
+Nothing may reach someone else's conversation, follow a link out of the tree, crash the
+importer or exhaust its memory; each bad conversation is reported by file and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from lumina_app.composition import open_services
+from lumina_app.settings import load_settings
+from tests.archive.conftest import seed_conversation
+from tests.conftest import ROOT, Database
+
+TIMEOUT = 60
+CONVERSATIONS = "agents/demo/conversations"
+NOW = datetime.now(UTC)
+
+
+# -- running the CLI -----------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+    peak_rss_mb: float
+    seconds: float
+
+    def error_line(self, prefix: str) -> str:
+        """The one ``error:`` line about ``prefix`` (a path, as the CLI prints it)."""
+        lines = [line for line in self.stderr.splitlines() if line.startswith(f"error: {prefix}")]
+        assert len(lines) == 1, f"{prefix!r} in:\n{self.stderr}"
+        return lines[0]
+
+
+# The child is started by a small launcher: a process forked from pytest would report
+# pytest's own peak RSS as its maximum (Linux keeps the high-water mark across exec).
+_LAUNCHER = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+child.returncode = os.waitstatus_to_exitcode(status)
+with open(sys.argv[1], "w") as report:
+    report.write(str(usage.ru_maxrss))
+sys.exit(child.returncode)
+"""
+
+
+def run_import(database: Database, tmp_path: Path, *args: str, **env: str) -> Run:
+    """``python -m lumina_app import ARGS`` in a child process, with its peak RSS."""
+    rss = tmp_path / "peak-rss-kb.txt"
+    command = [sys.executable, "-m", "lumina_app", "import", *args]
+    child_env = {
+        **os.environ,
+        "LUMINA_DATABASE_URL": database.url,
+        "LUMINA_DATA_DIR": str(tmp_path / "data"),
+        "LUMINA_REDIS_URL": "",
+        **env,
+    }
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _LAUNCHER, str(rss), *command],
+        cwd=ROOT,
+        env=child_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # so a hung import can be killed with its launcher
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"import still running after {TIMEOUT} s")
+    return Run(
+        code=proc.returncode,
+        stdout=stdout.decode("utf-8"),
+        stderr=stderr.decode("utf-8"),
+        peak_rss_mb=int(rss.read_text()) / 1024,
+        seconds=time.monotonic() - started,
+    )
+
+
+def assert_no_crash(run: Run) -> None:
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.code == 1, (run.code, run.stdout, run.stderr)
+
+
+# -- reading SQL directly ------------------------------------------------------------------
+
+
+def rows(database: Database, query: str, **params: object) -> list[tuple]:
+    engine = sa.create_engine(database.url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(sa.text(query), params)]
+    finally:
+        engine.dispose()
+
+
+def stored_ids(database: Database) -> list[str]:
+    return [r[0] for r in rows(database, "SELECT uuid FROM lumina_conversation ORDER BY uuid")]
+
+
+def all_stored_text(database: Database) -> str:
+    titles = rows(database, "SELECT title, owner FROM lumina_conversation")
+    contents = rows(database, "SELECT content, turn_id FROM lumina_message")
+    return "\n".join(str(value) for row in titles + contents for value in row)
+
+
+def conversation_state(database: Database, uuid: str) -> tuple[list[tuple], list[tuple]]:
+    """Every column of the conversation row and of its messages, as stored."""
+    conv = rows(database, "SELECT * FROM lumina_conversation WHERE uuid = :u", u=uuid)
+    msgs = rows(
+        database,
+        "SELECT m.* FROM lumina_message m JOIN lumina_conversation c "
+        "ON m.conversation_id = c.id WHERE c.uuid = :u ORDER BY m.seq",
+        u=uuid,
+    )
+    return conv, msgs
+
+
+# -- building archives -----------------------------------------------------------------------
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def good_history(text: str = "hello") -> list[dict]:
+    return [
+        {
+            "role": "user",
+            "content": text,
+            "messageId": "msg-1",
+            "timestamp": "2026-03-23T10:00:01Z",
+        },
+        {
+            "role": "assistant",
+            "content": "hi",
+            "messageId": "msg-1",
+            "timestamp": "2026-03-23T10:00:02Z",
+        },
+    ]
+
+
+def write_conversation(
+    folder: Path, meta: dict | str | bytes | None = None, history: object = None
+) -> Path:
+    """A conversation folder; ``str``/``bytes`` values are written as they are."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if meta is None:
+        meta = {"agentId": "demo", "title": folder.name, "status": "completed"}
+    history = good_history() if history is None else history
+    for name, value in (("meta.json", meta), ("history.json", history)):
+        if isinstance(value, bytes):
+            (folder / name).write_bytes(value)
+        elif isinstance(value, str):
+            (folder / name).write_text(value, encoding="utf-8")
+        else:
+            (folder / name).write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+    return folder
+
+
+# -- 1. someone else's conversation ------------------------------------------------------------
+
+
+async def seed_alice(database: Database, tmp_path: Path) -> tuple[str, dict]:
+    """Alice's conversation, made in the app; returns its id and its export."""
+    settings = load_settings(
+        database_url=database.url, redis_url=None, data_dir=tmp_path / "alice-data"
+    )
+    services = await open_services(settings, recover=False)
+    try:
+        conv = await seed_conversation(services.archive, owner="alice", title="alice's plans")
+        return conv.uuid, await services.archive.document(conv)
+    finally:
+        await services.close()
+
+
+async def test_another_owners_conversation_is_refused_and_left_byte_identical(
+    database: Database, tmp_path: Path
+) -> None:
+    alice_id, exported = await seed_alice(database, tmp_path)
+    before = conversation_state(database, alice_id)
+
+    # Bob's archive: Alice's id and her messages (so an append would line up), two more
+    # messages, another status and a later updatedAt; and one conversation of his own.
+    history = [*exported["history"], *good_history("bob was here")]
+    for entry in history[-2:]:
+        entry["messageId"] = "msg-bob"
+    meta = {**exported["meta"], "status": "failed", "updatedAt": stamp(NOW)}
+    root = tmp_path / "bob"
+    target = write_conversation(root / CONVERSATIONS / alice_id, meta, history)
+    write_conversation(root / CONVERSATIONS / "conv-bob00001")
+
+    run = run_import(database, tmp_path, str(root), "--owner", "bob")
+
+    assert_no_crash(run)
+    line = run.error_line(f"{target}: ")
+    assert f"conversation {alice_id!r} already exists and belongs to another owner" in line
+    assert "alice" not in run.stderr  # Bob does not learn whose it is
+    assert "1 created, 0 appended, 0 unchanged, 1 failed" in run.stdout
+    assert conversation_state(database, alice_id) == before
+    assert "bob was here" not in all_stored_text(database)
+    assert rows(database, "SELECT owner FROM lumina_conversation WHERE uuid = 'conv-bob00001'") == [
+        ("bob",)
+    ]
+
+
+# -- 2. links out of the tree ------------------------------------------------------------------
+
+
+def test_links_out_of_a_folder_tree_are_refused_and_the_secret_stays_out(
+    sqlite_database: Database, tmp_path: Path
+) -> None:
+    secret = write_conversation(
+        tmp_path / "secret",
+        {"agentId": "demo", "title": "SECRET-TITLE-7f3a"},
+        [{"role": "user", "content": "SECRET-CONTENT-7f3a"}],
+    )
+    outside = tmp_path / "outside"
+    write_conversation(outside / "conversations" / "conv-outside1", history=json.loads(
+        (secret / "history.json").read_text(encoding="utf-8")
+    ))  # fmt: skip
+    tree = tmp_path / "tree"
+    convs = tree / CONVERSATIONS
+    link_file = write_conversation(convs / "conv-linkfile", history=[])
+    (link_file / "history.json").unlink()
+    (link_file / "history.json").symlink_to(secret / "history.json")
+    (convs / "conv-linkdir").symlink_to(secret, target_is_directory=True)
+    turn_link = write_conversation(convs / "conv-turnlink")
+    (turn_link / "msg-1").symlink_to(secret, target_is_directory=True)
+    (tree / "agents" / "evil").symlink_to(outside, target_is_directory=True)
+    (tree / "agents" / "other").mkdir()
+    (tree / "agents" / "other" / "conversations").symlink_to(outside / "conversations")
+    write_conversation(convs / "conv-good0001")
+    given = tmp_path / "given-path"  # the path on the command line may be a link
+    given.symlink_to(tree, target_is_directory=True)
+
+    run = run_import(sqlite_database, tmp_path, str(given))
+
+    assert_no_crash(run)
+    for link in (
+        convs / "conv-linkfile" / "history.json",
+        convs / "conv-linkdir",
+        convs / "conv-turnlink" / "msg-1",
+        tree / "agents" / "evil",
+        tree / "agents" / "other" / "conversations",
+    ):
+        shown = given / link.relative_to(tree)
+        assert "is a symbolic link: refused" in run.error_line(f"{shown}: ")
+    assert "1 created, 0 appended, 0 unchanged, 5 failed" in run.stdout
+    assert stored_ids(sqlite_database) == ["conv-good0001"]
+    assert "7f3a" not in all_stored_text(sqlite_database)
+
+
+# -- 3. one bad conversation never stops the others ----------------------------------------
+
+
+def robustness_tree(root: Path) -> dict[str, tuple[str, str]]:
+    """Hostile conversations beside two good ones: {folder: (file at fault, reason)}."""
+    meta = {"agentId": "demo", "status": "completed"}
+    entry = {"role": "user", "content": "q", "messageId": "msg-1"}
+    cases = {
+        "conv-int70": ({**meta, "stats": {"toolCallCount": 2**70}}, None, "meta.json",
+                       "'stats.toolCallCount' must be a non-negative integer up to 2147483647"),
+        "conv-int40": ({**meta, "stats": {"toolCallCount": 2**40}}, None, "meta.json",
+                       "'stats.toolCallCount' must be a non-negative integer"),
+        "conv-inf": ('{"agentId": "demo", "stats": {"toolCallCount": 1e400}}', None, "meta.json",
+                     "got inf"),
+        "conv-deep": (None, "[" * 200_000 + "]" * 200_000, "history.json",
+                      "invalid JSON: nested too deeply"),
+        "conv-deepmeta": ("[" * 200_000 + "]" * 200_000, None, "meta.json",
+                          "invalid JSON: nested too deeply"),
+        "conv-digits": (None, '[{"role": "user", "content": "x", "n": ' + "9" * 5000 + "}]",
+                        "history.json", "invalid JSON: Exceeds the limit (4300 digits)"),
+        "conv-surrogate": (None, '[{"role": "user", "content": "a\\ud800b"}]', "history.json",
+                           "entry 0: 'content' must not contain lone surrogates"),
+        "conv-surrtitle": ('{"agentId": "demo", "title": "\\udfff"}', None, "meta.json",
+                           "'title' must not contain lone surrogates"),
+        "conv-nul": (None, '[{"role": "user", "content": "a\\u0000b"}]', "history.json",
+                     "entry 0: 'content' must not contain NUL characters"),
+        "conv-metanum": ("42", None, "meta.json", "expected a JSON object, got a number"),
+        "conv-metalist": ("[]", None, "meta.json", "expected a JSON object, got an array"),
+        "conv-histstr": (None, '"hello"', "history.json", "expected a JSON array, got a string"),
+        "conv-histnull": (None, "null", "history.json", "expected a JSON array, got null"),
+        "conv-notutf8": (None, b'[{"role": "user", "content": "\xff"}]', "history.json",
+                         "not UTF-8 text"),
+        "conv-year9999": (None, [{**entry, "timestamp": "9999-12-31T23:59:59Z"}], "history.json",
+                          "entry 0: 'timestamp' is out of range"),
+        "conv-year0001": ({**meta, "createdAt": "0001-01-01T00:00:00Z"}, None, "meta.json",
+                          "'createdAt' is out of range"),
+        "conv-overflow": ({**meta, "updatedAt": "9999-12-31T23:59:59-05:00"}, None, "meta.json",
+                          "'updatedAt' is out of range"),
+        "conv-y2099": ({**meta, "updatedAt": "2099-01-01T00:00:00Z"}, None, "meta.json",
+                       "'updatedAt' is out of range"),
+        "conv-tomorrow": (None, [{**entry, "timestamp": stamp(NOW + timedelta(days=2))}],
+                          "history.json", "entry 0: 'timestamp' is out of range"),
+        "conv-y1999": (None, [{**entry, "timestamp": "1999-12-31T23:59:59Z"}], "history.json",
+                       "entry 0: 'timestamp' is out of range"),
+        "conv-numstamp": (None, [{**entry, "timestamp": 1e308}], "history.json",
+                          "entry 0: 'timestamp' must be a string, got a number"),
+        "conv-newline": ({**meta, "conversationId": "conv-x\n"}, None, "meta.json",
+                         "'conversationId' must be 1-36 letters"),
+        "conv-bigfile": (None, [{**entry, "content": "x" * 1_200_000}], "history.json",
+                         "bytes, over the 1,048,576-byte limit (LUMINA_IMPORT_MAX_FILE_BYTES)"),
+    }  # fmt: skip
+    for name, (meta_value, history, _, _) in cases.items():
+        write_conversation(root / CONVERSATIONS / name, meta_value, history)
+    # A folder named with a newline and no meta.json: its name is the id, and is refused.
+    odd = write_conversation(root / CONVERSATIONS / "conv-y\n")
+    (odd / "meta.json").unlink()
+    write_conversation(root / CONVERSATIONS / "conv-good0001")
+    write_conversation(root / CONVERSATIONS / "conv-good0002")
+    return {name: (file, reason) for name, (_, _, file, reason) in cases.items()}
+
+
+def test_every_bad_conversation_is_reported_and_the_good_ones_go_in(
+    database: Database, tmp_path: Path
+) -> None:
+    root = tmp_path / "tree"
+    expected = robustness_tree(root)
+
+    run = run_import(database, tmp_path, str(root), LUMINA_IMPORT_MAX_FILE_BYTES=str(1024 * 1024))
+
+    assert_no_crash(run)
+    for name, (file, reason) in expected.items():
+        assert reason in run.error_line(f"{root / CONVERSATIONS / name / file}: "), name
+    odd = run.error_line(f"{root / CONVERSATIONS}/conv-y\\n/meta.json: ")
+    assert "'conversationId' must be 1-36 letters" in odd and "'conv-y\\n'" in odd
+    failed = len(expected) + 1
+    assert f"2 created, 0 appended, 0 unchanged, {failed} failed" in run.stdout
+    assert run.stderr.count("error: ") == failed
+    assert stored_ids(database) == ["conv-good0001", "conv-good0002"]
+    assert rows(database, "SELECT COUNT(*) FROM lumina_message") == [(4,)]
