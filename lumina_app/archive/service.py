@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lumina_app.archive import format as files
-from lumina_app.archive import writer
+from lumina_app.archive import unzip, writer
 from lumina_app.archive.limits import DEFAULT_LIMITS, ImportLimits
 from lumina_app.archive.reader import MAX_CONVERSATION_ID, read_conversation
 from lumina_app.archive.tree import find_conversation_folders
@@ -191,18 +191,26 @@ class ArchiveService:
     async def _import_zip(
         self, path: Path, *, owner: str, limits: ImportLimits, progress: Progress | None
     ) -> ImportReport:
+        """Unpack what an import reads into a private temporary folder, then import that;
+        a conversation with a refused member (a link, too large, corrupt) is skipped."""
         tmp = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="lumina-import-"))
         try:
             try:
-                await asyncio.to_thread(_extract, path, tmp)
-            except (zipfile.BadZipFile, OSError) as exc:
-                return ImportReport([ImportItem(path, error=f"{path}: bad zip file: {exc}")])
-            report = await self._import_tree(tmp, owner=owner, limits=limits, progress=progress)
+                refused = await asyncio.to_thread(unzip.extract, path, tmp, limits)
+            except files.ArchiveError as exc:
+                return ImportReport([ImportItem(path, error=str(exc))])
+            # the folders holding a refused member, up to the root (one may be a conversation)
+            skip = {tmp.joinpath(*m.parts[:n]) for m in refused for n in range(len(m.parts) + 1)}
+            report = await self._import_tree(
+                tmp, owner=owner, limits=limits, progress=progress, skip=skip
+            )
         finally:
             await asyncio.to_thread(shutil.rmtree, tmp, True)
         for item in report.items:  # name files inside the zip, not the temp folder
             item.folder = path / item.folder.relative_to(tmp)
             item.error = item.error and item.error.replace(str(tmp), str(path))
+        refusals = [ImportItem(path, error=f"{path}/{m.name}: {m.reason}") for m in refused]
+        report.items[:0] = refusals
         return report
 
     async def import_folder(
@@ -254,12 +262,6 @@ def is_archive_conversation_id(value: str) -> bool:
 
 def _is_zip(path: Path) -> bool:
     return path.is_file() and zipfile.is_zipfile(path)
-
-
-def _extract(archive: Path, target: Path) -> None:
-    """Unzip; zipfile drops absolute paths and ``..`` parts, so nothing lands outside."""
-    with zipfile.ZipFile(archive) as zipped:
-        zipped.extractall(target)
 
 
 def _check_owner(owner: str) -> None:

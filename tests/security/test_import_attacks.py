@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
+import struct
 import subprocess
 import sys
 import time
+import zipfile
+import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -178,6 +182,70 @@ def write_conversation(
     return folder
 
 
+@dataclass
+class Member:
+    """One member of a hand-built zip: raw deflate ``data``, the real ``crc``/``size``, and
+    the sizes its headers claim (by default the true ones)."""
+
+    name: str
+    data: bytes
+    crc: int
+    size: int
+    claimed_size: int | None = None
+
+
+def deflated(chunks: list[bytes]) -> tuple[bytes, int, int]:
+    """(raw deflate stream, crc32, size) of the concatenated chunks."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    data = b"".join(packer.compress(chunk) for chunk in chunks) + packer.flush()
+    crc = size = 0
+    for chunk in chunks:
+        crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+    return data, crc, size
+
+
+def bomb_member(name: str, megabytes: int) -> Member:
+    """history.json holding one ``megabytes`` MiB message, about 1 KB compressed per MiB.
+
+    After a full flush deflate starts afresh, so one compressed MiB can be repeated
+    instead of compressing hundreds of MiB in the test."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head, tail, mib = b'[{"role": "user", "content": "', b'"}]', b"a" * (1 << 20)
+    first = packer.compress(head) + packer.flush(zlib.Z_FULL_FLUSH)
+    block = packer.compress(mib) + packer.flush(zlib.Z_FULL_FLUSH)
+    assert packer.compress(mib) + packer.flush(zlib.Z_FULL_FLUSH) == block
+    last = packer.compress(tail) + packer.flush()
+    crc = zlib.crc32(head)
+    for _ in range(megabytes):
+        crc = zlib.crc32(mib, crc)
+    crc = zlib.crc32(tail, crc)
+    size = len(head) + megabytes * len(mib) + len(tail)
+    return Member(name, first + block * megabytes + last, crc, size)
+
+
+def hand_made_zip(path: Path, members: list[Member], *, claimed_count: int | None = None) -> Path:
+    """Write the zip byte by byte, so its headers can say what an attacker wants."""
+    body, directory = bytearray(), bytearray()
+    for member in members:
+        name = member.name.encode()
+        claimed = member.size if member.claimed_size is None else member.claimed_size
+        sizes = (member.crc, len(member.data), claimed)
+        offset = len(body)
+        body += struct.pack(
+            "<4s2B4HL2L2H", b"PK\x03\x04", 20, 0, 0, 8, 0, 0x21, *sizes, len(name), 0
+        )
+        body += name + member.data
+        directory += struct.pack(
+            "<4s4B4HL2L5H2L", b"PK\x01\x02", 20, 3, 20, 0, 0, 8, 0, 0x21, *sizes,
+            len(name), 0, 0, 0, 0, 0o100644 << 16, offset,
+        )  # fmt: skip
+        directory += name
+    count = len(members) if claimed_count is None else claimed_count
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, len(directory), len(body), 0)
+    path.write_bytes(bytes(body + directory + end))
+    return path
+
+
 # -- 1. someone else's conversation ------------------------------------------------------------
 
 
@@ -271,6 +339,31 @@ def test_links_out_of_a_folder_tree_are_refused_and_the_secret_stays_out(
     assert "7f3a" not in all_stored_text(sqlite_database)
 
 
+def test_a_link_inside_a_zip_is_refused(sqlite_database: Database, tmp_path: Path) -> None:
+    secret = write_conversation(
+        tmp_path / "secret", history=[{"role": "user", "content": "SECRET-CONTENT-9c1d"}]
+    )
+    path = tmp_path / "links.zip"
+    with zipfile.ZipFile(path, "w") as zipped:
+        link = zipfile.ZipInfo(f"{CONVERSATIONS}/conv-ziplink1/history.json")
+        link.create_system = 3
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zipped.writestr(link, str(secret / "history.json"))
+        zipped.writestr(f"{CONVERSATIONS}/conv-ziplink1/meta.json", json.dumps({"title": "x"}))
+        zipped.writestr(f"{CONVERSATIONS}/conv-zipgood1/history.json", json.dumps(good_history()))
+        zipped.writestr("../../escape/history.json", "[]")
+
+    run = run_import(sqlite_database, tmp_path, str(path))
+
+    assert_no_crash(run)
+    line = run.error_line(f"{path}/{CONVERSATIONS}/conv-ziplink1/history.json: ")
+    assert line.endswith("is a symbolic link: refused (an import follows no links)")
+    assert "name leading outside the archive" in run.error_line(f"{path}/../../escape/")
+    assert "1 created, 0 appended, 0 unchanged, 2 failed" in run.stdout
+    assert stored_ids(sqlite_database) == ["conv-zipgood1"]  # not even conv-ziplink1's meta
+    assert "9c1d" not in all_stored_text(sqlite_database)
+
+
 # -- 3. one bad conversation never stops the others ----------------------------------------
 
 
@@ -350,3 +443,78 @@ def test_every_bad_conversation_is_reported_and_the_good_ones_go_in(
     assert run.stderr.count("error: ") == failed
     assert stored_ids(database) == ["conv-good0001", "conv-good0002"]
     assert rows(database, "SELECT COUNT(*) FROM lumina_message") == [(4,)]
+
+
+# -- 4. zips that expand ---------------------------------------------------------------------
+
+
+def test_a_zip_bomb_is_refused_quickly_with_bounded_memory(
+    sqlite_database: Database, tmp_path: Path
+) -> None:
+    """~300 KB expanding to 300 MiB; before the caps the import took ~1 GB of memory and
+    stored the 300 MiB message."""
+    bomb = bomb_member(f"{CONVERSATIONS}/conv-bomb0001/history.json", 300)
+    good = Member(f"{CONVERSATIONS}/conv-good0001/history.json",
+                  *deflated([json.dumps(good_history()).encode()]))  # fmt: skip
+    path = hand_made_zip(tmp_path / "bomb.zip", [bomb, good])
+    assert path.stat().st_size < 400_000
+
+    run = run_import(sqlite_database, tmp_path, str(path))
+
+    assert_no_crash(run)
+    line = run.error_line(f"{path}/{CONVERSATIONS}/conv-bomb0001/history.json: ")
+    assert "over the 67,108,864-byte limit (LUMINA_IMPORT_MAX_FILE_BYTES)" in line
+    assert stored_ids(sqlite_database) == ["conv-good0001"]
+    assert run.peak_rss_mb < 200, run.peak_rss_mb
+    assert run.seconds < 30, run.seconds
+
+
+def test_a_zip_whose_headers_understate_its_size_is_refused(
+    sqlite_database: Database, tmp_path: Path
+) -> None:
+    """The headers claim 1 KB; the data inflates to 300 MiB. Only what was claimed is
+    inflated, and the checksum then gives the lie away."""
+    bomb = bomb_member(f"{CONVERSATIONS}/conv-liar0001/history.json", 300)
+    bomb.claimed_size = 1000
+    path = hand_made_zip(tmp_path / "liar.zip", [bomb])
+
+    run = run_import(sqlite_database, tmp_path, str(path))
+
+    assert_no_crash(run)
+    line = run.error_line(f"{path}/{CONVERSATIONS}/conv-liar0001/history.json: ")
+    assert "cannot be extracted: Bad CRC-32" in line
+    assert stored_ids(sqlite_database) == []
+    assert run.peak_rss_mb < 200, run.peak_rss_mb
+
+
+def test_members_are_counted_in_the_directory_not_taken_from_the_end_record(
+    sqlite_database: Database, tmp_path: Path
+) -> None:
+    data, crc, size = deflated([b"[]"])
+    members = [Member(f"{CONVERSATIONS}/c-{n:05d}/x.log", data, crc, size) for n in range(300)]
+    path = hand_made_zip(tmp_path / "many.zip", members, claimed_count=1)
+
+    run = run_import(sqlite_database, tmp_path, str(path), LUMINA_IMPORT_MAX_ZIP_MEMBERS="200")
+
+    assert_no_crash(run)
+    line = run.error_line(f"{path}: ")
+    assert line.endswith("has more than 200 members (LUMINA_IMPORT_MAX_ZIP_MEMBERS): refused, "
+                         "nothing imported")  # fmt: skip
+    assert stored_ids(sqlite_database) == []
+
+
+def test_the_total_a_zip_expands_to_is_capped(sqlite_database: Database, tmp_path: Path) -> None:
+    path = tmp_path / "big.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for n in range(3):
+            history = good_history("x" * 600_000)
+            zipped.writestr(f"{CONVERSATIONS}/conv-big{n:05d}/history.json", json.dumps(history))
+
+    run = run_import(
+        sqlite_database, tmp_path, str(path), LUMINA_IMPORT_MAX_ZIP_BYTES=str(1024 * 1024)
+    )
+
+    assert_no_crash(run)
+    line = run.error_line(f"{path}: ")
+    assert "over the 1,048,576-byte limit for one zip (LUMINA_IMPORT_MAX_ZIP_BYTES)" in line
+    assert stored_ids(sqlite_database) == []
