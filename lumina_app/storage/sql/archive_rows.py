@@ -23,6 +23,8 @@ from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
+_BATCH = 2000
+
 
 async def final_messages(db: SQLDatabase, conversation_id: int) -> list[Msg]:
     """Every final message of a conversation in seq order (a ``streaming`` answer is left
@@ -91,7 +93,7 @@ async def import_conversation(
                     )
                 ).all()
                 _check_prefix(conv.uuid, stored, msgs)
-                missing = list(msgs[len(stored) :])
+                missing = msgs[len(stored) :]
                 if not missing:
                     return ImportOutcome.UNCHANGED, 0
                 if row.status == ConversationStatus.RUNNING.value:
@@ -169,21 +171,21 @@ async def _insert_messages(
     *,
     first_seq: int,
 ) -> None:
-    """One executemany for all rows (seqs assigned here, consecutive from ``first_seq``)."""
-    if not msgs:
-        return
-    rows = [
-        {
-            "conversation_id": conversation_id,
-            "seq": first_seq + offset,
-            "turn_id": msg.turn_id,
-            "role": msg.role.value,
-            "content": msg.content,
-            "status": msg.status.value,
-            "created_at": msg.created_at,
-            "updated_at": msg.updated_at or msg.created_at,
-            "meta": msg.meta,
-        }
-        for offset, msg in enumerate(msgs)
-    ]
-    await conn.execute(sa.insert(M), rows)
+    """The rows in batches of ``_BATCH`` (one executemany each, seqs consecutive from
+    ``first_seq``), so a big archive never has every row's parameters built at once."""
+    for start in range(0, len(msgs), _BATCH):
+        rows = [
+            {
+                "conversation_id": conversation_id,
+                "seq": first_seq + start + offset,
+                "turn_id": msg.turn_id,
+                "role": msg.role.value,
+                "content": msg.content,
+                "status": msg.status.value,
+                "created_at": msg.created_at,
+                "updated_at": msg.updated_at or msg.created_at,
+                "meta": msg.meta,
+            }
+            for offset, msg in enumerate(msgs[start : start + _BATCH])
+        ]
+        await conn.execute(sa.insert(M), rows)
