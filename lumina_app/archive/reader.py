@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -173,7 +173,7 @@ class _Fields:
             raise self.fail(key, f"is longer than {limit} characters")
         return value
 
-    def choice(self, key: str, allowed: set[str]) -> str | None:
+    def choice(self, key: str, allowed: Collection[str]) -> str | None:
         value = self.text(key, limit=None)
         if value is None:
             return None
@@ -249,7 +249,7 @@ def _messages(path: Path, text: str, latest: datetime) -> list[Msg]:
         if not isinstance(entry, dict):
             raise ArchiveError(path, f"entry {index}: expected an object, got {_kind(entry)}")
         fields = _Fields(path, entry, latest, f"entry {index}: ")
-        role = fields.choice("role", set(_ROLES))
+        role = fields.choice("role", _ROLES)
         if role is None:
             raise fields.fail("role", "is missing")
         content = fields.text("content", limit=None)
