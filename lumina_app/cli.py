@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlalchemy.engine import make_url
 
+from lumina_app.archive.limits import ImportLimits
 from lumina_app.archive.service import ImportReport
 from lumina_app.composition import Services, open_services
 from lumina_app.domain import ImportOutcome, LuminaError
@@ -139,19 +140,24 @@ def import_(
     """Import an archive (folders or .zip) into the database.
 
     Idempotent: one transaction per conversation, matched by conversationId; an archive
-    holding more messages than the database appends the missing ones. Errors are printed
-    per file and the exit code is 1 if any conversation failed.
+    holding more messages than the database appends the missing ones (only to the same
+    owner's conversation). Links are not followed and reads are capped
+    (LUMINA_IMPORT_MAX_*). Errors are printed per file and the exit code is 1 if any
+    conversation failed.
     """
 
     async def work(services: Services) -> ImportReport:
+        limits = ImportLimits.from_settings(services.settings)
         with _progress("importing") as progress:
-            return await services.archive.import_path(path, owner=owner, progress=progress)
+            return await services.archive.import_path(
+                path, owner=owner, limits=limits, progress=progress
+            )
 
     report = _run(work)
     for error in report.errors:
-        err.print(f"error: {error}", markup=False)
+        err.print(f"error: {_printable(error)}", markup=False)
     out.print(
-        f"Imported {path}: {report.count(ImportOutcome.CREATED)} created, "
+        f"Imported {_printable(str(path))}: {report.count(ImportOutcome.CREATED)} created, "
         f"{report.count(ImportOutcome.APPENDED)} appended, "
         f"{report.count(ImportOutcome.UNCHANGED)} unchanged, {len(report.errors)} failed; "
         f"{report.messages_added} message(s) added",
@@ -159,6 +165,12 @@ def import_(
     )
     if report.errors:
         raise typer.Exit(1)
+
+
+def _printable(text: str) -> str:
+    """Names from an archive as escapes, not as terminal control sequences or as text
+    that cannot be encoded (a folder name's undecodable bytes)."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 # -- hot window --------------------------------------------------------------------------

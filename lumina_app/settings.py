@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     # -- connection and stream limits (docs/SECURITY.md) --------------------------------
 
     # -- archive import limits (docs/ARCHIVE.md) ----------------------------------------
+    import_max_file_bytes: int = Field(64 * 1024**2, ge=1024)
+    import_max_zip_bytes: int = Field(1024**3, ge=1024)
+    import_max_zip_members: int = Field(100_000, ge=1)
 
     # -- idempotency keys ---------------------------------------------------------------
     idempotency_lease_seconds: float = Field(30.0, gt=0)

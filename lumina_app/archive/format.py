@@ -29,7 +29,11 @@ TMP_PREFIX = ".tmp-"
 
 # Ids become folder names: one path component, no leading dot, nothing a shell or a
 # filesystem treats specially. Native ids (uuid4, ``msg-<base36>-<hex>``) always pass.
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")
+# Matched with fullmatch: ``$`` would also accept a name ending in a newline.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
+# Anything that could end a Markdown line inside a header value: controls (\n, \r, \v,
+# \f, \x1c-\x1f, \x85 ...) and the Unicode line and paragraph separators.
+_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _LOG_TAG = {
     MsgRole.USER: "USER",
     MsgRole.ASSISTANT: "AGENT",
@@ -49,7 +53,7 @@ class ArchiveError(Exception):
 
 def is_safe_name(name: str, *, max_length: int = 128) -> bool:
     """Whether ``name`` can be used as one folder name of the layout."""
-    return 0 < len(name) <= max_length and bool(_SAFE_NAME.match(name))
+    return 0 < len(name) <= max_length and bool(_SAFE_NAME.fullmatch(name))
 
 
 def conversation_relpath(agent_id: str, conversation_id: str) -> PurePosixPath:
@@ -133,10 +137,10 @@ def markdown_transcript(conv: ConversationInfo, msgs: Sequence[Msg]) -> str:
     """A readable transcript: a header with the meta fields, then each message in order."""
     meta = archive_meta(conv, msgs)
     lines = [
-        f"# {conv.title or 'Untitled conversation'}",
+        f"# {one_line(conv.title) or 'Untitled conversation'}",
         "",
-        f"- Conversation: `{meta['conversationId']}`",
-        f"- Agent: `{meta['agentId']}`",
+        f"- Conversation: `{one_line(meta['conversationId'])}`",
+        f"- Agent: `{one_line(meta['agentId'])}`",
         f"- Created: {meta['createdAt']}",
         f"- Updated: {meta['updatedAt']}",
         f"- Status: {meta['status']}",
@@ -146,6 +150,12 @@ def markdown_transcript(conv: ConversationInfo, msgs: Sequence[Msg]) -> str:
         stamp = f" · {iso_ms(msg.created_at)}" if msg.created_at else ""
         lines += ["", f"### {_MD_ROLE[msg.role]}{stamp}", "", msg.content]
     return "\n".join(lines) + "\n"
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line: line breaks and other control characters become one space, so
+    a value put in a header line (a title) cannot start a Markdown line of its own."""
+    return " ".join(_LINE_BREAKING.sub(" ", text).split())
 
 
 _MD_ROLE = {

@@ -1,25 +1,41 @@
-"""Reading archive trees back: find conversation folders, parse and check their files.
+"""Reading a conversation folder back: parse and check its meta.json and history.json.
 
 Accepts what Lumina writes and what another system writes in the same layout, where some
 fields may be missing (see docs/ARCHIVE.md, "Import"). Anything that cannot be read
-faithfully raises ``ArchiveError`` naming the file, and for history.json the entry.
+faithfully raises ``ArchiveError`` naming the file, and for history.json the entry. The
+input may be hostile: deep nesting, huge numbers, lone surrogates, NULs and timestamps
+out of range are refused here, before anything reaches SQL.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from lumina_app.archive.format import HISTORY, META, ArchiveError, is_safe_name
-from lumina_app.domain import ConversationInfo, ConversationStatus, MessageStatus, Msg, MsgRole
-from lumina_app.domain.views import parse_iso
+from lumina_app.archive.limits import DEFAULT_LIMITS
+from lumina_app.archive.tree import read_text, refuse_links
+from lumina_app.domain import (
+    ConversationInfo,
+    ConversationStatus,
+    MessageStatus,
+    Msg,
+    MsgRole,
+    utcnow,
+)
+from lumina_app.domain.views import iso_ms, parse_iso
 
 MAX_CONVERSATION_ID = 36  # lumina_conversation.uuid is String(36)
 MAX_AGENT_ID = 64
 MAX_TURN_ID = 64  # lumina_message.turn_id is String(64)
+MAX_COUNT = 2**31 - 1  # counters are SQL INTEGER: 32 bits on PostgreSQL and MariaDB
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+FUTURE_SLACK = timedelta(days=1)
 _ROLES = {
     "user": MsgRole.USER,
     "assistant": MsgRole.ASSISTANT,
@@ -28,6 +44,9 @@ _ROLES = {
     "tool": MsgRole.TOOL,
 }
 _STATUSES = {s.value for s in ConversationStatus}
+_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\\ud800" escapes: not text
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(slots=True)
@@ -39,57 +58,25 @@ class ArchivedConversation:
     messages: list[Msg]
 
 
-# -- finding folders ---------------------------------------------------------------------
-
-
-def find_conversation_folders(path: Path) -> list[Path]:
-    """Conversation folders under ``path``: an archive root (holding ``agents/``), an
-    ``agents`` folder, one agent's folder, or a single conversation folder."""
-    if not path.exists():
-        raise ArchiveError(path, "no such file or directory")
-    if not path.is_dir():
-        raise ArchiveError(path, "not a directory (expected an archive folder or a .zip)")
-    if (path / HISTORY).exists() or (path / META).exists():
-        return [path]
-    if (path / "conversations").is_dir():
-        return _subfolders(path / "conversations")
-    agents = path / "agents" if (path / "agents").is_dir() else path
-    found = [
-        folder
-        for agent in _subfolders(agents)
-        if (agent / "conversations").is_dir()
-        for folder in _subfolders(agent / "conversations")
-    ]
-    if not found and agents is path:
-        raise ArchiveError(
-            path,
-            "no archive here: expected agents/<agentId>/conversations/<convId>/ "
-            "or a conversation folder holding history.json",
-        )
-    return found
-
-
-def _subfolders(path: Path) -> list[Path]:
-    return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
 # -- parsing -----------------------------------------------------------------------------
 
 
-def read_conversation(folder: Path) -> ArchivedConversation:
+def read_conversation(
+    folder: Path, *, max_file_bytes: int = DEFAULT_LIMITS.max_file_bytes
+) -> ArchivedConversation:
     """Parse one conversation folder; raises ``ArchiveError`` for the first bad file."""
     history_path = folder / HISTORY
     meta_path = folder / META
-    history = load_json(history_path)
-    if not isinstance(history, list):
-        raise ArchiveError(history_path, f"expected a JSON array, got {_kind(history)}")
-    meta = load_json(meta_path) if meta_path.exists() else {}
+    refuse_links(folder)
+    latest = utcnow() + FUTURE_SLACK
+    meta_text = read_text(meta_path, max_file_bytes, missing_ok=True)
+    meta = parse_json(meta_path, meta_text) if meta_text is not None else {}
     if not isinstance(meta, dict):
         raise ArchiveError(meta_path, f"expected a JSON object, got {_kind(meta)}")
-    fields = _Fields(meta_path, meta)
-    messages = _messages(history_path, history)
+    fields = _Fields(meta_path, meta, latest)
+    messages = _messages(history_path, read_text(history_path, max_file_bytes), latest)
     first_stamp = next((m.created_at for m in messages if m.created_at), None)
-    created_at = fields.timestamp("createdAt") or first_stamp or _mtime(history_path)
+    created_at = fields.timestamp("createdAt") or first_stamp or _mtime(history_path, latest)
     updated_at = fields.timestamp("updatedAt")
     for msg in messages:  # only those before the first timestamped one are still unset
         if msg.created_at is None:
@@ -112,28 +99,62 @@ def read_conversation(folder: Path) -> ArchivedConversation:
     return ArchivedConversation(folder, conversation, messages)
 
 
-def load_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ArchiveError(path, "file is missing") from None
-    except UnicodeDecodeError as exc:
-        raise ArchiveError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ArchiveError(path, f"cannot read: {exc.strerror or exc}") from None
+def parse_json(path: Path, text: str) -> Any:
+    """``json.loads``, with every way it can fail on hostile input turned into an
+    ``ArchiveError``: bad syntax, nesting too deep for the parser, numbers too long."""
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ArchiveError(
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise _json_error(path, exc) from None
+
+
+def _json_items(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """The elements of the JSON array ``text``, one at a time, so a big history.json is
+    never held as a list of dicts beside the messages built from it. Not an array: the
+    whole document is parsed to say what it is instead."""
+    at = _JSON_SPACE.match(text).end()
+    if not text.startswith("[", at):
+        document = parse_json(path, text)
+        raise ArchiveError(path, f"expected a JSON array, got {_kind(document)}")
+    at = _JSON_SPACE.match(text, at + 1).end()
+    index = 0
+    try:
+        if text.startswith("]", at):
+            at += 1
+        else:
+            while True:
+                item, at = _DECODER.raw_decode(text, at)
+                yield index, item
+                index += 1
+                at = _JSON_SPACE.match(text, at).end()
+                if text.startswith("]", at):
+                    at += 1
+                    break
+                if not text.startswith(",", at):
+                    raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+                at = _JSON_SPACE.match(text, at + 1).end()
+        at = _JSON_SPACE.match(text, at).end()
+        if at != len(text):
+            raise json.JSONDecodeError("Extra data", text, at)
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise _json_error(path, exc) from None
+
+
+def _json_error(path: Path, exc: Exception) -> ArchiveError:
+    if isinstance(exc, json.JSONDecodeError):
+        return ArchiveError(
             path, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
+        )
+    if isinstance(exc, RecursionError):
+        return ArchiveError(path, "invalid JSON: nested too deeply")
+    return ArchiveError(path, f"invalid JSON: {str(exc).split(';')[0]}")
 
 
 class _Fields:
     """Typed access to one JSON object's fields, with errors naming file and field."""
 
-    def __init__(self, path: Path, data: dict[str, Any], where: str = "") -> None:
-        self.path, self.data, self.where = path, data, where
+    def __init__(self, path: Path, data: dict[str, Any], latest: datetime, where: str = ""):
+        self.path, self.data, self.latest, self.where = path, data, latest, where
 
     def fail(self, key: str, problem: str) -> ArchiveError:
         return ArchiveError(self.path, f"{self.where}{key!r} {problem}")
@@ -146,26 +167,39 @@ class _Fields:
             raise self.fail(key, f"must be a string, got {_kind(value)}")
         if "\x00" in value:
             raise self.fail(key, "must not contain NUL characters")
+        if _SURROGATE.search(value):
+            raise self.fail(key, "must not contain lone surrogates (\\ud800-\\udfff)")
         if limit is not None and len(value) > limit:
             raise self.fail(key, f"is longer than {limit} characters")
         return value
 
-    def choice(self, key: str, allowed: set[str]) -> str | None:
+    def choice(self, key: str, allowed: Collection[str]) -> str | None:
         value = self.text(key, limit=None)
         if value is None:
             return None
         if value.lower() not in allowed:
-            raise self.fail(key, f"must be one of {', '.join(sorted(allowed))}, got {value!r}")
+            raise self.fail(key, f"must be one of {', '.join(sorted(allowed))}, got {_show(value)}")
         return value.lower()
 
     def timestamp(self, key: str) -> datetime | None:
+        """An ISO-8601 moment from 2000-01-01 to a day from now, in UTC."""
         value = self.text(key, limit=64)
         if value is None or value == "":
             return None
         try:
-            return parse_iso(value)
+            moment = parse_iso(value)
         except ValueError:
             raise self.fail(key, f"is not an ISO-8601 timestamp: {value!r}") from None
+        try:
+            moment = moment.astimezone(UTC)
+        except OverflowError:  # 9999-12-31T23:00-05:00 is past datetime.max in UTC
+            moment = None
+        if moment is None or not EARLIEST <= moment <= self.latest:
+            raise self.fail(
+                key,
+                f"is out of range: {value!r} (accepted: {iso_ms(EARLIEST)} to a day from now)",
+            )
+        return moment
 
 
 def _conversation_id(fields: _Fields, folder: Path) -> str:
@@ -174,7 +208,7 @@ def _conversation_id(fields: _Fields, folder: Path) -> str:
         raise fields.fail(
             "conversationId",
             f"must be 1-{MAX_CONVERSATION_ID} letters, digits or '-_.@+' "
-            f"(not starting with a symbol), got {value!r}",
+            f"(not starting with a symbol), got {_show(value)}",
         )
     return value
 
@@ -186,7 +220,7 @@ def _agent_id(fields: _Fields, folder: Path) -> str:
     if value is None:
         raise fields.fail("agentId", "is missing and the folder is not under agents/<id>/")
     if not is_safe_name(value, max_length=MAX_AGENT_ID):
-        raise fields.fail("agentId", f"is not a valid agent id: {value!r}")
+        raise fields.fail("agentId", f"is not a valid agent id: {_show(value)}")
     return value
 
 
@@ -197,21 +231,25 @@ def _tool_calls(fields: _Fields) -> int:
     if not isinstance(stats, dict):
         raise fields.fail("stats", f"must be an object, got {_kind(stats)}")
     count = stats.get("toolCallCount", 0)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise fields.fail("stats.toolCallCount", f"must be a non-negative integer, got {count!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
+        raise fields.fail(
+            "stats.toolCallCount",
+            f"must be a non-negative integer up to {MAX_COUNT}, got {_show(count)}",
+        )
     return count
 
 
-def _messages(path: Path, history: list[Any]) -> list[Msg]:
+def _messages(path: Path, text: str, latest: datetime) -> list[Msg]:
     """history.json entries in order; a missing timestamp takes the previous message's,
     a missing messageId joins the current turn (a user message starts ``turn-<n>``)."""
     msgs: list[Msg] = []
+    turn_ids: dict[str, str] = {}  # one string per turn id, not one per message
     turn_id, stamp = "", None
-    for index, entry in enumerate(history):
+    for index, entry in _json_items(path, text):
         if not isinstance(entry, dict):
             raise ArchiveError(path, f"entry {index}: expected an object, got {_kind(entry)}")
-        fields = _Fields(path, entry, f"entry {index}: ")
-        role = fields.choice("role", set(_ROLES))
+        fields = _Fields(path, entry, latest, f"entry {index}: ")
+        role = fields.choice("role", _ROLES)
         if role is None:
             raise fields.fail("role", "is missing")
         content = fields.text("content", limit=None)
@@ -219,7 +257,7 @@ def _messages(path: Path, history: list[Any]) -> list[Msg]:
             raise fields.fail("content", "is missing")
         given_turn = fields.text("messageId", limit=MAX_TURN_ID)
         if given_turn:
-            turn_id = given_turn
+            turn_id = turn_ids.setdefault(given_turn, given_turn)
         elif _ROLES[role] is MsgRole.USER or not turn_id:
             turn_id = f"turn-{index + 1}"
         stamp = fields.timestamp("timestamp") or stamp
@@ -237,8 +275,11 @@ def _messages(path: Path, history: list[Any]) -> list[Msg]:
     return msgs
 
 
-def _mtime(path: Path) -> datetime:
-    return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+def _mtime(path: Path, latest: datetime) -> datetime:
+    """history.json's modification time; the import's own time if that is out of range
+    (a file unpacked from an old tarball, a clock at 1970)."""
+    moment = datetime.fromtimestamp(path.lstat().st_mtime, UTC)
+    return moment if EARLIEST <= moment <= latest else utcnow()
 
 
 def _kind(value: Any) -> str:
@@ -246,3 +287,9 @@ def _kind(value: Any) -> str:
         return "null"
     kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
     return kinds.get(type(value), "a number" if isinstance(value, int | float) else "a value")
+
+
+def _show(value: Any, limit: int = 40) -> str:
+    """A value for an error message: its repr, cut short (an archive may hold megabytes)."""
+    text = repr(value)  # an int from JSON has at most 4,300 digits: repr() works
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"

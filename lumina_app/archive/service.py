@@ -15,16 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from lumina_app.archive import format as files
-from lumina_app.archive import writer
-from lumina_app.archive.reader import (
-    MAX_CONVERSATION_ID,
-    find_conversation_folders,
-    read_conversation,
-)
+from lumina_app.archive import unzip, writer
+from lumina_app.archive.limits import DEFAULT_LIMITS, ImportLimits
+from lumina_app.archive.reader import MAX_CONVERSATION_ID, read_conversation
+from lumina_app.archive.tree import find_conversation_folders
 from lumina_app.domain import ConversationInfo, ImportOutcome, InvalidInput, Msg
 from lumina_app.memory import MemoryManager
 
 log = logging.getLogger(__name__)
+MAX_OWNER = 128  # lumina_conversation.owner is String(128)
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``, called as items complete."""
@@ -153,45 +152,75 @@ class ArchiveService:
     # -- import --------------------------------------------------------------------------
 
     async def import_path(
-        self, path: Path, *, owner: str = "", progress: Progress | None = None
+        self,
+        path: Path,
+        *,
+        owner: str = "",
+        limits: ImportLimits = DEFAULT_LIMITS,
+        progress: Progress | None = None,
     ) -> ImportReport:
         """Import an archive root, an agent folder, one conversation folder, or a .zip of
         any of them. Each conversation is one transaction; a bad one is reported (with the
-        file at fault) and skipped, the others go in."""
+        file at fault) and skipped, the others go in. ``limits`` caps what is read."""
+        _check_owner(owner)
         if await asyncio.to_thread(_is_zip, path):
-            return await self._import_zip(path, owner=owner, progress=progress)
+            return await self._import_zip(path, owner=owner, limits=limits, progress=progress)
+        return await self._import_tree(path, owner=owner, limits=limits, progress=progress)
+
+    async def _import_tree(
+        self,
+        path: Path,
+        *,
+        owner: str,
+        limits: ImportLimits,
+        progress: Progress | None,
+        skip: Collection[Path] = (),
+    ) -> ImportReport:
         try:
-            folders = await asyncio.to_thread(find_conversation_folders, path)
+            found = await asyncio.to_thread(find_conversation_folders, path)
         except files.ArchiveError as exc:
             return ImportReport([ImportItem(path, error=str(exc))])
-        report = ImportReport()
+        report = ImportReport([ImportItem(e.path, error=str(e)) for e in found.refused])
+        folders = [folder for folder in found.folders if folder not in skip]
         for done, folder in enumerate(folders, start=1):
-            report.items.append(await self.import_folder(folder, owner=owner))
+            report.items.append(await self.import_folder(folder, owner=owner, limits=limits))
             if progress:
                 progress(done, len(folders))
         return report
 
     async def _import_zip(
-        self, path: Path, *, owner: str, progress: Progress | None
+        self, path: Path, *, owner: str, limits: ImportLimits, progress: Progress | None
     ) -> ImportReport:
-        tmp = await asyncio.to_thread(tempfile.mkdtemp, prefix="lumina-import-")
+        """Unpack what an import reads into a private temporary folder, then import that;
+        a conversation with a refused member (a link, too large, corrupt) is skipped."""
+        tmp = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="lumina-import-"))
         try:
             try:
-                await asyncio.to_thread(_extract, path, Path(tmp))
-            except (zipfile.BadZipFile, OSError) as exc:
-                return ImportReport([ImportItem(path, error=f"{path}: bad zip file: {exc}")])
-            report = await self.import_path(Path(tmp), owner=owner, progress=progress)
+                refused = await asyncio.to_thread(unzip.extract, path, tmp, limits)
+            except files.ArchiveError as exc:
+                return ImportReport([ImportItem(path, error=str(exc))])
+            # the folders holding a refused member, up to the root (one may be a conversation)
+            skip = {tmp.joinpath(*m.parts[:n]) for m in refused for n in range(len(m.parts) + 1)}
+            report = await self._import_tree(
+                tmp, owner=owner, limits=limits, progress=progress, skip=skip
+            )
         finally:
             await asyncio.to_thread(shutil.rmtree, tmp, True)
         for item in report.items:  # name files inside the zip, not the temp folder
             item.folder = path / item.folder.relative_to(tmp)
-            item.error = item.error and item.error.replace(tmp, str(path))
+            item.error = item.error and item.error.replace(str(tmp), str(path))
+        refusals = [ImportItem(path, error=f"{path}/{m.name}: {m.reason}") for m in refused]
+        report.items[:0] = refusals
         return report
 
-    async def import_folder(self, folder: Path, *, owner: str = "") -> ImportItem:
+    async def import_folder(
+        self, folder: Path, *, owner: str = "", limits: ImportLimits = DEFAULT_LIMITS
+    ) -> ImportItem:
         item = ImportItem(folder)
         try:
-            archived = await asyncio.to_thread(read_conversation, folder)
+            archived = await asyncio.to_thread(
+                read_conversation, folder, max_file_bytes=limits.max_file_bytes
+            )
         except files.ArchiveError as exc:
             item.error = str(exc)
             return item
@@ -235,7 +264,7 @@ def _is_zip(path: Path) -> bool:
     return path.is_file() and zipfile.is_zipfile(path)
 
 
-def _extract(archive: Path, target: Path) -> None:
-    """Unzip; zipfile drops absolute paths and ``..`` parts, so nothing lands outside."""
-    with zipfile.ZipFile(archive) as zipped:
-        zipped.extractall(target)
+def _check_owner(owner: str) -> None:
+    """The owner column is String(128) of real text; refuse anything else up front."""
+    if len(owner) > MAX_OWNER or not owner.isprintable():
+        raise InvalidInput(f"owner must be at most {MAX_OWNER} printable characters")

@@ -56,6 +56,29 @@ async def test_markdown_is_a_readable_transcript(api) -> None:  # noqa: F811
     assert text.rstrip().endswith(conv["answer"].rstrip())
 
 
+async def test_a_title_cannot_add_lines_to_the_markdown_header(api) -> None:  # noqa: F811
+    title = "Plan\n# Forged heading\r\n- Status: approved\u2028- Agent: `root`\x0bend"
+    created = await api.post("/api/v1/conversations", json={"agentId": "demo", "title": title})
+    assert created.status_code == 201, created.text
+    uuid = created.json()["uuid"]
+    resp = await api.get(f"/api/v1/conversations/{uuid}/export", params={"format": "md"})
+    assert resp.status_code == 200
+    lines = resp.text.split("\n")
+    assert lines[0] == "# Plan # Forged heading - Status: approved - Agent: `root` end"
+    assert lines[1:8] == [
+        "",
+        f"- Conversation: `{uuid}`",
+        "- Agent: `demo`",
+        lines[4],
+        lines[5],
+        "- Status: idle",
+        "- Messages: 0",
+    ]
+    assert lines[4].startswith("- Created: ") and lines[5].startswith("- Updated: ")
+    assert sum(line.startswith("#") for line in resp.text.splitlines()) == 1
+    assert "\r" not in resp.text and "\u2028" not in resp.text and "\x0b" not in resp.text
+
+
 async def test_archive_is_a_zip_of_the_per_agent_layout(api) -> None:  # noqa: F811
     conv = await _conversation_with_a_turn(api)
     resp = await api.get(

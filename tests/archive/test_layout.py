@@ -11,6 +11,7 @@ import pytest
 
 from lumina_app.archive import format as files
 from lumina_app.archive import writer
+from lumina_app.archive.service import is_archive_conversation_id
 from tests.archive.conftest import TURNS, seed_conversation
 
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -120,8 +121,21 @@ async def test_re_export_replaces_files_in_place(sqlite_archive, tmp_path: Path)
 
 
 def test_ids_that_cannot_be_folder_names_are_refused() -> None:
-    for bad in ("..", ".hidden", "a/b", "a\\b", "", "x" * 200, "con v"):
-        assert not files.is_safe_name(bad)
+    for bad in ("..", ".hidden", "a/b", "a\\b", "", "x" * 200, "con v", "conv-x\n", "\nconv"):
+        assert not files.is_safe_name(bad), repr(bad)
     with pytest.raises(files.ArchiveError, match="cannot be used as a folder name"):
         files.conversation_relpath("demo", "../escape")
     assert files.is_safe_name("conv-mn3112l3") and files.is_safe_name("msg-xxx-aaa")
+
+
+async def test_an_id_with_a_trailing_newline_is_refused(sqlite_archive, tmp_path: Path) -> None:
+    """``$`` matches before a final newline: the id check must cover the whole string."""
+    with pytest.raises(files.ArchiveError, match="cannot be used as a folder name"):
+        files.conversation_relpath("demo", "conv-x\n")
+    assert not is_archive_conversation_id("conv-x\n")
+    folder = tmp_path / "agents" / "demo" / "conversations" / "conv-x"
+    folder.mkdir(parents=True)
+    (folder / "meta.json").write_text(json.dumps({"conversationId": "conv-x\n"}), "utf-8")
+    (folder / "history.json").write_text("[]", encoding="utf-8")
+    (error,) = (await sqlite_archive.import_path(tmp_path)).errors
+    assert error.startswith(f"{folder / 'meta.json'}: 'conversationId' must be 1-36 letters")

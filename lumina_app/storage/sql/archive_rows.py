@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from lumina_app.domain import (
     ConversationInfo,
+    ConversationStatus,
     ImportOutcome,
     InvalidInput,
     MessageStatus,
@@ -21,6 +22,8 @@ from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.sqlite_inline import offloaded
+
+_BATCH = 2000
 
 
 async def final_messages(db: SQLDatabase, conversation_id: int) -> list[Msg]:
@@ -54,7 +57,9 @@ async def import_conversation(
 
     A conversation already stored keeps its rows; archive messages past the ones it holds
     (matched by position, checked by role and turn id) are appended with the next seqs.
-    Returns what happened and how many messages were added. A mismatch raises
+    Only the same owner's conversation, under the same agent and not running, is appended
+    to; its ``updatedAt`` never goes back, and its status changes only along with it.
+    Returns what happened and how many messages were added. A refusal raises
     ``InvalidInput`` and writes nothing.
     """
     try:
@@ -63,7 +68,13 @@ async def import_conversation(
                 row = (
                     await conn.execute(
                         sa.select(
-                            C.c.id, C.c.agent_id, C.c.last_seq, C.c.tool_call_count, C.c.updated_at
+                            C.c.id,
+                            C.c.agent_id,
+                            C.c.owner,
+                            C.c.status,
+                            C.c.last_seq,
+                            C.c.tool_call_count,
+                            C.c.updated_at,
                         )
                         .where(C.c.uuid == conv.uuid)
                         .with_for_update()
@@ -73,10 +84,7 @@ async def import_conversation(
                     conversation_id = await _insert_conversation(conn, conv, len(msgs))
                     await _insert_messages(conn, conversation_id, msgs, first_seq=1)
                     return ImportOutcome.CREATED, len(msgs)
-                if row.agent_id != conv.agent_id:
-                    raise InvalidInput(
-                        f"conversation {conv.uuid!r} already exists under agent {row.agent_id!r}"
-                    )
+                _check_target(conv, row)
                 stored = (
                     await conn.execute(
                         sa.select(M.c.role, M.c.turn_id)
@@ -85,24 +93,48 @@ async def import_conversation(
                     )
                 ).all()
                 _check_prefix(conv.uuid, stored, msgs)
-                missing = list(msgs[len(stored) :])
+                missing = msgs[len(stored) :]
                 if not missing:
                     return ImportOutcome.UNCHANGED, 0
+                if row.status == ConversationStatus.RUNNING.value:
+                    raise InvalidInput(
+                        f"conversation {conv.uuid!r} is running: import again once its run "
+                        "has ended"
+                    )
+                newer = conv.updated_at > row.updated_at
                 await conn.execute(
                     sa.update(C)
                     .where(C.c.id == row.id)
                     .values(
                         last_seq=C.c.last_seq + len(missing),
                         message_count=C.c.message_count + len(missing),
-                        status=conv.status.value,
+                        status=conv.status.value if newer else row.status,
                         tool_call_count=max(row.tool_call_count, conv.tool_call_count),
-                        updated_at=max(row.updated_at, conv.updated_at),
+                        updated_at=conv.updated_at if newer else row.updated_at,
                     )
                 )
                 await _insert_messages(conn, row.id, missing, first_seq=row.last_seq + 1)
                 return ImportOutcome.APPENDED, len(missing)
     except IntegrityError as exc:  # another importer inserted the same uuid meanwhile
         raise InvalidInput(f"conversation {conv.uuid!r} could not be imported: {exc.orig}") from exc
+    except DataError as exc:  # a value the column cannot hold, past the reader's checks
+        reason = str(exc.orig).splitlines()[0]
+        raise InvalidInput(
+            f"conversation {conv.uuid!r}: the database refused a value: {reason}"
+        ) from exc
+
+
+def _check_target(conv: ConversationInfo, row: sa.Row) -> None:
+    """An existing conversation is appended to only by its own owner, under its agent."""
+    if row.owner != conv.owner:
+        raise InvalidInput(
+            f"conversation {conv.uuid!r} already exists and belongs to another owner "
+            f"(this import is for owner {conv.owner!r}): refused, nothing changed"
+        )
+    if row.agent_id != conv.agent_id:
+        raise InvalidInput(
+            f"conversation {conv.uuid!r} already exists under agent {row.agent_id!r}"
+        )
 
 
 def _check_prefix(uuid: str, stored: Sequence[sa.Row], msgs: Sequence[Msg]) -> None:
@@ -139,21 +171,21 @@ async def _insert_messages(
     *,
     first_seq: int,
 ) -> None:
-    """One executemany for all rows (seqs assigned here, consecutive from ``first_seq``)."""
-    if not msgs:
-        return
-    rows = [
-        {
-            "conversation_id": conversation_id,
-            "seq": first_seq + offset,
-            "turn_id": msg.turn_id,
-            "role": msg.role.value,
-            "content": msg.content,
-            "status": msg.status.value,
-            "created_at": msg.created_at,
-            "updated_at": msg.updated_at or msg.created_at,
-            "meta": msg.meta,
-        }
-        for offset, msg in enumerate(msgs)
-    ]
-    await conn.execute(sa.insert(M), rows)
+    """The rows in batches of ``_BATCH`` (one executemany each, seqs consecutive from
+    ``first_seq``), so a big archive never has every row's parameters built at once."""
+    for start in range(0, len(msgs), _BATCH):
+        rows = [
+            {
+                "conversation_id": conversation_id,
+                "seq": first_seq + start + offset,
+                "turn_id": msg.turn_id,
+                "role": msg.role.value,
+                "content": msg.content,
+                "status": msg.status.value,
+                "created_at": msg.created_at,
+                "updated_at": msg.updated_at or msg.created_at,
+                "meta": msg.meta,
+            }
+            for offset, msg in enumerate(msgs[start : start + _BATCH])
+        ]
+        await conn.execute(sa.insert(M), rows)
