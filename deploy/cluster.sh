@@ -9,7 +9,9 @@
 # Settings (environment): LUMINA_DATABASE_URL (MariaDB/MySQL or PostgreSQL — not SQLite),
 # LUMINA_REDIS_URL (hot windows, run locks, run event streams), REFLEX_REDIS_URL (Reflex's
 # UI state, so any instance can serve any browser), REFLEX_API_URL (the balancer's URL as
-# browsers see it, default http://127.0.0.1:8080), BASE_PORT (default 3000).
+# browsers see it, default http://127.0.0.1:8080), BASE_PORT (default 3000), and
+# LUMINA_API_KEYS (required: behind a balancer every client arrives from loopback, so the
+# instances trust no address — LUMINA_TRUST_LOOPBACK=false — and everyone needs a key).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +22,11 @@ cd "$(dirname "$0")/.."
 # The address browsers use (the balancer): the UI's websocket connects there, not to the
 # instance that served the page, so a browser can move to another instance.
 : "${REFLEX_API_URL:=http://127.0.0.1:8080}"
+# The balancer's host name is what browsers send as Host; the instances must accept it.
+: "${LUMINA_ALLOWED_HOSTS:=$(printf '%s' "$REFLEX_API_URL" | sed -E 's#^[a-z]+://##; s#[:/].*$##')}"
+LUMINA_TRUST_LOOPBACK=false
 export LUMINA_DATABASE_URL LUMINA_REDIS_URL REFLEX_REDIS_URL REFLEX_API_URL
+export LUMINA_ALLOWED_HOSTS LUMINA_TRUST_LOOPBACK
 export PATH="$PWD/.venv/bin:$PATH" REFLEX_USE_NPM=1 REFLEX_CHECK_LATEST_VERSION=0
 export NPM_CONFIG_REGISTRY="${NPM_CONFIG_REGISTRY:-https://registry.npmjs.org/}"
 RUN=.cluster
@@ -37,6 +43,11 @@ create_database() {
 
 start() {
     local count=${1:-2}
+    if [ -z "${LUMINA_API_KEYS:-}" ]; then
+        echo "a cluster needs LUMINA_API_KEYS: behind the balancer every client comes from" >&2
+        echo "loopback, so no address is trusted (docs/SECURITY.md, docs/DEPLOY.md)" >&2
+        exit 2
+    fi
     case "$LUMINA_DATABASE_URL" in sqlite*)
         echo "a cluster needs a shared SQL server: set LUMINA_DATABASE_URL to MariaDB or PostgreSQL" >&2
         exit 2 ;;

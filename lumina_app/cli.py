@@ -18,7 +18,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlalchemy.engine import make_url
 
-from lumina_app.archive.limits import ImportLimits
 from lumina_app.archive.service import ImportReport
 from lumina_app.composition import Services, open_services
 from lumina_app.domain import ImportOutcome, LuminaError
@@ -147,11 +146,8 @@ def import_(
     """
 
     async def work(services: Services) -> ImportReport:
-        limits = ImportLimits.from_settings(services.settings)
         with _progress("importing") as progress:
-            return await services.archive.import_path(
-                path, owner=owner, limits=limits, progress=progress
-            )
+            return await services.archive.import_path(path, owner=owner, progress=progress)
 
     report = _run(work)
     for error in report.errors:

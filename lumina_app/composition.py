@@ -18,6 +18,7 @@ from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
 from lumina_app.agents.sessions import SessionPool
+from lumina_app.archive.limits import ImportLimits
 from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
@@ -183,7 +184,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         events=events,
         locks=_run_locks(settings, hot),
     )
-    archive = ArchiveService(memory, settings.data_dir)
+    archive = ArchiveService(memory, settings.data_dir, limits=ImportLimits.from_settings(settings))
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
     if mirror is not None:
         mirror.attach()

@@ -48,7 +48,7 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     errors = error_responses(401, 403, 404, 409, 413, 422, 503)
     for module in (routes_v1, routes_export, routes_agents, routes_runs):
         api.include_router(module.router, responses=errors)
-    api.include_router(routes_auth.router, responses=error_responses(401, 403, 422, 429))
+    api.include_router(routes_auth.router, responses=error_responses(401, 403, 413, 422, 429))
     api.include_router(routes_auth.checked, responses=error_responses(401, 403))
     api.include_router(routes_health.router, responses=error_responses(503))
     for path in ("/api/{_rest:path}", "/healthz"):  # last: only what nothing above serves

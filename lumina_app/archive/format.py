@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lumina_app.domain import ConversationInfo, Msg, MsgRole
+from lumina_app.domain.access import is_safe_name
 from lumina_app.domain.views import conversation_meta, history_entry, iso_ms
 
 META = "meta.json"
@@ -30,7 +31,6 @@ TMP_PREFIX = ".tmp-"
 # Ids become folder names: one path component, no leading dot, nothing a shell or a
 # filesystem treats specially. Native ids (uuid4, ``msg-<base36>-<hex>``) always pass.
 # Matched with fullmatch: ``$`` would also accept a name ending in a newline.
-_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
 # Anything that could end a Markdown line inside a header value: controls (\n, \r, \v,
 # \f, \x1c-\x1f, \x85 ...) and the Unicode line and paragraph separators.
 _LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
@@ -49,11 +49,6 @@ class ArchiveError(Exception):
         super().__init__(f"{path}: {message}")
         self.path = Path(path)
         self.message = message
-
-
-def is_safe_name(name: str, *, max_length: int = 128) -> bool:
-    """Whether ``name`` can be used as one folder name of the layout."""
-    return 0 < len(name) <= max_length and bool(_SAFE_NAME.fullmatch(name))
 
 
 def conversation_relpath(agent_id: str, conversation_id: str) -> PurePosixPath:

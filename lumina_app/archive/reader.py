@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lumina_app.archive.format import HISTORY, META, ArchiveError, is_safe_name
+from lumina_app.archive.format import HISTORY, META, ArchiveError
 from lumina_app.archive.limits import DEFAULT_LIMITS
 from lumina_app.archive.tree import read_text, refuse_links
 from lumina_app.domain import (
@@ -28,9 +28,9 @@ from lumina_app.domain import (
     MsgRole,
     utcnow,
 )
+from lumina_app.domain.access import MAX_CONVERSATION_ID, is_safe_name
 from lumina_app.domain.views import iso_ms, parse_iso
 
-MAX_CONVERSATION_ID = 36  # lumina_conversation.uuid is String(36)
 MAX_AGENT_ID = 64
 MAX_TURN_ID = 64  # lumina_message.turn_id is String(64)
 MAX_COUNT = 2**31 - 1  # counters are SQL INTEGER: 32 bits on PostgreSQL and MariaDB

@@ -17,7 +17,7 @@ from typing import Any
 from lumina_app.archive import format as files
 from lumina_app.archive import unzip, writer
 from lumina_app.archive.limits import DEFAULT_LIMITS, ImportLimits
-from lumina_app.archive.reader import MAX_CONVERSATION_ID, read_conversation
+from lumina_app.archive.reader import read_conversation
 from lumina_app.archive.tree import find_conversation_folders
 from lumina_app.domain import ConversationInfo, ImportOutcome, InvalidInput, Msg
 from lumina_app.memory import MemoryManager
@@ -67,9 +67,12 @@ class ExportReport:
 class ArchiveService:
     """Writes conversations to ``<root>/agents/...`` and reads such trees back into SQL."""
 
-    def __init__(self, memory: MemoryManager, root: Path) -> None:
+    def __init__(
+        self, memory: MemoryManager, root: Path, *, limits: ImportLimits = DEFAULT_LIMITS
+    ) -> None:
         self.memory = memory
         self.root = root
+        self.limits = limits
         # Serialises writes under ``root`` with deletes, so a late mirror write cannot
         # resurrect the folder of a conversation deleted meanwhile.
         self.lock = asyncio.Lock()
@@ -156,13 +159,14 @@ class ArchiveService:
         path: Path,
         *,
         owner: str = "",
-        limits: ImportLimits = DEFAULT_LIMITS,
+        limits: ImportLimits | None = None,
         progress: Progress | None = None,
     ) -> ImportReport:
         """Import an archive root, an agent folder, one conversation folder, or a .zip of
         any of them. Each conversation is one transaction; a bad one is reported (with the
         file at fault) and skipped, the others go in. ``limits`` caps what is read."""
         _check_owner(owner)
+        limits = limits or self.limits
         if await asyncio.to_thread(_is_zip, path):
             return await self._import_zip(path, owner=owner, limits=limits, progress=progress)
         return await self._import_tree(path, owner=owner, limits=limits, progress=progress)
@@ -253,11 +257,6 @@ class ArchiveService:
         async with self.lock:
             conversation = await self.memory.get_conversation(conversation_uuid)
             await self.export_conversation(conversation, turns=turns)
-
-
-def is_archive_conversation_id(value: str) -> bool:
-    """Whether ``value`` can be a conversation id an archive import keeps (``conv-…``)."""
-    return files.is_safe_name(value, max_length=MAX_CONVERSATION_ID)
 
 
 def _is_zip(path: Path) -> bool:

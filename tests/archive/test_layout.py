@@ -11,7 +11,7 @@ import pytest
 
 from lumina_app.archive import format as files
 from lumina_app.archive import writer
-from lumina_app.archive.service import is_archive_conversation_id
+from lumina_app.domain.access import is_conversation_id
 from tests.archive.conftest import TURNS, seed_conversation
 
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -132,7 +132,7 @@ async def test_an_id_with_a_trailing_newline_is_refused(sqlite_archive, tmp_path
     """``$`` matches before a final newline: the id check must cover the whole string."""
     with pytest.raises(files.ArchiveError, match="cannot be used as a folder name"):
         files.conversation_relpath("demo", "conv-x\n")
-    assert not is_archive_conversation_id("conv-x\n")
+    assert not is_conversation_id("conv-x\n")
     folder = tmp_path / "agents" / "demo" / "conversations" / "conv-x"
     folder.mkdir(parents=True)
     (folder / "meta.json").write_text(json.dumps({"conversationId": "conv-x\n"}), "utf-8")

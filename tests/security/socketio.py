@@ -1,0 +1,92 @@
+"""A raw Socket.IO client, as an attacker's script would be: Engine.IO v4 over a websocket,
+the UI's ``/_event`` namespace, Reflex events sent by name with whatever payload we like."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+import simple_websocket
+
+NAMESPACE = "/_event"
+
+
+class HandshakeRefused(Exception):
+    """The server would not upgrade the connection."""
+
+
+class RawSocket:
+    def __init__(self, base_url: str, *, origin: str | None = None, cookie: str | None = None):
+        self.token = secrets.token_hex(16)
+        url = base_url.replace("http://", "ws://") + "/_event/?EIO=4&transport=websocket"
+        url += f"&token={self.token}"
+        headers = {}
+        if origin is not None:
+            headers["Origin"] = origin
+        if cookie is not None:
+            headers["Cookie"] = cookie
+        try:
+            self.ws = simple_websocket.Client.connect(url, headers=headers)
+        except (ConnectionError, simple_websocket.ConnectionClosed) as exc:
+            raise HandshakeRefused(str(exc)) from exc
+        opened = self.ws.receive(timeout=5)
+        if not opened or not str(opened).startswith("0"):
+            raise HandshakeRefused(f"no Engine.IO open packet: {opened!r}")
+        self.ws.send(f"40{NAMESPACE},")
+        self._expect_connect()
+
+    def _expect_connect(self) -> None:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            packet = self._receive(deadline - time.monotonic())
+            if packet is None:
+                break
+            if packet.startswith(f"40{NAMESPACE},"):
+                return
+            if packet.startswith(f"44{NAMESPACE},"):
+                raise HandshakeRefused(f"socket.io connect refused: {packet}")
+        raise HandshakeRefused("no socket.io connect reply")
+
+    def _receive(self, timeout: float) -> str | None:
+        while True:
+            packet = self.ws.receive(timeout=max(0.01, timeout))
+            if packet is None:
+                return None
+            packet = str(packet)
+            if packet == "2":  # Engine.IO ping
+                self.ws.send("3")
+                continue
+            return packet
+
+    def emit(self, name: str, payload: dict | None = None, path: str = "/") -> None:
+        """A Reflex event by its handler's full name, as the frontend would send it."""
+        event = {
+            "name": name,
+            "payload": payload or {},
+            "router_data": {"pathname": path, "asPath": path, "query": {}},
+        }
+        self.ws.send(f"42{NAMESPACE}," + json.dumps(["event", event]))
+
+    def updates(self, seconds: float) -> list[dict[str, Any]]:
+        """Every state update the server sent within ``seconds``."""
+        out = []
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            packet = self._receive(left)
+            if packet is None:
+                break
+            if packet.startswith(f"42{NAMESPACE},"):
+                name, *args = json.loads(packet[len(NAMESPACE) + 3 :])
+                if name == "event" and args:
+                    out.append(args[0])
+        return out
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def text_of(updates: list[dict[str, Any]]) -> str:
+    """Everything the server sent, as one string to search for leaked data."""
+    return json.dumps(updates, ensure_ascii=False)
