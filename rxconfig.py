@@ -2,6 +2,11 @@
 
 import reflex as rx
 
+from lumina_app import granian_limits
+
+# The server `reflex run` builds gets Lumina's connection limits (docs/SECURITY.md).
+granian_limits.install()
+
 config = rx.Config(
     app_name="lumina_app",
     telemetry_enabled=False,

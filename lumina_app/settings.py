@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     allowed_hosts: str | None = None
 
     # -- connection and stream limits (docs/SECURITY.md) --------------------------------
+    header_read_timeout_seconds: float = Field(10.0, gt=0)  # also the idle keep-alive timeout
+    max_connections: int = Field(4096, ge=16)  # open connections per worker process
 
     # -- archive import limits (docs/ARCHIVE.md) ----------------------------------------
 
