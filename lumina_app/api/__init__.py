@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from lumina_app.api import routes_agents, routes_export, routes_health, routes_runs, routes_v1
+from lumina_app.api.connection_limits import ConnectionLimitMiddleware
 from lumina_app.api.docs import install_docs
 from lumina_app.api.errors import install_error_handlers, unmatched
 from lumina_app.api.limits import BodyLimitMiddleware
@@ -30,10 +31,11 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     api.state.settings = settings
     install_error_handlers(api)
     api.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes if settings else None)
-    # Added last, so outermost of ours: SSE responses stream from here, after routing and
-    # the middleware above have unwound (less memory held per open stream, fewer layers
-    # per frame).
+    # Outermost of ours but the connection cap: SSE responses stream from here, after
+    # routing and the middleware above have unwound (less memory held per open stream,
+    # fewer layers per frame).
     api.add_middleware(StreamsAfterRouting)
+    api.add_middleware(ConnectionLimitMiddleware, settings=settings)  # outermost: counts streams
     errors = error_responses(401, 403, 404, 409, 413, 422, 503)
     for module in (routes_v1, routes_export, routes_agents, routes_runs):
         api.include_router(module.router, responses=errors)

@@ -91,9 +91,9 @@ _SPENT = (_FASTAPI_STACK, "fastapi_inner_astack", "fastapi_function_astack")
 
 
 class StreamsAfterRouting:
-    """ASGI middleware, the outermost of the API's own: an :class:`EventStream` a route
-    returns streams from here, once exception handling, FastAPI's exit stack and routing
-    have unwound."""
+    """ASGI middleware, the outermost of the API's own but the connection cap: an
+    :class:`EventStream` a route returns streams from here, once exception handling,
+    FastAPI's exit stack and routing have unwound."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
