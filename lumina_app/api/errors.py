@@ -19,6 +19,7 @@ from lumina_app.domain import (
     NotFound,
     RequestInProgress,
     StoreUnavailable,
+    TooManyStreams,
 )
 
 _STATUS: list[tuple[type[LuminaError], int]] = [
@@ -28,6 +29,7 @@ _STATUS: list[tuple[type[LuminaError], int]] = [
     (RequestInProgress, 409),
     (InputTooLarge, 413),
     (InvalidInput, 422),
+    (TooManyStreams, 429),
     (StoreUnavailable, 503),
 ]
 
@@ -41,6 +43,7 @@ _HTTP_CODES = {
     413: "too_large",
     415: "unsupported_media_type",
     422: "invalid_input",
+    429: "too_many_requests",
     503: "unavailable",
 }
 
@@ -63,7 +66,10 @@ def status_for(exc: LuminaError) -> int:
 
 def lumina_error_response(exc: LuminaError) -> JSONResponse:
     extra = {"runId": exc.run_id} if isinstance(exc, ConversationBusy) else {}
-    return error_response(status_for(exc), exc.code, str(exc), **extra)
+    response = error_response(status_for(exc), exc.code, str(exc), **extra)
+    if isinstance(exc, TooManyStreams):
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 def _describe(errors: list[dict[str, Any]]) -> str:

@@ -26,8 +26,10 @@ from lumina_app.api.schemas import (
     Cursor,
     HistoryEntry,
     NoNul,
+    error_responses,
 )
 from lumina_app.api.sse import named_frames
+from lumina_app.api.stream_slots import StreamSlotDep
 from lumina_app.composition import Services
 from lumina_app.domain import AgentNotFound
 
@@ -107,7 +109,8 @@ async def agent_conversation(
         200: {
             "content": {"text/event-stream": {}},
             "description": "SSE: session | thinking | agent_output | tool_call | error | result",
-        }
+        },
+        **error_responses(429),
     },
 )
 async def chat(
@@ -115,6 +118,7 @@ async def chat(
     body: ChatBody,
     services: ServicesDep,
     owner: Owner,
+    slot: StreamSlotDep,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
 ) -> Response:
@@ -133,7 +137,7 @@ async def chat(
     )
     after = last_event_id if retry else 0
     events = await services.chat.open_stream(run_id, after=after, owner=owner)
-    return stream_response(services, events, named_frames)
+    return stream_response(services, events, named_frames, slot)
 
 
 @router.delete("/{agent_id}/conversations/{conversation_id}", status_code=204)

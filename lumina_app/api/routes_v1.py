@@ -31,8 +31,10 @@ from lumina_app.api.schemas import (
     RunAccepted,
     SyncResult,
     TaskText,
+    error_responses,
 )
 from lumina_app.api.sse import v1_frames
+from lumina_app.api.stream_slots import StreamSlotDep
 from lumina_app.domain import AgentNotFound, InvalidInput
 
 router = APIRouter(prefix="/api/v1", tags=["v1"], route_class=AuthenticatedRoute)
@@ -161,12 +163,16 @@ ExecutionDep = Annotated[Execution, Depends(execution)]
 @router.post(
     "/agents/{agent_id}/execute/stream",
     response_class=Response,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "SSE: chunk… then done"}},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "SSE: chunk… then done"},
+        **error_responses(429),
+    },
 )
 async def execute_stream(
     job: ExecutionDep,
     services: ServicesDep,
     owner: Owner,
+    slot: StreamSlotDep,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
 ) -> Response:
@@ -184,7 +190,7 @@ async def execute_stream(
     )
     after = last_event_id if retry else 0
     events = await services.chat.open_stream(run_id, after=after, owner=owner)
-    return stream_response(services, events, v1_frames)
+    return stream_response(services, events, v1_frames, slot)
 
 
 @router.post("/agents/{agent_id}/execute", status_code=202, response_model=RunAccepted)

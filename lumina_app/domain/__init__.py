@@ -12,6 +12,7 @@ from lumina_app.domain.errors import (
     RequestInProgress,
     RunNotFound,
     StoreUnavailable,
+    TooManyStreams,
 )
 from lumina_app.domain.events import (
     EventType,
@@ -68,6 +69,7 @@ __all__ = [
     "Msg",
     "MsgRole",
     "StoreUnavailable",
+    "TooManyStreams",
     "new_turn_id",
     "utcnow",
 ]

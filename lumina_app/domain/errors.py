@@ -66,3 +66,16 @@ class StoreUnavailable(LuminaError):
     """The system of record (SQL) cannot be reached; nothing was acknowledged."""
 
     code = "store_unavailable"
+
+
+class TooManyStreams(LuminaError):
+    """The caller already has as many streams open as one owner may; nothing was started."""
+
+    code = "too_many_streams"
+    retry_after = 5  # seconds: streams end as their answers do
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"at most {limit} streams may be open at once per caller; close one or retry later"
+        )
+        self.limit = limit
