@@ -25,9 +25,6 @@ class StreamSlots:
     def __init__(self) -> None:
         self._open: dict[str, int] = {}
 
-    def open_streams(self, owner: str) -> int:
-        return self._open.get(owner, 0)
-
     def take(self, owner: str, *, limit: int) -> StreamSlot:
         held = self._open.get(owner, 0)
         if held >= limit:
