@@ -3,8 +3,12 @@ only passes on the two Reflex needs: where to listen, and which other origins ma
 
 import reflex as rx
 
+from lumina_app import granian_limits
 from lumina_app.settings import get_settings
 
+# The server `reflex run` builds gets Lumina's connection limits (docs/SECURITY.md): the one
+# hook that runs before Reflex builds it, hence the one import here besides the settings.
+granian_limits.install()
 _settings = get_settings()
 
 config = rx.Config(

@@ -70,6 +70,10 @@ class Settings(BaseSettings):
     signin_attempts_per_minute: int = Field(10, ge=1)
 
     # -- connection and stream limits (docs/SECURITY.md) --------------------------------
+    header_read_timeout_seconds: float = Field(10.0, gt=0)  # also the idle keep-alive timeout
+    max_connections: int = Field(4096, ge=16)  # open connections per worker process
+    connection_reserve: int = Field(64, ge=1)  # of those, kept for health checks
+    max_streams_per_owner: int = Field(32, ge=1)  # open SSE streams per owner per worker
 
     # -- archive import limits (docs/ARCHIVE.md) ----------------------------------------
     import_max_file_bytes: int = Field(64 * 1024**2, ge=1024)

@@ -13,6 +13,7 @@ from lumina_app.api import (
     routes_runs,
     routes_v1,
 )
+from lumina_app.api.connection_limits import ConnectionLimitMiddleware
 from lumina_app.api.docs import install_docs
 from lumina_app.api.errors import install_error_handlers, unmatched
 from lumina_app.api.guard import GuardMiddleware
@@ -41,10 +42,11 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     # Host, Origin and the cross-site rule, for everything served (the Reflex app is mounted
     # inside this one): before any route or the UI's socket sees a request.
     api.add_middleware(GuardMiddleware, settings=settings)
-    # Added last, so outermost of ours: SSE responses stream from here, after routing and
-    # the middleware above have unwound (less memory held per open stream, fewer layers
-    # per frame).
+    # Outermost of ours but the connection cap: SSE responses stream from here, after
+    # routing and the middleware above have unwound (less memory held per open stream,
+    # fewer layers per frame).
     api.add_middleware(StreamsAfterRouting)
+    api.add_middleware(ConnectionLimitMiddleware, settings=settings)  # outermost: counts streams
     errors = error_responses(401, 403, 404, 409, 413, 422, 503)
     for module in (routes_v1, routes_export, routes_agents, routes_runs):
         api.include_router(module.router, responses=errors)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Header, Query
 
@@ -12,6 +12,9 @@ from lumina_app.api.schemas import SchemaNote
 from lumina_app.api.sse import EventStream, Framer
 from lumina_app.composition import Services, current
 from lumina_app.domain import InvalidInput, RunEvent
+
+if TYPE_CHECKING:
+    from lumina_app.api.stream_slots import StreamSlot
 
 
 async def services_dependency() -> Services:
@@ -24,14 +27,19 @@ ServicesDep = Annotated[Services, Depends(services_dependency)]
 
 
 def stream_response(
-    services: Services, events: AsyncIterator[RunEvent | None], framer: Framer
+    services: Services,
+    events: AsyncIterator[RunEvent | None],
+    framer: Framer,
+    slot: StreamSlot,
 ) -> EventStream:
+    """The SSE response; it gives the owner's stream ``slot`` back when it is over."""
     settings = services.settings
     return EventStream(
         events,
         framer,
         keepalive=settings.sse_keepalive_seconds,
         send_timeout=settings.sse_send_timeout_seconds,
+        on_close=slot.release,
     )
 
 

@@ -22,6 +22,7 @@ from lumina_app.domain import (
     RequestInProgress,
     StoreUnavailable,
     TooManyAttempts,
+    TooManyStreams,
 )
 
 _STATUS: list[tuple[type[LuminaError], int]] = [
@@ -34,6 +35,7 @@ _STATUS: list[tuple[type[LuminaError], int]] = [
     (RequestInProgress, 409),
     (InputTooLarge, 413),
     (InvalidInput, 422),
+    (TooManyStreams, 429),
     (StoreUnavailable, 503),
 ]
 
@@ -73,7 +75,7 @@ def lumina_error_response(exc: LuminaError) -> JSONResponse:
     response = error_response(status_for(exc), exc.code, str(exc), **extra)
     if isinstance(exc, NotAuthenticated):
         response.headers["WWW-Authenticate"] = "Bearer"
-    elif isinstance(exc, TooManyAttempts):
+    elif isinstance(exc, TooManyAttempts | TooManyStreams):
         response.headers["Retry-After"] = str(exc.retry_after)
     return response
 

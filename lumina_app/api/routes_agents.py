@@ -19,8 +19,10 @@ from lumina_app.api.schemas import (
     Cursor,
     HistoryEntry,
     NoNul,
+    error_responses,
 )
 from lumina_app.api.sse import named_frames
+from lumina_app.api.stream_slots import StreamSlotDep
 
 router = APIRouter(prefix="/api/agent", tags=["agents"], route_class=AuthenticatedRoute)
 
@@ -79,7 +81,8 @@ async def agent_conversation(
         200: {
             "content": {"text/event-stream": {}},
             "description": "SSE: session | thinking | agent_output | tool_call | error | result",
-        }
+        },
+        **error_responses(429),
     },
 )
 async def chat(
@@ -87,6 +90,7 @@ async def chat(
     body: ChatBody,
     services: ServicesDep,
     caller: Caller,
+    slot: StreamSlotDep,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
 ) -> Response:
@@ -107,7 +111,7 @@ async def chat(
     )
     after = last_event_id if retry else 0
     events = await services.runs.events(caller, run_id, after=after)
-    return stream_response(services, events, named_frames)
+    return stream_response(services, events, named_frames, slot)
 
 
 @router.delete("/{agent_id}/conversations/{conversation_id}", status_code=204)

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Query, Response
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import LastEventId, ServicesDep, stream_response
-from lumina_app.api.schemas import RunOut
+from lumina_app.api.schemas import RunOut, error_responses
 from lumina_app.api.sse import named_frames, v1_frames
+from lumina_app.api.stream_slots import StreamSlotDep
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"], route_class=AuthenticatedRoute)
 
@@ -23,20 +24,23 @@ async def get_run(run_id: str, services: ServicesDep, caller: Caller) -> RunOut:
     "/{run_id}/stream",
     response_class=Response,
     responses={
-        200: {"content": {"text/event-stream": {}}, "description": "missed events, then live"}
+        200: {"content": {"text/event-stream": {}}, "description": "missed events, then live"},
+        **error_responses(429),
     },
 )
 async def resume_stream(
     run_id: str,
     services: ServicesDep,
     caller: Caller,
+    slot: StreamSlotDep,
     after: LastEventId,
     format: Annotated[Literal["agent", "v1"], Query()] = "agent",
 ) -> Response:
     """Reconnect with ``Last-Event-ID``: what was missed, then the live rest; no gap, no
     duplicate. ``format=v1`` frames it like execute/stream, ``agent`` like /chat."""
     events = await services.runs.events(caller, run_id, after=after)
-    return stream_response(services, events, v1_frames if format == "v1" else named_frames)
+    framer = v1_frames if format == "v1" else named_frames
+    return stream_response(services, events, framer, slot)
 
 
 @router.post("/{run_id}/stop", response_model=RunOut)

@@ -24,8 +24,10 @@ from lumina_app.api.schemas import (
     RunAccepted,
     SyncResult,
     TaskText,
+    error_responses,
 )
 from lumina_app.api.sse import v1_frames
+from lumina_app.api.stream_slots import StreamSlotDep
 from lumina_app.domain import InvalidInput
 
 router = APIRouter(prefix="/api/v1", tags=["v1"], route_class=AuthenticatedRoute)
@@ -148,12 +150,16 @@ ExecutionDep = Annotated[Execution, Depends(execution)]
 @router.post(
     "/agents/{agent_id}/execute/stream",
     response_class=Response,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "SSE: chunk… then done"}},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "SSE: chunk… then done"},
+        **error_responses(429),
+    },
 )
 async def execute_stream(
     job: ExecutionDep,
     services: ServicesDep,
     caller: Caller,
+    slot: StreamSlotDep,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
 ) -> Response:
@@ -171,7 +177,7 @@ async def execute_stream(
     )
     after = last_event_id if retry else 0
     events = await services.runs.events(caller, run_id, after=after)
-    return stream_response(services, events, v1_frames)
+    return stream_response(services, events, v1_frames, slot)
 
 
 @router.post("/agents/{agent_id}/execute", status_code=202, response_model=RunAccepted)

@@ -338,7 +338,8 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         409: "The conversation has a running run, or the agent is unavailable",
         413: "Request body or task over the limit",
         422: "Invalid input",
-        429: "Too many attempts (see Retry-After)",
-        503: "The database is unavailable",
+        429: "Too many failed sign-ins, or too many open streams for this caller "
+        "(Retry-After: when to try again)",
+        503: "The database is unavailable, or the server is at its connection cap",
     }
     return {s: {"model": ErrorOut, "description": described[s]} for s in statuses}

@@ -99,9 +99,9 @@ _SPENT = (_FASTAPI_STACK, "fastapi_inner_astack", "fastapi_function_astack")
 
 
 class StreamsAfterRouting:
-    """ASGI middleware, the outermost of the API's own: an :class:`EventStream` a route
-    returns streams from here, once exception handling, FastAPI's exit stack and routing
-    have unwound."""
+    """ASGI middleware, the outermost of the API's own but the connection cap: an
+    :class:`EventStream` a route returns streams from here, once exception handling,
+    FastAPI's exit stack and routing have unwound."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -113,15 +113,20 @@ class StreamsAfterRouting:
         scope[_AFTER_ROUTING] = None
         try:
             await self.app(scope, receive, send)
-        finally:
+        except BaseException:
             stream = scope.pop(_AFTER_ROUTING)
+            if stream is not None:  # the request failed on its way out: it never streams
+                await stream.discard()
+            raise
+        stream = scope.pop(_AFTER_ROUTING)
         if stream is not None:  # with this layer's send: no inner wrapper per frame
             await stream.run(scope, receive, send)
 
 
 class EventStream(Response):
     """Streams a run's events as frames; a ``: keepalive`` comment when idle; drops a client
-    that does not take a frame within ``send_timeout`` (the run itself is unaffected)."""
+    that does not take a frame within ``send_timeout`` (the run itself is unaffected).
+    ``on_close`` is called once when the stream is over, however it ends (or never starts)."""
 
     media_type = "text/event-stream"
 
@@ -132,6 +137,7 @@ class EventStream(Response):
         *,
         keepalive: float,
         send_timeout: float,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         # Not Response.__init__: it renders an empty body and so sends "content-length: 0",
         # which a real server (granian) obeys by ending the response before the first frame.
@@ -142,6 +148,7 @@ class EventStream(Response):
         self.framer = framer
         self.keepalive = keepalive
         self.send_timeout = send_timeout
+        self.on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.asgi = scope, receive, send
@@ -157,24 +164,40 @@ class EventStream(Response):
         self.asgi = scope, receive, send
         await self._stream()
 
+    async def discard(self) -> None:
+        """Close without streaming (the request failed after the route returned this)."""
+        try:
+            await self.events.aclose()
+        finally:
+            self._closed()
+
+    def _closed(self) -> None:
+        on_close, self.on_close = self.on_close, None
+        if on_close is not None:
+            on_close()
+
     async def _stream(self, failed: type[BaseException] | None = None, *_: object) -> bool:
         """The response; as an exit callback (returns False: suppresses nothing) it streams
         only if the request has not failed on its way out."""
         scope, receive, send = self.asgi
         if failed is not None:
-            await self.events.aclose()
+            await self.discard()
             return False
         for key in _SPENT:  # the scope would keep them for as long as the stream is open
             scope.pop(key, None)
-        await send(
-            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
-        )
         task = asyncio.current_task()
         assert task is not None
         watch = _Watch(self.keepalive, self.send_timeout, receive, task)
         watch.reset()
         token = HEARTBEAT.set(watch)
-        try:
+        try:  # from the first send on: a client gone before the headers still closes it all
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
             async for event in self.events:
                 if not await self._send_event(send, event, watch):
                     return False  # the client went away (ASGI 2.4 servers say so on send)
@@ -186,7 +209,10 @@ class EventStream(Response):
         finally:
             watch.stop()
             HEARTBEAT.reset(token)
-            await self.events.aclose()
+            try:
+                await self.events.aclose()
+            finally:
+                self._closed()
         return False
 
     async def _send_event(self, send: Send, event: RunEvent | None, watch: _Watch) -> bool:

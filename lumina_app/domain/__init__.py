@@ -16,6 +16,7 @@ from lumina_app.domain.errors import (
     RunNotFound,
     StoreUnavailable,
     TooManyAttempts,
+    TooManyStreams,
 )
 from lumina_app.domain.events import (
     AnswerChunk,
@@ -94,6 +95,7 @@ __all__ = [
     "Msg",
     "MsgRole",
     "StoreUnavailable",
+    "TooManyStreams",
     "new_turn_id",
     "utcnow",
 ]

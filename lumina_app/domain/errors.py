@@ -88,3 +88,16 @@ class TooManyAttempts(LuminaError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class TooManyStreams(LuminaError):
+    """The caller already has as many streams open as one owner may; nothing was started."""
+
+    code = "too_many_streams"
+    retry_after = 5  # seconds: streams end as their answers do
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"at most {limit} streams may be open at once per caller; close one or retry later"
+        )
+        self.limit = limit
