@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated
 
 from fastapi import Depends, Header, Query
 
@@ -12,9 +12,6 @@ from lumina_app.api.schemas import SchemaNote
 from lumina_app.api.sse import EventStream, Framer
 from lumina_app.composition import Services, current
 from lumina_app.domain import InvalidInput, RunEvent
-
-if TYPE_CHECKING:
-    from lumina_app.api.stream_slots import StreamSlot
 
 
 async def services_dependency() -> Services:
@@ -30,16 +27,16 @@ def stream_response(
     services: Services,
     events: AsyncIterator[RunEvent | None],
     framer: Framer,
-    slot: StreamSlot,
+    on_close: Callable[[], None],
 ) -> EventStream:
-    """The SSE response; it gives the owner's stream ``slot`` back when it is over."""
+    """The SSE response; ``on_close`` runs when it is over (the owner's stream slot)."""
     settings = services.settings
     return EventStream(
         events,
         framer,
         keepalive=settings.sse_keepalive_seconds,
         send_timeout=settings.sse_send_timeout_seconds,
-        on_close=slot.release,
+        on_close=on_close,
     )
 
 

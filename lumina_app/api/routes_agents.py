@@ -111,7 +111,7 @@ async def chat(
     )
     after = last_event_id if retry else 0
     events = await services.runs.events(caller, run_id, after=after)
-    return stream_response(services, events, named_frames, slot)
+    return stream_response(services, events, named_frames, slot.release)
 
 
 @router.delete("/{agent_id}/conversations/{conversation_id}", status_code=204)

@@ -40,7 +40,7 @@ async def resume_stream(
     duplicate. ``format=v1`` frames it like execute/stream, ``agent`` like /chat."""
     events = await services.runs.events(caller, run_id, after=after)
     framer = v1_frames if format == "v1" else named_frames
-    return stream_response(services, events, framer, slot)
+    return stream_response(services, events, framer, slot.release)
 
 
 @router.post("/{run_id}/stop", response_model=RunOut)

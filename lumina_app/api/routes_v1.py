@@ -177,7 +177,7 @@ async def execute_stream(
     )
     after = last_event_id if retry else 0
     events = await services.runs.events(caller, run_id, after=after)
-    return stream_response(services, events, v1_frames, slot)
+    return stream_response(services, events, v1_frames, slot.release)
 
 
 @router.post("/agents/{agent_id}/execute", status_code=202, response_model=RunAccepted)

@@ -17,6 +17,14 @@ class HandshakeRefused(Exception):
     """The server would not upgrade the connection."""
 
 
+class _Client(simple_websocket.Client):
+    """Sends ``Host: name:port``, as browsers do (simple_websocket drops the port)."""
+
+    def handshake(self) -> None:
+        self.host = f"{self.host}:{self.port}"
+        super().handshake()
+
+
 class RawSocket:
     def __init__(self, base_url: str, *, origin: str | None = None, cookie: str | None = None):
         self.token = secrets.token_hex(16)
@@ -28,8 +36,8 @@ class RawSocket:
         if cookie is not None:
             headers["Cookie"] = cookie
         try:
-            self.ws = simple_websocket.Client.connect(url, headers=headers)
-        except (ConnectionError, simple_websocket.ConnectionClosed) as exc:
+            self.ws = _Client.connect(url, headers=headers)
+        except (simple_websocket.ConnectionError, simple_websocket.ConnectionClosed) as exc:
             raise HandshakeRefused(str(exc)) from exc
         opened = self.ws.receive(timeout=5)
         if not opened or not str(opened).startswith("0"):
@@ -61,11 +69,14 @@ class RawSocket:
             return packet
 
     def emit(self, name: str, payload: dict | None = None, path: str = "/") -> None:
-        """A Reflex event by its handler's full name, as the frontend would send it."""
+        """A Reflex event by its handler's full name, as the frontend would send it for a
+        page at ``path`` (``/chat/<agent>/<conversation>`` fills the route's params)."""
+        parts = path.strip("/").split("/")
+        query = dict(zip(("agent", "conversation"), parts[1:], strict=False))
         event = {
             "name": name,
             "payload": payload or {},
-            "router_data": {"pathname": path, "asPath": path, "query": {}},
+            "router_data": {"pathname": path, "asPath": path, "query": query},
         }
         self.ws.send(f"42{NAMESPACE}," + json.dumps(["event", event]))
 

@@ -158,7 +158,7 @@ def test_idle_and_slow_header_floods_do_not_stop_a_new_client(flooded: AppServer
 
 def test_an_idle_keep_alive_connection_is_closed_after_the_timeout(flooded: AppServer) -> None:
     with socket.create_connection(("127.0.0.1", flooded.port), timeout=HEADER_TIMEOUT + 3) as s:
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert read_response(s).startswith(b"HTTP/1.1 200")
         answered = time.monotonic()
         assert s.recv(1) == b""  # the server closed it
@@ -306,7 +306,7 @@ def slow_body(server: AppServer) -> socket.socket:
     """A POST whose body never comes: it stays inside the app."""
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
     sock.sendall(
-        b"POST /api/v1/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ka\r\n"
+        b"POST /api/v1/conversations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ka\r\n"
         b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
     )
     return sock

@@ -23,13 +23,14 @@ ALLOWED: dict[str, set[str]] = {
     "agents": {"memory", "storage:contracts"},
     "services": {"agents", "archive", "memory", "storage:contracts"},
     "composition": {"services", "agents", "archive", "memory", "storage"},
-    "api": {"services", "composition"},
+    "api": {"services", "composition", "granian_limits"},
     "ui": {"services", "composition"},
     "cli": {"services", "composition", "archive"},
     "lifespan": {"composition"},
     "lumina_app": {"api", "ui", "lifespan"},
     "__main__": {"cli"},
     "settings": set(),
+    "granian_limits": set(),  # imported by rxconfig.py before Reflex builds the server
     "__init__": set(),
 }
 # The storage modules that only define contracts (Protocols), which the layers above may use.
