@@ -205,6 +205,7 @@ class App:
             for name in ("begin_turn", "begin_conversation", "finish_answer", "flush_answer")
         }
         self._for_agent = services.providers.for_agent
+        self._flush = (self.settings.flush_chars, self.settings.flush_interval_ms)
         self._chat = chat
 
     @classmethod
@@ -271,6 +272,17 @@ class App:
             real = self._real[name]
             setattr(self.memory, name, wrap(phase, real) if wrap else real)
 
+    def persistence(self, on: bool) -> None:
+        """Off: answer flushes and the final write are no-ops and the flusher's triggers
+        are out of reach (it only collects the text); the accept still commits."""
+        settings = self.settings
+        if on:
+            settings.flush_chars, settings.flush_interval_ms = self._flush
+            self.wrap_writes(None)
+        else:
+            settings.flush_chars, settings.flush_interval_ms = 10**12, 10**9
+            self.wrap_writes(lambda phase, fn: fn if phase == "accept" else _written)
+
     async def drop_runs(self, run_ids: Sequence[str]) -> None:
         """Finished runs' event buffers (kept for resuming), so they do not pile up."""
         events = self.services.events
@@ -282,5 +294,9 @@ class App:
 
     async def close(self) -> None:
         self.use_provider(None)
-        self.wrap_writes(None)
+        self.persistence(True)
         await self.services.close()
+
+
+async def _written(*args: object, **kwargs: object) -> bool:
+    return True
