@@ -104,7 +104,9 @@ async def seed(
     return await memory.get_conversation(conv.uuid)
 
 
-def seed_sync(database_url: str, conversations: dict[str, tuple[str, Sequence[str]]]) -> dict:
+def seed_sync(
+    database_url: str, agent_id: str, conversations: dict[str, tuple[str, Sequence[str]]]
+) -> dict[str, str]:
     """``seed`` for a server's database before it starts: name -> (title, texts) gives
     name -> conversation uuid. Runs its own event loop in a thread (Playwright's sync API
     keeps one running in this one)."""
@@ -114,7 +116,8 @@ def seed_sync(database_url: str, conversations: dict[str, tuple[str, Sequence[st
         try:
             out = {}
             for name, (title, texts) in conversations.items():
-                out[name] = (await seed(store.memory, texts, title=title)).uuid
+                conv = await seed(store.memory, texts, title=title, agent_id=agent_id)
+                out[name] = conv.uuid
             return out
         finally:
             await store.close()
