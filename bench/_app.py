@@ -20,6 +20,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from lumina_app.archive import format as archive_files
+from lumina_app.archive.service import ArchiveService
 from lumina_app.composition import Services, open_services
 from lumina_app.domain import (
     ConversationInfo,
@@ -124,6 +126,41 @@ def seed_sync(
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, run()).result()
+
+
+# -- the archive (bench/archive.py) ---------------------------------------------------------
+
+
+class Archive:
+    """What ``python -m lumina_app export / import`` run: the archive service over the
+    memory tier (in-process hot window)."""
+
+    def __init__(self, sync_url: str, data_dir: Path) -> None:
+        self.store = Memory.open(sync_url, None)
+        self.memory = self.store.memory
+        self.service = ArchiveService(self.memory, data_dir)
+
+    async def export(self, conversation: ConversationInfo, root: Path) -> Path:
+        """The CLI's ``export --conversation ID --out ROOT``; returns the folder written."""
+        await self.service.export_all(root, conversation_id=conversation.uuid)
+        return archive_files.conversation_dir(root, conversation.agent_id, conversation.uuid)
+
+    async def import_folder(self, folder: Path) -> tuple[int, list[str]]:
+        """The CLI's ``import FOLDER``: (messages added, errors)."""
+        report = await self.service.import_path(folder)
+        return report.messages_added, report.errors
+
+    async def rendered(self, conversation: ConversationInfo) -> tuple[list, dict[Path, bytes]]:
+        """history.json's list and every file of the conversation's folder, in memory."""
+        msgs = await self.memory.final_messages(conversation)
+        files = archive_files.conversation_files(conversation, msgs)
+        return archive_files.archive_history(msgs), {Path(k): v for k, v in files.items()}
+
+    async def delete(self, conversation: ConversationInfo) -> None:
+        await self.memory.cold.delete_conversation(conversation.id)
+
+    async def close(self) -> None:
+        await self.store.close()
 
 
 # -- a chat turn's writes --------------------------------------------------------------------
