@@ -397,16 +397,3 @@ def group_rss_kb(pgid: int) -> int:
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1])
     return total
-
-
-# -- kept until every script uses the helpers above ------------------------------------------
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def server_database(backend: str) -> tuple[str, Callable[[], None]]:
-    """:func:`database` on a server as (URL, drop)."""
-    ctx = database(backend, Path("."))
-    return ctx.__enter__(), lambda: ctx.__exit__(None, None, None)
