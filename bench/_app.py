@@ -33,9 +33,17 @@ from lumina_app.domain import (
     RunStatus,
     new_turn_id,
 )
+
+# What a provider yields and a run publishes, for bench/engine.py's instant provider and
+# its reference loop (re-exported: the bench imports the app from this module only).
+from lumina_app.domain import EventType as EventType
+from lumina_app.domain import Finish as Finish
+from lumina_app.domain import TextDelta as TextDelta
+from lumina_app.domain import Usage as Usage
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import load_settings
 from lumina_app.storage.local.hot_window import LocalHotWindow
+from lumina_app.storage.local.run_events import LocalRunEventLog as LocalRunEventLog
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
 from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
@@ -239,14 +247,13 @@ class App:
         self.services = services
         self.memory = services.memory
         self.settings = services.settings
-        chat = services.chat
+        self._chat = services.chat
         self._real = {
             name: getattr(self.memory, name)
             for name in ("begin_turn", "begin_conversation", "finish_answer", "flush_answer")
         }
         self._for_agent = services.providers.for_agent
         self._flush = (self.settings.flush_chars, self.settings.flush_interval_ms)
-        self._chat = chat
 
     @classmethod
     async def open(cls, sync_url: str, data_dir: Path, redis_url: str | None) -> App:

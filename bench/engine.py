@@ -56,8 +56,7 @@ from _common import (
 from _probe import Counts, Probe
 
 from bench import _app
-from lumina_app.domain import EventType, Finish, RunEvent, TextDelta, Usage
-from lumina_app.storage.local.run_events import LocalRunEventLog
+from bench._app import EventType, Finish, LocalRunEventLog, RunEvent, TextDelta, Usage
 
 MESSAGE = "How do I rotate the API keys for the staging environment without downtime?"
 STORED = (
