@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -56,18 +57,14 @@ AGENT = "bench"
 # -- the memory tier -----------------------------------------------------------------------
 
 
-@dataclass
 class Memory:
     """``MemoryManager`` over the cold store and a Redis (or, without a URL, in-process)
-    hot window, built as lumina_app.composition builds them."""
+    hot window, built as lumina_app.composition builds them; on SQLite the write-ahead
+    log is checkpointed every second off the loop's thread, as the app's services do."""
 
-    memory: MemoryManager
-    db: SQLDatabase
-
-    @classmethod
-    def open(cls, sync_url: str, redis_url: str | None, *, window: int = 20) -> Memory:
+    def __init__(self, sync_url: str, redis_url: str | None, *, window: int = 20) -> None:
         settings = load_settings(database_url=sync_url)
-        db = SQLDatabase(create_engine(settings.async_database_url))
+        self.db = SQLDatabase(create_engine(settings.async_database_url))
         if redis_url:
             client = create_redis_client(redis_url, socket_timeout=settings.redis_socket_timeout)
             hot = RedisHotWindow(
@@ -79,7 +76,13 @@ class Memory:
             )
         else:
             hot = LocalHotWindow(window=window, max_conversations=100)
-        return cls(MemoryManager(ColdStore(db), hot, window=window), db)
+        self.memory = MemoryManager(ColdStore(self.db), hot, window=window)
+        self._checkpoints = asyncio.create_task(self._checkpoint_forever())
+
+    async def _checkpoint_forever(self) -> None:
+        while self.db.is_sqlite:
+            await asyncio.sleep(1.0)
+            await self.db.checkpoint()
 
     @property
     def engines(self) -> list[sa.Engine]:
@@ -87,6 +90,9 @@ class Memory:
         return self.db.engines
 
     async def close(self) -> None:
+        self._checkpoints.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._checkpoints
         await self.memory.close()
         await self.db.close()
 
@@ -122,7 +128,7 @@ def seed_sync(
     keeps one running in this one)."""
 
     async def run() -> dict[str, str]:
-        store = Memory.open(database_url, None)
+        store = Memory(database_url, None)
         try:
             out = {}
             for name, (title, texts) in conversations.items():
@@ -144,7 +150,8 @@ class Archive:
     memory tier (in-process hot window)."""
 
     def __init__(self, sync_url: str, data_dir: Path) -> None:
-        self.store = Memory.open(sync_url, None)
+        """Inside the running event loop."""
+        self.store = Memory(sync_url, None)
         self.memory = self.store.memory
         self.service = ArchiveService(self.memory, data_dir)
 

@@ -106,7 +106,8 @@ def texts(size: int) -> list[str]:
 
 class Lumina:
     def __init__(self, sync_url: str, redis_url: str, admin: redis.Redis) -> None:
-        self.store = _app.Memory.open(sync_url, redis_url, window=WINDOW)
+        """Inside the running event loop."""
+        self.store = _app.Memory(sync_url, redis_url, window=WINDOW)
         self.memory = self.store.memory
         self.admin = admin
 
@@ -379,19 +380,26 @@ def options(parser) -> None:
     parser.add_argument("--anchor-budget", type=float, default=3.0, help="s per anchor row")
 
 
-async def measure(lumina: Lumina, sizes, plan, anchors, probe) -> tuple[dict, dict]:
-    """Lumina then the anchors at each size (the anchors outside the event loop), then the
-    first turns."""
+async def measure(sync_url, redis_url, admin, sizes, plan, anchors, probe) -> tuple:
+    """At each size Lumina, then the anchors (sync: they block the loop while they run);
+    the control right after the largest size; then the first turns."""
     results: dict[int, dict[str, Result]] = {}
     anchor_res: dict[str, dict[int, dict[str, Result]]] = {name: {} for name in anchors}
-    for size in [*sizes, 0]:
-        t0 = time.perf_counter()
-        results[size] = await (lumina.run(size, plan) if size else lumina.first_turns(plan))
-        t1 = time.perf_counter()
-        for name, (hist, fill) in anchors.items():
-            anchor_res[name][size] = run_anchor(hist, fill, size, plan, probe())
-        note(f"{size:,} stored: lumina {t1 - t0:.1f} s, anchors {time.perf_counter() - t1:.1f} s")
-    return results, anchor_res
+    lumina = Lumina(sync_url, redis_url, admin)
+    try:
+        for size in [*sizes, 0]:
+            t0 = time.perf_counter()
+            results[size] = await (lumina.run(size, plan) if size else lumina.first_turns(plan))
+            if size == sizes[-1]:
+                control = await lumina.control(plan)
+            t1 = time.perf_counter()
+            for name, (hist, fill) in anchors.items():
+                anchor_res[name][size] = run_anchor(hist, fill, size, plan, probe())
+            t2 = time.perf_counter()
+            note(f"{size:,} stored: lumina {t1 - t0:.1f} s, anchors {t2 - t1:.1f} s")
+    finally:
+        await lumina.close()
+    return results, anchor_res, control
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -425,13 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         engine = anchor_engine(sync_url)
         anchors = {"redis": redis_anchor(redis_url), "sql": sql_anchor(engine)}
         probe = lambda: Probe([engine], admin)  # noqa: E731
-        with asyncio.Runner() as runner:
-            lumina = Lumina(sync_url, redis_url, admin)
-            try:
-                results, anchor_res = runner.run(measure(lumina, sizes, plan, anchors, probe))
-                control = runner.run(lumina.control(plan))
-            finally:
-                runner.run(lumina.close())
+        results, anchor_res, control = asyncio.run(
+            measure(sync_url, redis_url, admin, sizes, plan, anchors, probe)
+        )
         anchors["redis"][0].redis_client.close()
         engine.dispose()
         admin.close()
