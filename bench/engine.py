@@ -110,7 +110,7 @@ class Writes:
         self.row: Row | None = None
         self.probe: Probe | None = None
 
-    def wrap(self, phase: str, fn):  # noqa: ANN201
+    def wrap(self, phase: str, fn):
         if phase == "flush":  # group-committed by another task: counted with the run
             return fn
 
@@ -342,7 +342,7 @@ async def throughput(app: _app.App, events: int, repeats: int, checks: Checks) -
 # -- main ----------------------------------------------------------------------------------
 
 
-def options(parser) -> None:  # noqa: ANN001
+def options(parser) -> None:
     parser.add_argument("--redis", action="store_true", help="hot window + run events on Redis")
     parser.add_argument("--runs", type=int, default=300, help="first-event runs per row")
     parser.add_argument("--warmup", type=int, default=20, help="untimed runs per row first")
@@ -351,7 +351,7 @@ def options(parser) -> None:  # noqa: ANN001
     parser.add_argument("--repeats", type=int, default=5, help="throughput repeats (median)")
 
 
-async def run(args, tmp: Path, sync_url: str, redis_url: str | None) -> Checks:  # noqa: ANN001
+async def run(args, tmp: Path, sync_url: str, redis_url: str | None) -> Checks:
     app = await _app.App.open(sync_url, tmp / "data", redis_url)
     checks = Checks()
     try:
