@@ -42,22 +42,8 @@ from pathlib import Path
 import granian
 import httpx
 import starlette
-from _common import (
-    Checks,
-    app_server,
-    database,
-    fmt_ms,
-    fmt_ratio,
-    free_port,
-    group_cpu_s,
-    group_rss_kb,
-    header,
-    note,
-    parse_args,
-    percentile,
-    table,
-    wait_for_port,
-)
+from _common import Checks, fmt_ms, fmt_ratio, header, note, parse_args, percentile, table
+from _servers import app_server, database, free_port, group_cpu_s, group_rss_kb, wait_for_port
 
 V1 = "/api/v1/agents/assistant"
 SHORT_TASK = "Hello, how are you today?"

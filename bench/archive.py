@@ -36,7 +36,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from _common import Checks, database, database_version, fmt_ratio, header, parse_args, table
+from _common import Checks, fmt_ratio, header, parse_args, table
+from _servers import database, database_version
 
 from bench import _app
 

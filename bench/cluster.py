@@ -19,17 +19,8 @@ import time
 from pathlib import Path
 
 import httpx
-from _common import (
-    Checks,
-    app_server,
-    database,
-    fmt_ms,
-    header,
-    parse_args,
-    percentile,
-    redis_server,
-    table,
-)
+from _common import Checks, fmt_ms, header, parse_args, percentile, table
+from _servers import app_server, database, redis_server
 
 
 async def load(urls: list[str], clients: int, seconds: float) -> tuple[list[float], int]:

@@ -40,20 +40,9 @@ from pathlib import Path
 
 import redis
 import sqlalchemy as sa
-from _common import (
-    Checks,
-    Samples,
-    database,
-    database_version,
-    fmt_ms,
-    fmt_n,
-    header,
-    note,
-    parse_args,
-    redis_server,
-    table,
-)
+from _common import Checks, Samples, fmt_ms, fmt_n, header, note, parse_args, table
 from _probe import Counts, Probe
+from _servers import database, database_version, redis_server
 
 from bench import _app
 from bench._app import EventType, Finish, LocalRunEventLog, RunEvent, TextDelta, Usage

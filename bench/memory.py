@@ -38,20 +38,18 @@ from _common import (
     Checks,
     Loop,
     Samples,
-    database,
-    database_version,
     fmt_n,
     fmt_ratio,
     fmt_us,
     header,
     note,
     parse_args,
-    redis_server,
     table,
     time_async,
     time_sync,
 )
 from _probe import Counts, Probe
+from _servers import database, database_version, redis_server
 from langchain_community.chat_message_histories import (
     RedisChatMessageHistory,
     SQLChatMessageHistory,

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from _common import Checks, app_server, fmt_ms, header, note, parse_args, percentile, table
+from _common import Checks, fmt_ms, header, note, parse_args, percentile, table
+from _servers import app_server
 
 from bench import _app
 
