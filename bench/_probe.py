@@ -88,7 +88,7 @@ class Probe:
     PRAGMAs are not counted: on SQLite the app's checkpoint task runs one every second.
     """
 
-    IGNORED_COMMANDS = {"info", "flushall"}
+    IGNORED_COMMANDS = frozenset({"info", "flushall"})
 
     def __init__(self, engines: list[sa.Engine], admin: redis.Redis | None = None) -> None:
         self.engines = engines

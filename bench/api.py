@@ -348,7 +348,7 @@ def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idl
                     fmt_ms(lum.ms(99) - anc.ms(99)), "", "", "",
                     fmt_ratio(lum.cpu_ms() / anc.cpu_ms()), ""])  # fmt: skip
     heads = ["server", "p50 ms", "p99 ms", "max ms", "errors", "streams/s"]
-    print(table(heads + ["server CPU ms", "client CPU ms"], rows))
+    print(table([*heads, "server CPU ms", "client CPU ms"], rows))
     for p, target in ((50, FIRST_BYTE_P50_MS), (99, FIRST_BYTE_P99_MS)):
         checks.add(
             lum.ms(p) <= target,
@@ -371,7 +371,7 @@ def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idl
         for name, r in (("Lumina execute/stream", lum), ("anchor", anc))
     ]  # fmt: skip
     heads = ["server", "complete", "errors", "gap p50 / p99 / max ms", "wall s", "server CPU"]
-    print(table(heads + ["server CPU us/frame"], rows))
+    print(table([*heads, "server CPU us/frame"], rows))
     for name, r in (("Lumina", lum), ("anchor", anc)):
         if r.errors:
             print(f"  {name} errors: {r.errors}")
@@ -406,7 +406,7 @@ def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idl
          "-", f"{anc.per_stream_kb:.1f}"],
     ]  # fmt: skip
     heads = ["server", "open", "RSS before", "after N runs", "streams open", "KB/run"]
-    print(table(heads + ["KB/stream"], rows))
+    print(table([*heads, "KB/stream"], rows))
     checks.add(
         lum.per_stream_kb <= IDLE_KB_PER_STREAM and lum.opened == lum.n,
         f"idle memory per open stream <= {IDLE_KB_PER_STREAM:.0f} KB: {lum.per_stream_kb:.1f} "

@@ -196,7 +196,7 @@ async def report_first_events(app: _app.App, rows: list[Row], runs: int, checks:
                 f"{row.scenario}: {fmt_ms(row.first.ms(50))} ms",
             )
     heads = ["conversation", "scenario", "messages", "seen", "first event p50 / p99"]
-    print(table(heads + ["accept p50 / p99", "final write p50 / p99"], out))
+    print(table([*heads, "accept p50 / p99", "final write p50 / p99"], out))
     print("\nWhat one run sends (untimed pass of 5 runs per row; per run):\n")
     out = []
     for row in rows:
@@ -209,7 +209,7 @@ async def report_first_events(app: _app.App, rows: list[Row], runs: int, checks:
             f"{row.scenario}: {fmt_n(accept.txns)} + {fmt_n(final.txns)}",
         )
     heads = ["conversation", "scenario", "sql statements", "redis round trips"]
-    print(table(heads + ["accept stmts / txn / rt", "final write stmts / txn / rt"], out))
+    print(table([*heads, "accept stmts / txn / rt", "final write stmts / txn / rt"], out))
 
 
 # -- (b) throughput ------------------------------------------------------------------------

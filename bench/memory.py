@@ -305,14 +305,14 @@ def report(sizes, lumina, anchors, control) -> Checks:
             cells += [pp(ar, star), pp(asq, star), " / ".join(ratios)]
         else:
             cells += ["", "", ""]
-        rows.append(cells + [f"{fmt_n(c.stmts)} ({fmt_n(c.txns)} txn)", fmt_n(c.rt)])
+        rows.append([*cells, f"{fmt_n(c.stmts)} ({fmt_n(c.txns)} txn)", fmt_n(c.rt)])
         counts.append([label, cells[1], "lumina", fmt_n(c.rt), c.redis_detail(), c.sql_detail()])
     for name in ("redis", "sql"):
         for size in sizes:
             for op in (READ, TURN):
                 c = anchors[name][size][op].counts
                 row = [op, f"{size:,}", f"anchor({name})", fmt_n(c.rt), c.redis_detail()]
-                counts.append(row + [c.sql_detail()])
+                counts.append([*row, c.sql_detail()])
     print("\nLatency in microseconds, p50 / p99 (* the anchors' full read: no rebuild).\n")
     heads = ["operation", "stored", "lumina", "anchor(redis)", "anchor(sql)"]
     heads += ["anchor/lumina p50 redis / sql", "sql stmts/op", "redis round trips/op"]

@@ -398,7 +398,7 @@ def report(args, send_rows, settle_sizes, shown, goto, click, delta, errors) -> 
             ]
         )
     heads = ["history", "updates", "p50", "max", "sum", "frame - stream_text"]
-    print(table(heads + ["other frames", "answer visible ms"], rows))
+    print(table([*heads, "other frames", "answer visible ms"], rows))
     s10, s1k = ([s for s, _ in delta[k]["updates"]] for k in ("delta10", "delta1000"))
     checks.add(
         bool(s10 and s1k) and max(s10 + s1k) <= TARGET_DELTA_BYTES,

@@ -109,7 +109,7 @@ def export(
     <messageId>/messages.log per turn, every file atomically; existing files are replaced.
     """
 
-    async def work(services: Services):  # noqa: ANN202
+    async def work(services: Services):
         with _progress("exporting") as progress:
             return await services.archive.export_all(
                 out_dir, agent_id=agent, conversation_id=conversation, progress=progress
@@ -270,7 +270,7 @@ def migrate() -> None:
     cfg.attributes["configure_logger"] = False
     try:
         command.upgrade(cfg, "head")
-    except Exception as exc:  # noqa: BLE001 - any failure: report it in one line, exit 1
+    except Exception as exc:
         err.print(f"error: migration failed: {str(exc).splitlines()[0]}", markup=False)
         raise typer.Exit(1) from None
     head = ScriptDirectory.from_config(cfg).get_current_head()

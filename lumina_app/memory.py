@@ -271,7 +271,7 @@ class MemoryManager:
         for hook in self._final_hooks:
             try:
                 await hook(conversation, msgs)
-            except Exception:  # noqa: BLE001 - an observer must never undo a committed write
+            except Exception:
                 log.warning("on_final hook %r failed", hook, exc_info=True)
 
     async def _window(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:

@@ -126,7 +126,7 @@ def _databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, D
 
 
 @pytest.fixture(params=BACKENDS)
-def database(request: pytest.FixtureRequest, _databases) -> Database:  # noqa: ANN001
+def database(request: pytest.FixtureRequest, _databases) -> Database:
     """Each test using this runs once per backend, on an emptied database."""
     db = _databases(request.param)
     db.truncate()
@@ -134,7 +134,7 @@ def database(request: pytest.FixtureRequest, _databases) -> Database:  # noqa: A
 
 
 @pytest.fixture
-def sqlite_database(_databases) -> Database:  # noqa: ANN001
+def sqlite_database(_databases) -> Database:
     db = _databases("sqlite")
     db.truncate()
     return db
@@ -283,15 +283,15 @@ def data_dir(tmp_path: Path, fake_llm: FakeLLM) -> Path:
 @pytest.fixture
 def settings_factory(sqlite_database, data_dir, redis_prefix):
     def make(**overrides):
-        values = dict(
-            database_url=sqlite_database.url,
-            redis_url=SHARED_REDIS_URL,
-            redis_prefix=redis_prefix,
-            data_dir=data_dir,
-            demo_delay_ms=0,
-            flush_interval_ms=20,
-            allowed_hosts="testserver",  # httpx's in-process client names this host
-        )
+        values = {
+            "database_url": sqlite_database.url,
+            "redis_url": SHARED_REDIS_URL,
+            "redis_prefix": redis_prefix,
+            "data_dir": data_dir,
+            "demo_delay_ms": 0,
+            "flush_interval_ms": 20,
+            "allowed_hosts": "testserver",  # httpx's in-process client names this host
+        }
         values.update(overrides)
         return load_settings(**values)
 
@@ -305,7 +305,7 @@ async def services(settings_factory):
     await opened.close()
 
 
-async def crashed_run(services, run_id: str, partial: str):  # noqa: ANN001, ANN201
+async def crashed_run(services, run_id: str, partial: str):
     """A turn whose process died mid-answer: question stored, answer left ``streaming``
     with ``partial`` flushed, run recorded as running. Returns (conversation, record)."""
     from lumina_app.domain import Msg, RunRecord

@@ -18,7 +18,7 @@ class TcpProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self._thread.start()
 
-    def _call(self, coro):  # noqa: ANN001, ANN202
+    def _call(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

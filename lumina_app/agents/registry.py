@@ -49,7 +49,7 @@ class AgentRegistry:
 
     def __init__(
         self, agents_dir: Path, *, recheck_seconds: float = 1.0, clock=time.monotonic
-    ) -> None:  # noqa: ANN001
+    ) -> None:
         self.agents_dir = agents_dir
         self.recheck_seconds = recheck_seconds
         self._clock = clock

@@ -187,7 +187,7 @@ class RunDriver:
         run.record.error = error if status is not RunStatus.COMPLETE else None
         stored = await self._store_final(run, tool_calls)
         if stored:
-            history = (run.window_history + [run.user, assistant])[-self.settings.context_window :]
+            history = ([*run.window_history, run.user, assistant])[-self.settings.context_window :]
             self.sessions.put(Session(run.agent.id, run.conversation.uuid, history, assistant.seq))
         else:
             self.sessions.drop(run.agent.id, run.conversation.uuid)

@@ -21,7 +21,7 @@ class Session:
 class SessionPool:
     """Bounded LRU with idle expiry; a missing session is simply recreated on demand."""
 
-    def __init__(self, *, max_size: int, idle_seconds: float, clock=time.monotonic) -> None:  # noqa: ANN001
+    def __init__(self, *, max_size: int, idle_seconds: float, clock=time.monotonic) -> None:
         self.max_size = max_size
         self.idle_seconds = idle_seconds
         self._clock = clock

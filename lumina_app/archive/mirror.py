@@ -100,7 +100,7 @@ class ArchiveMirror:
             await self.archive.write_turns(uuid, turns)
         except ConversationNotFound:
             self._failures.pop(uuid, None)  # deleted meanwhile: nothing to mirror
-        except Exception as exc:  # noqa: BLE001 - the mirror must outlive any failure
+        except Exception as exc:
             self.failed += 1
             failures = self._failures[uuid] = self._failures.get(uuid, 0) + 1
             delay = min(self.retry_max, self.retry_initial * 2 ** (failures - 1))

@@ -74,7 +74,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}-{secrets.token_hex(4)}")
     try:
         _write_new(tmp, data)
-        os.replace(tmp, path)
+        tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -90,7 +90,7 @@ def remove_conversation(root: Path, agent_id: str, conversation_id: str) -> bool
         return False
     # Renamed away first, so no reader sees a half-deleted folder under its real name.
     trash = folder.with_name(f"{TMP_PREFIX}{folder.name}-{secrets.token_hex(4)}")
-    os.rename(folder, trash)
+    folder.rename(trash)
     shutil.rmtree(trash)
     return True
 
@@ -118,7 +118,7 @@ def _write_new_folder(folder: Path, files: dict[PurePosixPath, bytes]) -> bool:
         for rel in sorted(set(files) - set(logs), key=_write_order):
             _write_new(stage / rel, files[rel])
         try:
-            os.rename(stage, folder)
+            stage.rename(folder)
         except OSError:
             if folder.is_dir():  # another writer won the race
                 return False

@@ -38,7 +38,7 @@ class HealthService:
         try:
             await self.memory.ping()
             database = Level.OK
-        except Exception as exc:  # noqa: BLE001 - any failure means "down" here
+        except Exception as exc:
             log.warning("health: database down: %s", exc)
             database = Level.DOWN
         hot = await self.memory.hot_status()

@@ -41,7 +41,7 @@ class AccessGate(Middleware):
     def __init__(self) -> None:
         self._app_prefix = AppState.get_full_name() + "."
 
-    async def preprocess(self, app, state: BaseState, event: Event) -> StateUpdate | None:  # noqa: ANN001
+    async def preprocess(self, app, state: BaseState, event: Event) -> StateUpdate | None:
         principal = await self._principal(state)
         app_state = await state.get_state(AppState)
         app_state._admit(principal)

@@ -82,7 +82,8 @@ async def test_scenarios_new_continue_resume_and_resume_after_flushall(
         events = await send(restarted, "three", conv)
         assert events[0].data["scenario"] == "resume"
         answer = {"role": "assistant", "content": "Hello from the fake LLM."}
-        assert fake_llm.requests[-1]["messages"] == warm_context[:-1] + [
+        assert fake_llm.requests[-1]["messages"] == [
+            *warm_context[:-1],
             {"role": "user", "content": "two"},
             answer,
             {"role": "user", "content": "three"},
@@ -119,11 +120,12 @@ async def test_resume_context_equals_warm_context(services, settings_factory, fa
         events = await send(restarted, "cold", conv)
         assert events[0].data["scenario"] == "resume"
         cold = fake_llm.requests[-1]["messages"][:-1]
-        expected_tail = warm[3:] + [
+        expected_tail = [
+            *warm[3:],
             {"role": "user", "content": "warm"},
             {"role": "assistant", "content": "Hello from the fake LLM."},
         ]
-        assert cold == [warm[0]] + expected_tail
+        assert cold == [warm[0], *expected_tail]
     finally:
         await restarted.close()
 
@@ -246,7 +248,7 @@ async def test_one_active_run_per_conversation(services, fake_llm) -> None:
 
 
 async def test_crash_recovery_closes_streaming_answers(services, settings_factory) -> None:
-    conv, record = await crashed_run(services, "run-crashed", "half of it")
+    conv, _record = await crashed_run(services, "run-crashed", "half of it")
     # Start-up sweeps runs whose lease ran out (younger ones may be another instance's).
     await asyncio.sleep(0.6)
     restarted = await open_services(settings_factory(run_lease_seconds=0.5))

@@ -192,7 +192,7 @@ async def test_a_busy_conversation_is_409_with_the_running_run(api, fake_llm) ->
         assert error["code"] == "conversation_busy"
         assert error["runId"] == accepted["runId"]
     await api.post(f"/api/v1/runs/{accepted['runId']}/stop")
-    assert [m["content"] for m in await messages(api, conv)][0] == "go"
+    assert next(m["content"] for m in await messages(api, conv)) == "go"
     assert len(await messages(api, conv)) == 2
 
 

@@ -57,7 +57,7 @@ async def test_execution_retry_returns_the_first_response(
     assert again.content == first.content
     convs = await conversation_ids(api)
     assert len(convs) == 1
-    assert [m["content"] for m in await messages(api, convs[0])][0] == "only once"
+    assert next(m["content"] for m in await messages(api, convs[0])) == "only once"
     assert len(await messages(api, convs[0])) == 2
 
 

@@ -30,7 +30,7 @@ class WithServices:
     async def _services(self) -> Services | None:
         return self.services
 
-    async def __call__(self, scope: dict[str, Any], receive, send) -> None:  # noqa: ANN001
+    async def __call__(self, scope: dict[str, Any], receive, send) -> None:
         if scope["type"] != "lifespan":
             # Starlette's test client calls from "testclient"; a real loopback client has
             # an address, which is what the API trusts.

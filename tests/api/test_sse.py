@@ -41,7 +41,7 @@ async def test_v1_stream_is_the_seed_example_byte_for_byte(api, fake_llm) -> Non
 async def test_v1_error_frame_carries_the_message_id(api, fake_llm) -> None:
     fake_llm.script.error_status = 400
     fake_llm.script.error_message = "model overloaded"
-    resp, events = await v1_stream(api, "hi")
+    _resp, events = await v1_stream(api, "hi")
     answer = (await messages(api, events[0].json["conversationId"]))[-1]
     assert answer["status"] == "failed"
     message_id = answer["id"]
@@ -51,7 +51,7 @@ async def test_v1_error_frame_carries_the_message_id(api, fake_llm) -> None:
 
 
 async def test_v1_error_after_partial_output_keeps_the_text(api) -> None:
-    resp, events = await v1_stream(api, "please /fail", agent="demo")
+    _resp, events = await v1_stream(api, "please /fail", agent="demo")
     partial = "".join(e.json.get("chunk", "") for e in events)
     answer = (await messages(api, events[0].json["conversationId"]))[-1]
     assert partial and answer["content"] == partial and answer["status"] == "failed"
@@ -153,7 +153,7 @@ async def test_resume_a_live_run_gets_the_missed_events_then_the_rest(api, fake_
 
 
 async def test_bad_format_is_422(api) -> None:
-    resp, events = await v1_stream(api, "x", agent="demo")
+    _resp, events = await v1_stream(api, "x", agent="demo")
     run_id = events[0].json["runId"]
     bad = await api.get(f"/api/v1/runs/{run_id}/stream", params={"format": "xml"})
     assert bad.status_code == 422

@@ -31,7 +31,7 @@ TURNS = [
 ]
 
 
-def make_archive(engine, root: Path) -> ArchiveService:  # noqa: ANN001
+def make_archive(engine, root: Path) -> ArchiveService:
     hot = LocalHotWindow(window=20, max_conversations=100)
     return ArchiveService(MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20), root)
 

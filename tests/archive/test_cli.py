@@ -36,19 +36,19 @@ def env(sqlite_database, data_dir: Path, redis_prefix: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def cli(env):  # noqa: ANN001, ANN201
+def cli(env):
     runner = CliRunner()
 
-    def invoke(*args: str, **extra_env: str):  # noqa: ANN202
+    def invoke(*args: str, **extra_env: str):
         return runner.invoke(app, list(args), env={**env, **extra_env}, catch_exceptions=False)
 
     return invoke
 
 
-def with_services(settings_factory, work):  # noqa: ANN001, ANN201
+def with_services(settings_factory, work):
     """Run ``work(services)`` against the same settings the CLI sees."""
 
-    async def main():  # noqa: ANN202
+    async def main():
         services = await open_services(settings_factory(), recover=False)
         try:
             return await work(services)
@@ -68,7 +68,7 @@ def test_every_command_has_help(cli, command: str | None) -> None:
 
 
 def test_export_then_import_round_trips(cli, settings_factory, sqlite_database, tmp_path) -> None:
-    async def seed(services):  # noqa: ANN001, ANN202
+    async def seed(services):
         convs = [
             await seed_conversation(services.archive, agent_id="demo"),
             await seed_conversation(services.archive, agent_id="tester", start=T0.replace(day=24)),
@@ -95,7 +95,7 @@ def test_export_then_import_round_trips(cli, settings_factory, sqlite_database, 
     assert result.exit_code == 0, result.output
     assert "2 created, 0 appended, 0 unchanged, 0 failed; 16 message(s) added" in result.stdout
 
-    async def read(services):  # noqa: ANN001, ANN202
+    async def read(services):
         views = {}
         for uuid in before:
             conv = await services.memory.get_conversation(uuid)
@@ -181,7 +181,7 @@ def test_rebuild_hot(cli, settings_factory) -> None:
     assert result.exit_code == 0, result.output
     assert "Rebuilt the hot window of 1 conversation(s) (redis)" in result.stdout
 
-    async def window(services):  # noqa: ANN001, ANN202
+    async def window(services):
         return await services.memory.hot.read(conv.uuid)
 
     assert [m.seq for m in with_services(settings_factory, window).messages] == list(range(1, 9))
@@ -191,7 +191,7 @@ def test_rebuild_hot(cli, settings_factory) -> None:
 
 
 def test_sweep_closes_answers_left_streaming(cli, settings_factory) -> None:
-    async def crash_mid_run(services):  # noqa: ANN001, ANN202
+    async def crash_mid_run(services):
         conv = await services.memory.create_conversation(agent_id="demo")
         run = RunRecord("run-crashed", conv.id, "demo", "", "new", "demo", "demo")
         await services.memory.begin_turn(conv, Msg.user("q", turn_id="t"), Msg.assistant(""), run)
@@ -202,7 +202,7 @@ def test_sweep_closes_answers_left_streaming(cli, settings_factory) -> None:
     assert result.exit_code == 0, result.output
     assert "Closed 1 answer(s) left streaming" in result.stdout
 
-    async def statuses(services):  # noqa: ANN001, ANN202
+    async def statuses(services):
         fresh = await services.memory.get_conversation(conv.uuid)
         msgs = await services.memory.cold.page_messages(fresh.id)
         return fresh.status.value, [m.status.value for m in msgs]
@@ -224,7 +224,7 @@ def test_migrate_creates_the_schema(cli, tmp_path: Path) -> None:
 
 
 def test_the_cli_import_accepts_the_api_zip(cli, settings_factory, tmp_path: Path) -> None:
-    async def zipped(services):  # noqa: ANN001, ANN202
+    async def zipped(services):
         conv = await seed_conversation(services.archive)
         data = await services.archive.zip_archive(conv)
         await services.memory.cold.delete_conversation(conv.id)

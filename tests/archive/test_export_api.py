@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.api.conftest import api, api_factory  # noqa: F401 - fixtures
 
 
-async def _conversation_with_a_turn(client, headers=None) -> dict:  # noqa: ANN001
+async def _conversation_with_a_turn(client, headers=None) -> dict:
     created = await client.post(
         "/api/v1/conversations", json={"agentId": "demo", "title": "导出"}, headers=headers
     )

@@ -14,7 +14,7 @@ from lumina_app.domain.views import iso_ms
 from tests.archive.conftest import TURNS, seed_conversation
 
 
-async def _longer_archive(archive, tmp_path: Path, **meta_changes: object):  # noqa: ANN001, ANN202
+async def _longer_archive(archive, tmp_path: Path, **meta_changes: object):
     """A one-turn conversation in SQL, and its export with one more turn and ``meta_changes``."""
     conv = await seed_conversation(archive, turns=TURNS[:1])
     await archive.export_all(tmp_path)

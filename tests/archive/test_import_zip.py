@@ -24,7 +24,7 @@ def _zip(path: Path, members: list[tuple[str | zipfile.ZipInfo, str]], **kwargs:
     return path
 
 
-async def _import(archive, path: Path, **limits: int):  # noqa: ANN001, ANN202
+async def _import(archive, path: Path, **limits: int):
     return await archive.import_path(path, limits=dataclasses.replace(DEFAULT_LIMITS, **limits))
 
 

@@ -23,7 +23,7 @@ async def mirrored(settings_factory):
     await services.close()
 
 
-def conversation_folder(services, uuid: str) -> Path:  # noqa: ANN001
+def conversation_folder(services, uuid: str) -> Path:
     return services.settings.data_dir / "agents" / "demo" / "conversations" / uuid
 
 
@@ -55,7 +55,7 @@ async def test_a_failed_write_does_not_fail_the_run_and_is_retried(
     real_write = writer.write_conversation
     calls = []
 
-    def flaky_write(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def flaky_write(*args, **kwargs):
         calls.append(args)
         if len(calls) == 1:
             raise PermissionError("archive folder is read-only")
@@ -78,7 +78,7 @@ async def test_a_slow_archive_does_not_hold_up_the_run(
     release = threading.Event()
     real_write = writer.write_conversation
 
-    def stuck_write(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def stuck_write(*args, **kwargs):
         release.wait(10)
         return real_write(*args, **kwargs)
 

@@ -12,14 +12,14 @@ from lumina_app.domain import ConversationNotFound, ConversationStatus, ImportOu
 from tests.archive.conftest import T0, TURNS, add_turns, message_view, seed_conversation
 
 
-async def _wipe(archive, conv) -> None:  # noqa: ANN001
+async def _wipe(archive, conv) -> None:
     """Delete from SQL only (memory.delete would also remove the archive folder)."""
     await archive.memory.cold.delete_conversation(conv.id)
     with pytest.raises(ConversationNotFound):
         await archive.memory.cold.get_conversation(conv.uuid)
 
 
-async def _exported_one_turn(archive, tmp_path: Path):  # noqa: ANN001, ANN202
+async def _exported_one_turn(archive, tmp_path: Path):
     conv = await seed_conversation(archive, turns=TURNS[:1])
     await archive.export_all(tmp_path / "export")
     return conv, tmp_path / "export" / "agents" / "demo" / "conversations" / conv.uuid

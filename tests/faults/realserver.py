@@ -4,7 +4,6 @@ raw-socket requests, and polling the stored conversation."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from pathlib import Path
@@ -32,15 +31,14 @@ def group_rss(server: AppServer) -> int:
     """Resident memory, in bytes, of every process in the server's process group."""
     assert server.proc is not None
     total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
             continue
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
             if int(fields[2]) != server.proc.pid:  # pgrp
                 continue
-            with open(f"/proc/{pid}/status") as f:
+            with (proc / "status").open() as f:
                 for line in f:
                     if line.startswith("VmRSS:"):
                         total += int(line.split()[1]) * 1024

@@ -44,7 +44,7 @@ class Reply:
     body: bytes
 
 
-def http(method: str, path: str, **kwargs) -> Callable[[httpx.Client], Reply]:  # noqa: ANN003
+def http(method: str, path: str, **kwargs) -> Callable[[httpx.Client], Reply]:
     """An httpx request; a callable ``content`` is called for a fresh body each time."""
 
     def send(client: httpx.Client) -> Reply:
@@ -254,7 +254,7 @@ def test_unknown_paths_and_methods_are_json_errors_on_the_real_server(server) ->
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-async def api_on(request: pytest.FixtureRequest, _databases, api_factory):  # noqa: ANN001, ANN201
+async def api_on(request: pytest.FixtureRequest, _databases, api_factory):
     database = _databases(request.param)
     database.truncate()
     _services, client = await api_factory(database_url=database.url)

@@ -28,13 +28,13 @@ CONVERSATIONS = 200
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def backend_url(request: pytest.FixtureRequest, _databases) -> str:  # noqa: ANN001
+def backend_url(request: pytest.FixtureRequest, _databases) -> str:
     database = _databases(request.param)
     database.truncate()
     return database.url
 
 
-def send(api: httpx.AsyncClient, index: int, conv: str):  # noqa: ANN201 - a coroutine
+def send(api: httpx.AsyncClient, index: int, conv: str):
     """Sender ``index`` through one of the four routes that start a run."""
     task = f"sender {index}"
     route = index % 4

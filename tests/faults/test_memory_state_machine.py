@@ -58,7 +58,7 @@ def test_memory_state_machine(machine_env) -> None:
             for _ in range(2):
                 self.create()
 
-        def run(self, coro):  # noqa: ANN001, ANN201
+        def run(self, coro):
             return self.loop.run_until_complete(coro)
 
         def teardown(self) -> None:
@@ -78,7 +78,7 @@ def test_memory_state_machine(machine_env) -> None:
             for _ in range(count):
                 self.save_one(self.conversations[index], turn)
 
-        def save_one(self, conv, turn: bool) -> None:  # noqa: ANN001
+        def save_one(self, conv, turn: bool) -> None:
             self.counter += 1
             # A finished answer, or one cut short with nothing said (it still takes a seq).
             answer, status = (
@@ -137,7 +137,7 @@ def test_memory_state_machine(machine_env) -> None:
                 fresh = self.run(self.memory.get_conversation(conv.uuid))
                 try:
                     window = self.run(self.hot.read(conv.uuid))
-                except Exception:  # noqa: BLE001 - breaker open right after a restart
+                except Exception:
                     continue
                 if window is None or window.high_water < fresh.last_seq:
                     continue  # missing or stale: the next load rebuilds it

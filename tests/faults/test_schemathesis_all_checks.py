@@ -55,10 +55,10 @@ class Bearer:
     """The key on every generated request (schemathesis's ``ignored_auth`` then probes the
     same request without it and with a wrong one)."""
 
-    def get(self, case, context):  # noqa: ANN001, ANN201 - schemathesis AuthProvider
+    def get(self, case, context):
         return KEY
 
-    def set(self, case, data, context) -> None:  # noqa: ANN001
+    def set(self, case, data, context) -> None:
         case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
 
 
@@ -84,7 +84,7 @@ def is_cursor(value: object) -> bool:
         return False
 
 
-def map_query(_context, query):  # noqa: ANN001, ANN201 - schemathesis hook
+def map_query(_context, query):
     """A cursor is opaque: only one the API issued is valid (422 otherwise, by design), and
     schemathesis also draws words from its dictionary for ``format: cursor``. A short
     string that is not a cursor becomes one; other values stay (they are the negatives)."""
@@ -94,7 +94,7 @@ def map_query(_context, query):  # noqa: ANN001, ANN201 - schemathesis hook
     return query
 
 
-def filter_case(_context, case):  # noqa: ANN001, ANN201 - schemathesis hook
+def filter_case(_context, case):
     """execute* takes the task as a query parameter or in the JSON body: with neither it is
     a 422 ("task is required"), a rule across two locations that OpenAPI cannot state
     (tested in tests/api/test_execute.py). Such requests are left out."""
@@ -168,7 +168,7 @@ def test_stateful_links_pass_every_check(api_schema: schemathesis.BaseSchema) ->
         def before_call(self, case: schemathesis.Case) -> None:
             fresh_idempotency_key(case)
 
-        def validate_response(self, response, case, additional_checks=None, **kwargs) -> None:  # noqa: ANN001
+        def validate_response(self, response, case, additional_checks=None, **kwargs) -> None:
             case.validate_response(
                 response,
                 checks=ALL_CHECKS,

@@ -260,7 +260,7 @@ def test_a_key_whose_request_died_with_its_process_is_retried_after_the_lease(
         cleanup()
 
 
-def wait_until(check, within: float = 20) -> None:  # noqa: ANN001
+def wait_until(check, within: float = 20) -> None:
     deadline = time.monotonic() + within
     while not check():
         assert time.monotonic() < deadline, "timed out"

@@ -177,7 +177,7 @@ def test_a_socket_without_a_session_runs_no_event(keyed_server: AppServer) -> No
     listed = httpx.get(
         f"{keyed_server.url}/api/v1/conversations/{conv}/messages", headers=ALICE
     ).json()["items"]
-    assert [m["content"] for m in listed][0] == secret and len(listed) == 2
+    assert next(m["content"] for m in listed) == secret and len(listed) == 2
 
 
 def test_a_signed_in_socket_acts_as_its_owner_only(keyed_server: AppServer) -> None:

@@ -110,7 +110,7 @@ def test_no_import_cycles() -> None:
         state[node] = "open"
         for nxt in sorted(graph[node]):
             if state.get(nxt) == "open":
-                cycles.append(path[path.index(nxt) :] + [nxt])
+                cycles.append([*path[path.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt, [*path, nxt])
         state[node] = "done"

@@ -55,7 +55,7 @@ PAYLOADS = [
 
 
 @pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: type(p).__name__)
-def test_a_recorded_event_decodes_to_the_same_event(payload) -> None:  # noqa: ANN001
+def test_a_recorded_event_decodes_to_the_same_event(payload) -> None:
     event = RunEvent(3, payload)
     assert RunEvent.decode(3, event.type.value, event.record()) == event
 

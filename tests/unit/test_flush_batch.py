@@ -43,7 +43,7 @@ async def test_flushes_of_the_same_moment_share_a_transaction(engine) -> None:
 
 
 async def test_a_failed_batch_fails_every_caller() -> None:
-    async def broken(_flushes):  # noqa: ANN001, ANN202
+    async def broken(_flushes):
         raise StoreUnavailable("database unavailable: gone")
 
     batch = FlushBatch(broken, window=0.01)

@@ -135,7 +135,7 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sent: list[int] = []
     original = AbstractConnection.send_packed_command
 
-    async def counting(self, command, check_health=True):  # noqa: ANN001
+    async def counting(self, command, check_health=True):
         sent.append(1)
         return await original(self, command, check_health)
 
@@ -152,7 +152,7 @@ async def test_a_turn_is_two_transactions_and_two_redis_round_trips(
     await add_turns(memory, conv, 1)  # the script is now cached server-side
     commits: list[int] = []
 
-    def on_commit(_conn) -> None:  # noqa: ANN001
+    def on_commit(_conn) -> None:
         commits.append(1)
 
     store = memory.cold

@@ -27,11 +27,11 @@ async def sqlite_engine(sqlite_database):
     await engine.dispose()
 
 
-def _thread_recorder(engine) -> list[int]:  # noqa: ANN001
+def _thread_recorder(engine) -> list[int]:
     """A SQL function that records which thread ran the statement calling it."""
     seen: list[int] = []
 
-    def on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001
+    def on_connect(dbapi_connection, _record) -> None:
         dbapi_connection.create_function(
             "lumina_thread", 0, lambda: seen.append(threading.get_ident()) or 1
         )

@@ -23,7 +23,7 @@ class _Buffer:
 class LocalRunEventLog:
     """In-process buffers; finished ones are dropped ``retention`` seconds after they end."""
 
-    def __init__(self, *, retention: float, clock=time.monotonic) -> None:  # noqa: ANN001
+    def __init__(self, *, retention: float, clock=time.monotonic) -> None:
         self.retention = retention
         self._clock = clock
         self._buffers: dict[str, _Buffer] = {}

@@ -8,7 +8,7 @@ import time
 class CircuitBreaker:
     """Closed → open on failure → after ``cooldown`` one probe is let through (half-open)."""
 
-    def __init__(self, cooldown: float, clock=time.monotonic) -> None:  # noqa: ANN001
+    def __init__(self, cooldown: float, clock=time.monotonic) -> None:
         self.cooldown = cooldown
         self._clock = clock
         self._opened_at: float | None = None

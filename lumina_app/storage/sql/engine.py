@@ -47,7 +47,7 @@ def create_sync_sqlite_engine(engine: AsyncEngine) -> sa.Engine:
     return sync
 
 
-def _sqlite_on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI types
+def _sqlite_on_connect(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")

@@ -56,7 +56,7 @@ def key_form() -> rx.Component:
                 size="3",
                 width="100%",
                 custom_attrs={"data-testid": "sign-in"},
-            ),  # fmt: skip
+            ),
             width="100%",
         ),
         on_submit=SIGN_IN,

@@ -14,14 +14,14 @@ def _code_block(value: str, **props) -> rx.Component:
     return rx.code_block(value, can_copy=True, wrap_long_lines=True, margin_y="0.5em", **props)
 
 
-def markdown(text) -> rx.Component:  # noqa: ANN001 - a str Var
+def markdown(text) -> rx.Component:
     """Markdown without raw HTML: HTML inside a message is shown, never run."""
     return rx.markdown(
         text, use_raw=False, component_map={"pre": _code_block}, class_name="lumina-md"
     )
 
 
-def avatar(role) -> rx.Component:  # noqa: ANN001 - a str Var
+def avatar(role) -> rx.Component:
     return rx.cond(
         role == "user",
         rx.avatar(fallback="You", size="2", radius="full", color_scheme="gray"),
@@ -29,7 +29,7 @@ def avatar(role) -> rx.Component:  # noqa: ANN001 - a str Var
     )
 
 
-def status_badge(status) -> rx.Component:  # noqa: ANN001 - a str Var
+def status_badge(status) -> rx.Component:
     return rx.cond(
         (status != "complete") & (status != ""),
         rx.badge(
@@ -42,7 +42,7 @@ def status_badge(status) -> rx.Component:  # noqa: ANN001 - a str Var
     )
 
 
-def bubble(role, author, time, body: rx.Component, status, error, testid: str) -> rx.Component:  # noqa: ANN001
+def bubble(role, author, time, body: rx.Component, status, error, testid: str) -> rx.Component:
     return rx.hstack(
         avatar(role),
         rx.box(
@@ -75,7 +75,7 @@ def bubble(role, author, time, body: rx.Component, status, error, testid: str) -
     )
 
 
-def user_text(text) -> rx.Component:  # noqa: ANN001 - a str Var
+def user_text(text) -> rx.Component:
     return rx.text(text, white_space="pre-wrap", overflow_wrap="anywhere", size="3")
 
 

@@ -173,7 +173,7 @@ def identity() -> rx.Component:
                 variant="soft",
                 color_scheme="gray",
                 custom_attrs={"data-testid": "local-mode"},
-            ),  # fmt: skip
+            ),
             content="No API keys are configured: only clients on this machine can use Lumina.",
         ),
         rx.hstack(
@@ -184,7 +184,7 @@ def identity() -> rx.Component:
                 color="gray",
                 class_name="lumina-ellipsis",
                 custom_attrs={"data-testid": "signed-in-as"},
-            ),  # fmt: skip
+            ),
             rx.spacer(),
             rx.button(
                 "Sign out",
@@ -192,7 +192,7 @@ def identity() -> rx.Component:
                 variant="ghost",
                 on_click=rx.call_script("luminaSignOut()"),
                 custom_attrs={"data-testid": "sign-out"},
-            ),  # fmt: skip
+            ),
             align="center",
             width="100%",
         ),
