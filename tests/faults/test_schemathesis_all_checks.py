@@ -27,7 +27,9 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.config._checks import (
+    NEGATIVE_DATA_REJECTION_EXPECTED_STATUSES,
     POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES,
+    NegativeDataRejectionConfig,
     PositiveDataAcceptanceConfig,
 )
 from schemathesis.python import asgi
@@ -121,6 +123,11 @@ def api_schema(app: WithServices) -> Iterator[schemathesis.BaseSchema]:
     # cannot state) is a documented 413, not a rejected valid request.
     loaded.config.checks.positive_data_acceptance = PositiveDataAcceptanceConfig(
         expected_statuses=[*POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES, "413"]
+    )
+    # An invalid body past LUMINA_MAX_BODY_BYTES (4096 here) is refused whole: a 413 is a
+    # rejection of negative data as much as a 422 is.
+    loaded.config.checks.negative_data_rejection = NegativeDataRejectionConfig(
+        expected_statuses=[*NEGATIVE_DATA_REJECTION_EXPECTED_STATUSES, "413"]
     )
     schemathesis.openapi.format("cursor", CURSORS)
     loaded.hook(map_query)
