@@ -10,13 +10,18 @@ from alembic import context
 from sqlalchemy.engine import make_url
 
 from lumina_app.settings import get_settings
-from lumina_app.storage.sql.models import metadata
+from lumina_app.storage.sql.models import is_search_object, metadata
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logger", True):
     fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 target_metadata = metadata
+
+
+def include_name(name: str | None, type_: str, _parent: object) -> bool:
+    """Autogenerate leaves the full-text index alone: it is made by hand per backend."""
+    return not (type_ in ("table", "index") and is_search_object(name))
 
 
 def _database_url() -> str:
@@ -45,6 +50,7 @@ def run_migrations_online() -> None:
             connection=connection,
             target_metadata=target_metadata,
             render_as_batch=url.get_backend_name() == "sqlite",
+            include_name=include_name,
         )
         with context.begin_transaction():
             context.run_migrations()

@@ -28,6 +28,7 @@ from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
 from lumina_app.services.runs import RunService
+from lumina_app.services.search import SearchService
 from lumina_app.settings import Settings
 from lumina_app.storage.hot_window import HotWindow
 from lumina_app.storage.local.hot_window import LocalHotWindow
@@ -58,6 +59,7 @@ class Services:
     conversations: ConversationService
     runs: RunService
     health: HealthService
+    search: SearchService
     auth: AuthService
     archive: ArchiveService
     idempotency: IdempotencyStore
@@ -195,6 +197,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         conversations=ConversationService(memory, agents, archive),
         runs=RunService(chat, records, memory),
         health=HealthService(memory),
+        search=SearchService(memory),
         auth=AuthService(settings, SessionStore(db)),
         archive=archive,
         idempotency=IdempotencyStore(db),

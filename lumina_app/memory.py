@@ -25,9 +25,10 @@ from lumina_app.domain import (
     StoreUnavailable,
 )
 from lumina_app.domain.access import is_conversation_id
+from lumina_app.domain.search import MessageHit
 from lumina_app.domain.text import check_storable_text
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
-from lumina_app.storage.sql import archive_rows
+from lumina_app.storage.sql import archive_rows, search
 from lumina_app.storage.sql.cold_store import ColdStore
 
 log = logging.getLogger(__name__)
@@ -228,6 +229,25 @@ class MemoryManager:
         """Replay: every message ever stored, paged by seq (always from SQL)."""
         return await self.cold.page_messages(
             conversation.id, limit=limit, after_seq=after_seq, before_seq=before_seq
+        )
+
+    async def search(
+        self,
+        words: Sequence[str],
+        *,
+        owner: str,
+        conversation: ConversationInfo | None = None,
+        agent_id: str | None = None,
+        limit: int = 20,
+    ) -> list[MessageHit]:
+        """An owner's final messages matching every word, through the full-text index."""
+        return await search.search_messages(
+            self.cold.db,
+            words,
+            owner=owner,
+            conversation_id=conversation.id if conversation else None,
+            agent_id=agent_id,
+            limit=limit,
         )
 
     async def final_messages(self, conversation: ConversationInfo) -> list[Msg]:

@@ -179,3 +179,8 @@ class RunRecord:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None
+    # What the context was made of (prompt hash, summary, message ids): the recipe that
+    # rebuilds exactly what the provider was sent; and how many window messages the token
+    # budget left out.
+    context: dict[str, Any] | None = None
+    trimmed: int = 0

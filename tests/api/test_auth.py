@@ -43,6 +43,8 @@ def routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
         ("GET", f"/api/v1/runs/{run}/stream", {}),
         ("POST", f"/api/v1/runs/{run}/stop", {}),
         ("GET", "/api/v1/me", {}),
+        ("GET", f"/api/v1/conversations/{conv}/search", {"params": {"q": "x"}}),
+        ("GET", "/api/v1/search", {"params": {"q": "x"}}),
     ]
 
 

@@ -21,12 +21,14 @@ from lumina_app.domain import (
     RunRecord,
     utcnow,
 )
+from lumina_app.domain.search import terms as search_terms
 from lumina_app.storage.sql import writes
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.flush_batch import FlushBatch
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
+from lumina_app.storage.sql.search import matching_conversations
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
 T = TypeVar("T")
@@ -160,15 +162,18 @@ class ColdStore:
         if owner is not None:
             query = query.where(C.c.owner == owner)
         if search:
+            # Titles by substring (short, and already narrowed to one owner); messages
+            # through the full-text index, never a scan of every message's text.
             pattern = (
                 "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             )
-            in_messages = (
-                sa.select(M.c.id)
-                .where(M.c.conversation_id == C.c.id, M.c.content.ilike(pattern, escape="\\"))
-                .exists()
-            )
-            query = query.where(sa.or_(C.c.title.ilike(pattern, escape="\\"), in_messages))
+            by_title = C.c.title.ilike(pattern, escape="\\")
+            words = search_terms(search)
+            if words:
+                in_text = C.c.id.in_(matching_conversations(self.db.dialect, words))
+                query = query.where(sa.or_(by_title, in_text))
+            else:
+                query = query.where(by_title)
         if cursor:
             stamp, last_id = decode_cursor(cursor, 2)
             # Only what a cursor we issued can hold: an aware time that is a time in UTC too

@@ -98,6 +98,12 @@ class RunRow(SQLModel, table=True):
     started_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
     finished_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
     error: str | None = Field(default=None, sa_column=sa.Column(sa.Text()))
+    # What the run's context was made of (prompt hash, summary, message ids, trims): enough
+    # to rebuild exactly what the provider was sent (GET /api/v1/runs/{id}/context).
+    context: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON))
+    trimmed: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
 
 
 def _exact_text(length: int) -> sa.types.TypeEngine:
@@ -106,6 +112,41 @@ def _exact_text(length: int) -> sa.types.TypeEngine:
     return sa.String(length).with_variant(
         mysql.VARCHAR(length, collation="utf8mb4_bin"), "mysql", "mariadb"
     )
+
+
+class SummaryRow(SQLModel, table=True):
+    """The rolling summary of what left a conversation's window: it covers seq 1 to
+    ``covered_to_seq``; each new one extends the previous."""
+
+    __tablename__ = "lumina_summary"
+    __table_args__ = (
+        sa.Index("ix_lumina_summary_conversation", "conversation_id", "covered_to_seq"),
+        _MYSQL_TABLE_ARGS,
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey("lumina_conversation.id", ondelete="CASCADE"),
+            nullable=False,
+        )
+    )
+    covered_to_seq: int = Field(nullable=False)
+    text: str = Field(sa_column=sa.Column(long_text_column_type(), nullable=False))
+    model: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+
+
+class PromptRow(SQLModel, table=True):
+    """A system prompt as a run used it, kept once per distinct text (by SHA-256)."""
+
+    __tablename__ = "lumina_prompt"
+    __table_args__ = (_MYSQL_TABLE_ARGS,)
+
+    hash: str = Field(sa_column=sa.Column(sa.String(64), primary_key=True))
+    text: str = Field(sa_column=sa.Column(long_text_column_type(), nullable=False))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
 
 
 class IdempotencyRow(SQLModel, table=True):
@@ -131,6 +172,8 @@ conversations: sa.Table = ConversationRow.__table__  # type: ignore[attr-defined
 messages: sa.Table = MessageRow.__table__  # type: ignore[attr-defined]
 runs: sa.Table = RunRow.__table__  # type: ignore[attr-defined]
 idempotency: sa.Table = IdempotencyRow.__table__  # type: ignore[attr-defined]
+summaries: sa.Table = SummaryRow.__table__  # type: ignore[attr-defined]
+prompts: sa.Table = PromptRow.__table__  # type: ignore[attr-defined]
 metadata = SQLModel.metadata
 
 
@@ -154,3 +197,13 @@ class SessionRow(SQLModel, table=True):
 
 
 sessions: sa.Table = SessionRow.__table__  # type: ignore[attr-defined]
+
+
+# The full-text index lives outside the models (migration 0007: an FTS5 table and its
+# triggers on SQLite, an expression GIN index on PostgreSQL, a FULLTEXT index on MariaDB).
+SEARCH_OBJECT_PREFIXES = ("lumina_message_fts", "ix_lumina_message_fts")
+
+
+def is_search_object(name: str | None) -> bool:
+    """Whether a table or index belongs to the full-text index (not to these models)."""
+    return bool(name) and name.startswith(SEARCH_OBJECT_PREFIXES)

@@ -1,0 +1,66 @@
+"""Full-text search: in one conversation, or across all of the caller's."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel
+
+from lumina_app.api.auth import AuthenticatedRoute, Caller
+from lumina_app.api.deps import ServicesDep
+from lumina_app.api.schemas import NoNul
+from lumina_app.domain.views import iso_us
+from lumina_app.services.search import MAX_QUERY_CHARS, SearchHit
+
+router = APIRouter(prefix="/api/v1", tags=["search"], route_class=AuthenticatedRoute)
+SearchText = Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS), NoNul]
+Limit = Annotated[int, Query(ge=1, le=100)]
+
+
+class HitOut(BaseModel):
+    conversationId: str
+    title: str
+    seq: int
+    role: str
+    snippet: str  # HTML: the text escaped, the matches in <mark>…</mark>
+    score: float
+    createdAt: str
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> HitOut:
+        return cls(
+            conversationId=hit.conversation_id,
+            title=hit.title,
+            seq=hit.seq,
+            role=hit.role,
+            snippet=hit.snippet,
+            score=hit.score,
+            createdAt=iso_us(hit.created_at),
+        )
+
+
+class SearchResults(BaseModel):
+    items: list[HitOut]
+
+
+@router.get("/conversations/{conversation_id}/search", response_model=SearchResults)
+async def search_conversation(
+    conversation_id: str, services: ServicesDep, caller: Caller, q: SearchText, limit: Limit = 20
+) -> SearchResults:
+    """Messages of one conversation matching every word of ``q`` (the last as a prefix)."""
+    hits = await services.search.in_conversation(caller, conversation_id, q, limit=limit)
+    return SearchResults(items=[HitOut.of(h) for h in hits])
+
+
+@router.get("/search", response_model=SearchResults)
+async def search_everywhere(
+    services: ServicesDep,
+    caller: Caller,
+    q: SearchText,
+    agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
+    limit: Limit = 20,
+) -> SearchResults:
+    """The caller's messages matching every word of ``q``, most relevant first."""
+    hits = await services.search.everywhere(caller, q, agent_id=agent_id, limit=limit)
+    return SearchResults(items=[HitOut.of(h) for h in hits])

@@ -1,0 +1,99 @@
+"""Finding things said earlier: in one conversation, or across all of a caller's, through
+the full-text index. Hits carry a snippet with the matches marked (``<mark>``), the rest of
+the text HTML-escaped, so a client can show it as markup safely."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from lumina_app.domain import InvalidInput, Principal
+from lumina_app.domain.search import MessageHit, terms
+from lumina_app.memory import MemoryManager
+
+MAX_QUERY_CHARS = 200
+SNIPPET_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    conversation_id: str
+    title: str
+    seq: int
+    role: str
+    snippet: str
+    score: float
+    created_at: datetime
+
+
+class SearchService:
+    def __init__(self, memory: MemoryManager) -> None:
+        self.memory = memory
+
+    async def in_conversation(
+        self, principal: Principal, conversation_id: str, query: str, *, limit: int = 20
+    ) -> list[SearchHit]:
+        conversation = await self.memory.find_visible(principal, conversation_id)
+        words = _words(query)
+        hits = await self.memory.search(
+            words, owner=principal.owner, conversation=conversation, limit=limit
+        )
+        return [_hit(h, words) for h in hits]
+
+    async def everywhere(
+        self, principal: Principal, query: str, *, agent_id: str | None = None, limit: int = 20
+    ) -> list[SearchHit]:
+        words = _words(query)
+        hits = await self.memory.search(
+            words, owner=principal.owner, agent_id=agent_id, limit=limit
+        )
+        return [_hit(h, words) for h in hits]
+
+
+def _words(query: str) -> list[str]:
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"search text is limited to {MAX_QUERY_CHARS} characters")
+    words = terms(query)
+    if not words:
+        raise InvalidInput("search text needs at least one word (letters or digits)")
+    return words
+
+
+def _hit(hit: MessageHit, words: Sequence[str]) -> SearchHit:
+    return SearchHit(
+        conversation_id=hit.conversation_uuid,
+        title=hit.conversation_title,
+        seq=hit.seq,
+        role=hit.role.value,
+        snippet=snippet(hit.content, words),
+        score=round(hit.score, 6),
+        created_at=hit.created_at,
+    )
+
+
+def snippet(text: str, words: Sequence[str], width: int = SNIPPET_CHARS) -> str:
+    """About ``width`` characters of ``text`` around its first match, HTML-escaped, every
+    match of a word (the last as a prefix) wrapped in ``<mark>``."""
+    if not words:
+        return html.escape(text[:width])
+    alternatives = [re.escape(w) + r"\w*" if i == len(words) - 1 else re.escape(w) + r"\b"
+                    for i, w in enumerate(words)]  # fmt: skip
+    pattern = re.compile(r"\b(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
+    first = pattern.search(text)
+    start = max(0, (first.start() if first else 0) - width // 3)
+    if start:
+        space = text.find(" ", start, start + 20)
+        start = space + 1 if space != -1 else start
+    piece = text[start : start + width]
+    out, last = [], 0
+    for found in pattern.finditer(piece):
+        out += [html.escape(piece[last : found.start()]), "<mark>"]
+        out += [html.escape(found.group()), "</mark>"]
+        last = found.end()
+    out.append(html.escape(piece[last:]))
+    prefix = "…" if start else ""
+    suffix = "…" if start + width < len(text) else ""
+    return prefix + "".join(out).replace("\n", " ") + suffix

@@ -1,0 +1,120 @@
+"""Full-text search over message text, on each backend's own index (migration 0007):
+SQLite FTS5, PostgreSQL ``tsvector`` + GIN, MariaDB/MySQL ``FULLTEXT``.
+
+Any query text is safe: it is reduced to its words (letters and digits), and every word
+must match (the last one as a prefix: it may still be being typed), so operators and
+punctuation in what a user types never reach the engine's query syntax. Only final
+messages are indexed; a growing answer is found once it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import match as mysql_match
+
+from lumina_app.domain import MessageStatus, MsgRole
+from lumina_app.domain.search import MessageHit
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.models import conversations as C
+from lumina_app.storage.sql.models import messages as M
+from lumina_app.storage.sql.sqlite_inline import offloaded
+
+# What PostgreSQL indexes of a message (the same expression as the index, so it is used).
+_PG_DOCUMENT = sa.literal_column("to_tsvector('simple', left(lumina_message.content, 100000))")
+_PG_CONFIG = sa.literal_column("'simple'")
+# Messages a search never returns: not final yet, or replaced by a regenerated answer.
+_UNSEARCHED = (MessageStatus.STREAMING.value, "superseded")
+
+
+_FTS = sa.table("lumina_message_fts", sa.column("rowid"))
+
+
+def _fts_phrase(words: Sequence[str]) -> str:
+    """FTS5: every word as a quoted string (no operator can come through), all required,
+    the last one as a prefix (what is still being typed)."""
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words) + "*"
+
+
+def _pg_query(words: Sequence[str]) -> str:
+    """A to_tsquery of quoted words (``\\w`` only: no quote or operator inside), all
+    required, the last one as a prefix."""
+    return " & ".join(f"'{w}'" for w in words) + ":*"
+
+
+def _match(dialect: str, words: Sequence[str]) -> tuple[sa.ColumnElement, sa.ColumnElement]:
+    """(filter on lumina_message rows, relevance: higher is better) for ``words``; on
+    SQLite the filter is an id subquery (see :func:`search_messages` for its ranking)."""
+    if dialect == "postgresql":
+        query = sa.func.to_tsquery(_PG_CONFIG, _pg_query(words))
+        return _PG_DOCUMENT.op("@@")(query), sa.func.ts_rank(_PG_DOCUMENT, query)
+    if dialect == "sqlite":
+        rows = sa.text(
+            "lumina_message.id IN (SELECT rowid FROM lumina_message_fts "
+            "WHERE lumina_message_fts MATCH :fts_query)"
+        ).bindparams(fts_query=_fts_phrase(words))
+        return rows, sa.literal(0.0)
+    boolean = " ".join("+" + w for w in words) + "*"
+    relevance = mysql_match(M.c.content, against=boolean).in_boolean_mode()
+    return relevance, relevance
+
+
+def matching_conversations(dialect: str, words: Sequence[str]) -> sa.Select:
+    """Ids of conversations with a message matching every word (for list filters)."""
+    where, _score = _match(dialect, words)
+    return sa.select(M.c.conversation_id).where(where, M.c.status.not_in(_UNSEARCHED)).distinct()
+
+
+async def search_messages(
+    db: SQLDatabase,
+    words: Sequence[str],
+    *,
+    owner: str,
+    conversation_id: int | None = None,
+    agent_id: str | None = None,
+    limit: int = 20,
+) -> list[MessageHit]:
+    """The caller's messages matching every word: most relevant first (recency breaks
+    ties, and orders them on SQLite)."""
+    if not words:
+        return []
+    columns = (C.c.uuid, C.c.title, M.c.id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
+    if db.dialect == "sqlite":  # from the FTS table itself, so bm25() ranks (lower: better)
+        rank = -sa.func.bm25(sa.literal_column("lumina_message_fts"))
+        query = (
+            sa.select(*columns, rank.label("score"))
+            .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
+            .where(
+                sa.text("lumina_message_fts MATCH :fts_query").bindparams(
+                    fts_query=_fts_phrase(words)
+                )
+            )
+        )
+    else:
+        where, score = _match(db.dialect, words)
+        query = sa.select(*columns, score.label("score")).where(where)
+    query = query.join(C, C.c.id == M.c.conversation_id).where(
+        M.c.status.not_in(_UNSEARCHED), C.c.owner == owner
+    )
+    if conversation_id is not None:
+        query = query.where(M.c.conversation_id == conversation_id)
+    if agent_id is not None:
+        query = query.where(C.c.agent_id == agent_id)
+    query = query.order_by(sa.desc("score"), M.c.id.desc()).limit(limit)
+    with offloaded():  # may read many index entries: off the event loop's thread on SQLite
+        async with db.connect() as conn:
+            rows = (await conn.execute(query)).all()
+    return [
+        MessageHit(
+            conversation_uuid=r.uuid,
+            conversation_title=r.title,
+            message_id=r.id,
+            seq=r.seq,
+            role=MsgRole(r.role),
+            content=r.content,
+            score=float(r.score or 0.0),
+            created_at=r.created_at,
+        )
+        for r in rows
+    ]
