@@ -16,6 +16,8 @@ from lumina_app.domain import (
     StoreUnavailable,
 )
 from lumina_app.domain.views import iso_ms
+from lumina_app.services.search import SearchHit
+from lumina_app.ui.routes import chat_url
 
 
 class MessageView(TypedDict):
@@ -26,6 +28,17 @@ class MessageView(TypedDict):
     content: str
     status: str
     error: str
+    time: str
+
+
+class HitView(TypedDict):
+    """A search hit in the sidebar: its snippet is escaped HTML with <mark>ed matches."""
+
+    key: str
+    url: str
+    title: str
+    snippet: str
+    role: str
     time: str
 
 
@@ -120,3 +133,14 @@ def explain(exc: LuminaError) -> str:
     if isinstance(exc, StoreUnavailable):
         return "The database is unreachable, so the message was not sent. Try again shortly."
     return str(exc)
+
+
+def hit_view(hit: SearchHit, agent_id: str) -> HitView:
+    return HitView(
+        key=f"{hit.conversation_id}:{hit.seq}",
+        url=chat_url(agent_id, hit.conversation_id) + f"?seq={hit.seq}",
+        title=hit.title or "Untitled",
+        snippet=hit.snippet,
+        role=hit.role.lower(),
+        time=iso_ms(hit.created_at),
+    )

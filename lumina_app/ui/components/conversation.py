@@ -136,6 +136,19 @@ def message_list() -> rx.Component:
             ),
             empty_state(),
             rx.foreach(ChatState.messages, message_item),
+            rx.cond(
+                ChatState.has_newer,
+                rx.center(
+                    rx.button(
+                        "Load newer messages",
+                        variant="soft",
+                        size="1",
+                        on_click=ChatState.load_newer,
+                        custom_attrs={"data-testid": "load-newer"},
+                    ),
+                    padding_y="0.5em",
+                ),
+            ),
             live_turn(),
             max_width="52em",
             margin_x="auto",

@@ -81,12 +81,17 @@ def user_text(text) -> rx.Component:
 
 def message_item(msg: MessageView) -> rx.Component:
     is_user = msg["role"] == "user"
-    return bubble(
-        msg["role"],
-        rx.cond(is_user, "You", ChatState.agent_name),
-        msg["time"],
-        rx.cond(is_user, user_text(msg["content"]), markdown(msg["content"])),
-        msg["status"],
-        msg["error"],
-        "message",
+    return rx.box(
+        bubble(
+            msg["role"],
+            rx.cond(is_user, "You", ChatState.agent_name),
+            msg["time"],
+            rx.cond(is_user, user_text(msg["content"]), markdown(msg["content"])),
+            msg["status"],
+            msg["error"],
+            "message",
+        ),
+        # A search hit opens the conversation scrolled to this message, marked.
+        id="msg-" + msg["seq"].to_string(),
+        class_name=rx.cond(ChatState.focus_seq == msg["seq"], "lumina-focus", ""),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import reflex as rx
 
@@ -18,7 +18,6 @@ from lumina_app.domain import (
     AgentNotFound,
     AnswerChunk,
     LuminaError,
-    MessageStatus,
     NotFound,
     RunEvent,
     RunFinished,
@@ -28,21 +27,16 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.views import iso_ms
 from lumina_app.ui.routes import chat_url
-from lumina_app.ui.state.base import AppState
 from lumina_app.ui.state.health import HealthState
+from lumina_app.ui.state.history import MAX_VISIBLE, HistoryState
 from lumina_app.ui.state.sidebar import SidebarState
-from lumina_app.ui.views import MessageView, explain, finished_turn, message_view, no_events
+from lumina_app.ui.views import explain, finished_turn, no_events
 
-PAGE_SIZE = 40
-# The list a long session keeps on screen is bounded too: every turn re-sends it once.
-MAX_VISIBLE = 2 * PAGE_SIZE
 FLUSH_SECONDS = 0.05
 
 
-class ChatState(AppState):
+class ChatState(HistoryState):
     agent_description: str = ""
-    messages: list[MessageView] = []
-    has_older: bool = False
     not_found: str = ""
     pending_user: str = ""
     pending_time: str = ""
@@ -56,16 +50,18 @@ class ChatState(AppState):
 
     @rx.event
     async def load(self):
-        """On page load: the agent, the conversation's latest page, a live run to re-attach."""
+        """On page load: the agent, the conversation's page (the latest, or around the
+        ``?seq=`` a search hit links to), and a live run to re-attach to."""
         # The route's dynamic segments (/chat/[agent]/[conversation]); "" where absent.
         agent_id, conversation_id = self.agent or "", self.conversation or ""
         if self.streaming and self.run_id and conversation_id == self.conversation_id:
-            return  # the address of the run this page follows (a new conversation's)
+            return None  # the address of the run this page follows (a new conversation's)
         services, caller = self._services(), self._caller()
         self._ticket += 1
         self._reset_stream()
-        self.error, self.not_found, self.messages, self.has_older = "", "", [], False
-        self.conversation_id, self.title = "", ""
+        self.error, self.not_found, self.messages = "", "", []
+        self.has_older = self.has_newer = False
+        self.conversation_id, self.title, self.focus_seq = "", "", 0
         try:
             agent = services.agents.get(agent_id)
         except AgentNotFound:
@@ -73,43 +69,29 @@ class ChatState(AppState):
             if agents and not agent_id:
                 return rx.redirect(chat_url(agents[0].id))
             self.not_found = f"There is no agent called “{agent_id}”."
-            return
-        self.agent_id, self.agent_name, self.agent_description = (
-            agent.id,
-            agent.name,
-            agent.description,
-        )
+            return None
+        self.agent_id, self.agent_name = agent.id, agent.name
+        self.agent_description = agent.description
         if not agent.available:
             self.error = f"This agent is unavailable: {agent.error}"
         if not conversation_id:
-            return
+            return None
         try:
-            conversation, page = await services.conversations.latest(
-                caller, conversation_id, limit=PAGE_SIZE, agent_id=agent.id
+            conversation = await services.conversations.get(
+                caller, conversation_id, agent_id=agent.id
             )
         except NotFound:
             self.not_found = "This conversation does not exist (it may have been deleted)."
-            return
+            return None
         self.conversation_id, self.title = conversation.uuid, conversation.title
-        msgs = page.items
+        scroll = await self._open(conversation, _seq(self.router.url.query_parameters))
         run_id = await services.runs.running_in(caller, conversation.uuid)
-        if run_id is not None:  # its answer is shown as it streams, not as a stored row
-            msgs = [m for m in msgs if m.status is not MessageStatus.STREAMING]
-            self.streaming, self.run_id = True, run_id
-        self.has_older = page.next_before is not None
-        self.messages = [message_view(m) for m in msgs]
-        if run_id is not None:
-            return ChatState.follow_run
-
-    @rx.event
-    async def load_older(self) -> None:
-        if not self.messages or not self.conversation_id:
-            return
-        _conversation, page = await self._services().conversations.messages(
-            self._caller(), self.conversation_id, limit=PAGE_SIZE, before=self.messages[0]["seq"]
-        )
-        self.has_older = page.next_before is not None
-        self.messages = [message_view(m) for m in page.items] + self.messages
+        if run_id is None:
+            return scroll
+        # Its answer is shown as it streams, not as a stored row.
+        self.messages = [m for m in self.messages if m["status"] != "streaming"]
+        self.streaming, self.run_id = True, run_id
+        return [ChatState.follow_run, *([scroll] if scroll else [])]
 
     @rx.event
     def send(self, form: dict):
@@ -120,12 +102,13 @@ class ChatState(AppState):
         self.error = ""
         self.streaming, self.stream_text = True, ""
         self.pending_user, self.pending_time = text, iso_ms(utcnow())
-        self._send_text = text
+        self._send_text, self.focus_seq = text, 0
         return ChatState.run_message
 
     @rx.event(background=True)
     async def run_message(self):
         async with self:
+            await self._jump_to_latest()
             agent, conversation, ticket = self.agent_id, self.conversation_id, self._ticket
             text, caller = self._send_text, self._caller()
         runs = self._services().runs
@@ -208,3 +191,9 @@ class ChatState(AppState):
         if run_id:
             with contextlib.suppress(RunNotFound):  # it ended on its own meanwhile
                 await self._services().runs.stop(caller, run_id)
+
+
+def _seq(query: Mapping[str, str]) -> int:
+    """The message a link asks to open at (``?seq=42``), or 0."""
+    raw = query.get("seq", "")
+    return int(raw) if raw.isdigit() and len(raw) < 10 else 0

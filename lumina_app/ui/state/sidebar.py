@@ -10,14 +10,16 @@ from lumina_app.domain import InvalidInput, NotFound
 from lumina_app.services.conversations import MAX_SEARCH_CHARS
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.base import AppState
-from lumina_app.ui.views import ConversationView, conversation_view
+from lumina_app.ui.views import ConversationView, HitView, conversation_view, hit_view
 
 LIST_PAGE = 30
+HITS = 8
 
 
 class SidebarState(AppState):
     agents: list[dict[str, str]] = []
     conversations: list[ConversationView] = []
+    hits: list[HitView] = []
     next_cursor: str = ""
     search: str = ""
     drawer_open: bool = False
@@ -33,9 +35,11 @@ class SidebarState(AppState):
             {"id": a.id, "name": a.name if a.available else f"{a.name} (unavailable)"}
             for a in services.agents.list()
         ]
-        self.conversations, self.next_cursor = [], ""
+        self.conversations, self.next_cursor, self.hits = [], "", []
         if self.agent_id:
             await self._load_page(None)
+            if self.search:
+                await self._find_messages()
 
     @rx.event
     async def load_more(self) -> None:
@@ -52,6 +56,16 @@ class SidebarState(AppState):
         )
         self.conversations = self.conversations + [conversation_view(c) for c in items]
         self.next_cursor = next_cursor or ""
+
+    async def _find_messages(self) -> None:
+        """Messages matching the search (the list above filters whole conversations)."""
+        try:
+            found = await self._services().search.everywhere(
+                self._caller(), self.search, agent_id=self.agent_id, limit=HITS
+            )
+        except InvalidInput:  # no word to look for (only punctuation, say)
+            found = []
+        self.hits = [hit_view(h, self.agent_id) for h in found]
 
     @rx.event
     async def set_search(self, value: str):

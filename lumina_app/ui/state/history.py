@@ -1,0 +1,83 @@
+"""The page of a conversation's messages on screen: the latest ones, or those around a
+message a search found, and paging either way from there. Holds views only; every page
+comes from the conversation service."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from lumina_app.domain import ConversationInfo
+from lumina_app.services.conversations import MessagePage
+from lumina_app.ui.state.base import AppState
+from lumina_app.ui.views import MessageView, message_view
+
+PAGE_SIZE = 40
+# The list a long session keeps on screen is bounded too: every turn re-sends it once.
+MAX_VISIBLE = 2 * PAGE_SIZE
+# When a page opens at a message, this many messages come before it.
+CONTEXT_BEFORE = 10
+
+
+class HistoryState(AppState):
+    messages: list[MessageView] = []
+    has_older: bool = False
+    has_newer: bool = False
+    focus_seq: int = 0  # the message a search opened, highlighted until the next page load
+
+    def _show(self, page: MessagePage, *, newest: bool) -> None:
+        self.messages = [message_view(m) for m in page.items]
+        self.has_older = page.next_before is not None
+        self.has_newer = not newest and page.next_after is not None
+
+    async def _open(self, conversation: ConversationInfo, seq: int) -> rx.event.EventSpec | None:
+        """Show the latest page, or the one around ``seq`` (scrolled to it)."""
+        conversations = self._services().conversations
+        if 0 < seq <= conversation.last_seq - PAGE_SIZE:
+            page = await conversations.page(
+                conversation, limit=PAGE_SIZE, after=max(0, seq - CONTEXT_BEFORE - 1)
+            )
+            self._show(page, newest=False)
+        else:
+            page = await conversations.page(
+                conversation, limit=PAGE_SIZE, before=conversation.last_seq + 1
+            )
+            self._show(page, newest=True)
+        self.focus_seq = seq if any(m["seq"] == seq for m in self.messages) else 0
+        if not self.focus_seq:
+            return None
+        return rx.call_script(
+            f"document.getElementById('msg-{seq}')?.scrollIntoView({{block: 'center'}})"
+        )
+
+    @rx.event
+    async def load_older(self) -> None:
+        if self.messages and self.conversation_id:
+            _conversation, page = await self._services().conversations.messages(
+                self._caller(),
+                self.conversation_id,
+                limit=PAGE_SIZE,
+                before=self.messages[0]["seq"],
+            )
+            self.has_older = page.next_before is not None
+            self.messages = [message_view(m) for m in page.items] + self.messages
+
+    @rx.event
+    async def load_newer(self) -> None:
+        if self.messages and self.conversation_id:
+            _conversation, page = await self._services().conversations.messages(
+                self._caller(),
+                self.conversation_id,
+                limit=PAGE_SIZE,
+                after=self.messages[-1]["seq"],
+            )
+            self.has_newer = page.next_after is not None
+            self.messages = self.messages + [message_view(m) for m in page.items]
+
+    async def _jump_to_latest(self) -> None:
+        """Before a new turn is added at the end: the end must be what is on screen."""
+        if self.has_newer and self.conversation_id:
+            _conversation, page = await self._services().conversations.latest(
+                self._caller(), self.conversation_id, limit=PAGE_SIZE, agent_id=None
+            )
+            self._show(page, newest=True)
+            self.focus_seq = 0

@@ -1,0 +1,45 @@
+"""Searching from the sidebar: message hits with the match marked, and a hit opens its
+conversation scrolled to that message — also one far older than the latest page."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.test_chat_ui import shot
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_search_hit_opens_its_conversation_at_the_message(page: Page, app_server) -> None:
+    with httpx.Client(base_url=app_server.url, timeout=30) as api:
+        first = api.post(
+            "/api/v1/agents/assistant/execute/sync",
+            json={"task": "my favourite marsupial is the quokka <b>really</b>"},
+        ).json()
+        conv = first["conversationId"]
+        for n in range(1, 25):  # 50 messages: the hit is older than the latest page (40)
+            api.post(
+                "/api/v1/agents/assistant/execute/sync",
+                json={"task": f"filler turn {n}", "conversationId": conv},
+            )
+    page.goto(f"{app_server.url}/chat/assistant")
+    page.get_by_test_id("search-input").fill("quokk")
+    hit = page.locator("[data-testid=search-hit][href$='?seq=1']")  # the question itself
+    expect(hit).to_be_visible()
+    expect(hit.locator("mark").first).to_have_text(re.compile("quokka", re.IGNORECASE))
+    expect(hit).to_contain_text("<b>really</b>")  # the text is shown, never run as HTML
+    shot(page, "search")
+    hit.click()
+
+    expect(page).to_have_url(re.compile(rf"/chat/assistant/{conv}\?seq=1$"))
+    focused = page.locator("#msg-1")
+    expect(focused).to_have_class(re.compile("lumina-focus"))
+    expect(focused).to_be_in_viewport()
+    expect(focused).to_contain_text("quokka")
+    expect(page.get_by_test_id("load-newer")).to_be_visible()  # the rest is below, on demand
+    page.get_by_test_id("load-newer").click()
+    expect(page.get_by_test_id("message").last).to_contain_text("filler turn 24")
