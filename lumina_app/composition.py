@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from redis.exceptions import RedisError
 
 from lumina_app.agents.engine import ChatEngine
+from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
 from lumina_app.agents.sessions import SessionPool
+from lumina_app.agents.summaries import SummaryKeeper
 from lumina_app.archive.limits import ImportLimits
 from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
@@ -45,6 +47,7 @@ from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.idempotency import IdempotencyStore
+from lumina_app.storage.sql.prompts import PromptStore
 from lumina_app.storage.sql.runs import RunStore
 from lumina_app.storage.sql.sessions import SessionStore
 
@@ -108,6 +111,7 @@ class Services:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.chat.shutdown()
+        await self.chat.summaries.close()
         if self.mirror is not None:
             await self.mirror.close()
         await self.providers.close()
@@ -174,6 +178,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     providers = ProviderFactory(settings)
     events = _run_events(settings, hot)
     records = RunStore(db)
+    summaries = SummaryKeeper(memory, providers, window=settings.context_window)
     chat = ChatEngine(
         settings=settings,
         memory=memory,
@@ -185,6 +190,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         ),
         events=events,
         locks=_run_locks(settings, hot),
+        prompts=PromptVersions(PromptStore(db)),
+        summaries=summaries,
     )
     archive = ArchiveService(memory, settings.data_dir, limits=ImportLimits.from_settings(settings))
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None

@@ -23,18 +23,28 @@ from lumina_app.domain import (
     Principal,
     RunRecord,
     StoreUnavailable,
+    Summary,
 )
 from lumina_app.domain.access import is_conversation_id
 from lumina_app.domain.search import MessageHit
 from lumina_app.domain.text import check_storable_text
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
-from lumina_app.storage.sql import archive_rows, search
+from lumina_app.storage.sql import archive_rows, search, summaries
 from lumina_app.storage.sql.cold_store import ColdStore
 
 log = logging.getLogger(__name__)
 
 DeleteHook = Callable[[ConversationInfo], Awaitable[None]]
 FinalHook = Callable[[ConversationInfo, Sequence[Msg]], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryView:
+    """What a context is built from: the last N final messages and the rolling summary
+    of what left them (None when there is none yet)."""
+
+    messages: list[Msg]
+    summary: Summary | None = None
 
 
 @dataclass(slots=True)
@@ -187,7 +197,12 @@ class MemoryManager:
     # -- reads ---------------------------------------------------------------------
 
     async def load(self, conversation: ConversationInfo) -> list[Msg]:
-        """The last N final messages, from the hot window when it is current.
+        """The last N final messages, from the hot window when it is current."""
+        return (await self.load_view(conversation)).messages
+
+    async def load_view(self, conversation: ConversationInfo) -> MemoryView:
+        """The last N final messages and the rolling summary, from the hot window when
+        it is current (one round trip), else rebuilt from SQL.
 
         ``conversation`` must be freshly read: its ``last_seq`` is what the window's
         high-water mark is checked against.
@@ -196,14 +211,14 @@ class MemoryManager:
             window = await self.hot.read(conversation.uuid)
         except HotWindowUnavailable:
             self.stats.fallbacks += 1
-            return await self.cold.last_messages(conversation.id, self.window)
+            return await self._from_sql(conversation)
         if window is not None and self._is_current(
             window.messages, window.high_water, conversation
         ):
             self.stats.hits += 1
-            return window.messages[-self.window :]
+            return MemoryView(window.messages[-self.window :], window.summary)
         self.stats.rebuilds += 1
-        return await self.rebuild(conversation)
+        return await self._rebuild(conversation)
 
     def _is_current(self, msgs: Sequence[Msg], high_water: int, conv: ConversationInfo) -> bool:
         if high_water < conv.last_seq:
@@ -212,11 +227,56 @@ class MemoryManager:
         return len(msgs) >= min(self.window, conv.message_count) or high_water > conv.last_seq
 
     async def rebuild(self, conversation: ConversationInfo) -> list[Msg]:
-        """Reinstall the window from one indexed SQL query and return it."""
+        """Reinstall the window (and its summary) from SQL and return the messages."""
+        return (await self._rebuild(conversation)).messages
+
+    async def _rebuild(self, conversation: ConversationInfo) -> MemoryView:
+        view = await self._from_sql(conversation)
+        high_water = view.messages[-1].seq if view.messages else 0
+        await self._hot(
+            self.hot.replace(conversation.uuid, view.messages, high_water, view.summary)
+        )
+        return view
+
+    async def _from_sql(self, conversation: ConversationInfo) -> MemoryView:
+        """One indexed query for the last N, one for the newest summary."""
         msgs = await self.cold.last_messages(conversation.id, self.window)
-        high_water = msgs[-1].seq if msgs else 0
-        await self._hot(self.hot.replace(conversation.uuid, msgs, high_water))
-        return msgs
+        return MemoryView(msgs, await summaries.latest(self.cold.db, conversation.id))
+
+    # -- summaries -----------------------------------------------------------------
+
+    async def summary_of(self, summary_id: int) -> Summary | None:
+        return await summaries.get(self.cold.db, summary_id)
+
+    async def unsummarized(
+        self, conversation: ConversationInfo, *, after_seq: int, before_seq: int
+    ) -> list[Msg]:
+        """Final messages with ``after_seq < seq < before_seq``: what left the window
+        since the last summary. Superseded answers are never summarized."""
+        if before_seq - after_seq <= 1:
+            return []
+        msgs = await self.cold.page_messages(
+            conversation.id, limit=before_seq - after_seq - 1, after_seq=after_seq
+        )
+        return [
+            m
+            for m in msgs
+            if m.seq < before_seq and m.status.is_final and m.status.value != "superseded"
+        ]
+
+    async def write_summary(
+        self, conversation: ConversationInfo, *, covered_to_seq: int, text: str, model: str
+    ) -> Summary:
+        """SQL first, then the copy beside the hot window."""
+        check_storable_text(text, "summary")
+        summary = await summaries.add(
+            self.cold.db, conversation.id, covered_to_seq=covered_to_seq, text=text, model=model
+        )
+        await self._hot(self.hot.set_summary(conversation.uuid, summary))
+        return summary
+
+    async def summaries_of(self, conversation: ConversationInfo) -> list[Summary]:
+        return await summaries.all_of(self.cold.db, conversation.id)
 
     async def history(
         self,
@@ -254,6 +314,10 @@ class MemoryManager:
         """Every final message in seq order (exports): one query, from SQL."""
         return await archive_rows.final_messages(self.cold.db, conversation.id)
 
+    async def messages_by_id(self, conversation_id: int, ids: Sequence[int]) -> list[Msg]:
+        """Stored messages of one conversation by id, in seq order."""
+        return await self.cold.messages_by_id(conversation_id, ids)
+
     async def get_message(self, message_id: int) -> Msg | None:
         return await self.cold.get_message(message_id)
 
@@ -263,11 +327,14 @@ class MemoryManager:
     # -- archive import ------------------------------------------------------------
 
     async def import_conversation(
-        self, conversation: ConversationInfo, msgs: Sequence[Msg]
+        self,
+        conversation: ConversationInfo,
+        msgs: Sequence[Msg],
+        summaries: Sequence[Summary] = (),
     ) -> tuple[ImportOutcome, int]:
         """Store an archived conversation (one transaction). A hot window it had falls
         behind ``last_seq`` and is rebuilt by the next read."""
-        return await archive_rows.import_conversation(self.cold.db, conversation, msgs)
+        return await archive_rows.import_conversation(self.cold.db, conversation, msgs, summaries)
 
     # -- the hot tier ----------------------------------------------------------------
 

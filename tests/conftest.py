@@ -81,13 +81,16 @@ class Database:
     url: str
 
     def truncate(self) -> None:
+        """Every table of the app emptied, children first (a stale row must not meet a
+        reused id: SQLite hands out ids again once a table is empty)."""
+        from lumina_app.storage.sql.models import metadata
+
         engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool)
         with engine.begin() as conn:
-            conn.exec_driver_sql("DELETE FROM lumina_message")
-            conn.exec_driver_sql("DELETE FROM lumina_conversation")
-            for extra in ("lumina_run", "lumina_idempotency"):
-                if sa.inspect(conn).has_table(extra):
-                    conn.exec_driver_sql(f"DELETE FROM {extra}")
+            present = set(sa.inspect(conn).get_table_names())
+            for table in reversed(metadata.sorted_tables):
+                if table.name in present:
+                    conn.execute(table.delete())
         engine.dispose()
 
 

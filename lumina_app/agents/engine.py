@@ -18,10 +18,12 @@ from datetime import timedelta
 
 from redis.exceptions import RedisError
 
+from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentDefinition, AgentRegistry
 from lumina_app.agents.run_driver import ActiveRun, RunDriver
 from lumina_app.agents.sessions import SessionPool
+from lumina_app.agents.summaries import SummaryKeeper
 from lumina_app.agents.turns import TurnPreparer, session_started
 from lumina_app.domain import (
     LOCAL,
@@ -59,6 +61,8 @@ class ChatEngine:
         sessions: SessionPool,
         events: RunEventLog,
         locks: RunLocks,
+        prompts: PromptVersions,
+        summaries: SummaryKeeper,
     ) -> None:
         self.settings = settings
         self.locks = locks
@@ -69,8 +73,15 @@ class ChatEngine:
         self.sessions = sessions
         self.events = events
         self.turns = TurnPreparer(
-            settings=settings, memory=memory, sessions=sessions, providers=providers
+            settings=settings,
+            memory=memory,
+            sessions=sessions,
+            providers=providers,
+            prompts=prompts,
         )
+        self.prompts = prompts
+        self.summaries = summaries
+        summaries.on_written.append(sessions.set_summary)
         self._runs: dict[str, ActiveRun] = {}
         self._by_conversation: dict[str, str] = {}
         self.driver = RunDriver(
@@ -325,6 +336,7 @@ class ChatEngine:
     def _forget_run(self, run: ActiveRun) -> None:
         self._runs.pop(run.run_id, None)
         self._by_conversation.pop(run.conversation.uuid, None)
+        self.summaries.after_run(run.agent, run.conversation.uuid)
 
     async def _drop_run_buffers(self, run_ids: list[str]) -> None:
         for run_id in run_ids:

@@ -10,6 +10,8 @@ from math import inf
 from pathlib import Path
 from typing import Any
 
+from lumina_app.agents.memory_config import SUMMARY_FILE, MemoryConfig, parse_memory
+
 PROMPT_FILES = ("agent.md", "soul.md", "identity.md", "user.md", "tools.md")
 AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _OVERRIDES = ("provider", "base_url", "model", "temperature", "api_key")
@@ -30,6 +32,7 @@ class AgentDefinition:
     temperature: float | None = None
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
     @property
     def available(self) -> bool:
@@ -87,7 +90,7 @@ class AgentRegistry:
     @staticmethod
     def _stamp(folder: Path) -> tuple:
         parts = []
-        for name in ("config.json", *PROMPT_FILES):
+        for name in ("config.json", *PROMPT_FILES, SUMMARY_FILE):
             try:
                 stat = (folder / name).stat()
                 parts.append((name, stat.st_mtime_ns, stat.st_size))
@@ -118,7 +121,14 @@ class AgentRegistry:
                 text = path.read_text(encoding="utf-8").strip()
                 if text:
                     prompts.append(text)
-        known = {"name", "description", *_OVERRIDES}
+        summary_path = folder / SUMMARY_FILE
+        summary_prompt = (
+            summary_path.read_text(encoding="utf-8").strip() if summary_path.is_file() else None
+        )
+        memory = parse_memory(config, summary_prompt)
+        if isinstance(memory, str):
+            return AgentDefinition(id=agent_id, name=name, error=memory)
+        known = {"name", "description", "memory", *_OVERRIDES}
         return AgentDefinition(
             id=agent_id,
             name=name,
@@ -130,6 +140,7 @@ class AgentRegistry:
             api_key=config.get("api_key"),
             temperature=config.get("temperature"),
             extra={k: v for k, v in config.items() if k not in known},
+            memory=memory,
         )
 
 

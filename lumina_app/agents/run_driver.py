@@ -30,6 +30,7 @@ from lumina_app.domain import (
     RunStatus,
     Scenario,
     StoreUnavailable,
+    Summary,
     TextDelta,
     ThinkingChunk,
     ThinkingDelta,
@@ -66,6 +67,7 @@ class ActiveRun:
     context: BuiltContext
     provider: Provider
     window_history: list[Msg]
+    summary: Summary | None = None  # the rolling summary the context was built with
     next_event_id: int = 1
     stop_reason: RunStatus | None = None
     generating: bool = True
@@ -188,7 +190,9 @@ class RunDriver:
         stored = await self._store_final(run, tool_calls)
         if stored:
             history = ([*run.window_history, run.user, assistant])[-self.settings.context_window :]
-            self.sessions.put(Session(run.agent.id, run.conversation.uuid, history, assistant.seq))
+            self.sessions.put(
+                Session(run.agent.id, run.conversation.uuid, history, assistant.seq, run.summary)
+            )
         else:
             self.sessions.drop(run.agent.id, run.conversation.uuid)
         status = run.record.status

@@ -6,7 +6,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from lumina_app.domain import Msg
+from lumina_app.domain import Msg, Summary
 
 
 @dataclass(slots=True)
@@ -15,6 +15,7 @@ class Session:
     conversation_uuid: str
     history: list[Msg]
     last_seq: int
+    summary: Summary | None = None
     last_used: float = field(default_factory=time.monotonic)
 
 
@@ -44,6 +45,12 @@ class SessionPool:
             return None
         self._sessions.move_to_end(key)
         return session
+
+    def set_summary(self, agent_id: str, conversation_uuid: str, summary: Summary) -> None:
+        """A newer summary for a warm session (written after its last run ended)."""
+        session = self._sessions.get(self.key(agent_id, conversation_uuid))
+        if session is not None:
+            session.summary = summary
 
     def put(self, session: Session) -> None:
         session.last_used = self._clock()

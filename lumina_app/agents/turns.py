@@ -3,7 +3,8 @@ itself, and the accept transaction that commits the question before generation."
 
 from __future__ import annotations
 
-from lumina_app.agents.context import build_context
+from lumina_app.agents.context import BuiltContext, build_context
+from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.run_driver import ActiveRun
@@ -18,7 +19,7 @@ from lumina_app.domain import (
     new_turn_id,
 )
 from lumina_app.domain.views import iso_ms
-from lumina_app.memory import MemoryManager
+from lumina_app.memory import MemoryManager, MemoryView
 from lumina_app.settings import Settings
 
 
@@ -30,11 +31,13 @@ class TurnPreparer:
         memory: MemoryManager,
         sessions: SessionPool,
         providers: ProviderFactory,
+        prompts: PromptVersions,
     ) -> None:
         self.settings = settings
         self.memory = memory
         self.sessions = sessions
         self.providers = providers
+        self.prompts = prompts
 
     async def prepare(
         self,
@@ -49,13 +52,20 @@ class TurnPreparer:
         question with a ``streaming`` answer row and the run record, in one transaction."""
         session = self.sessions.get(agent.id, conversation.uuid)
         if session is not None and session.last_seq == conversation.last_seq:
-            scenario, history = Scenario.CONTINUE, session.history
+            scenario, view = Scenario.CONTINUE, MemoryView(session.history, session.summary)
         elif conversation.last_seq == 0:
-            scenario, history = Scenario.NEW, []
+            scenario, view = Scenario.NEW, MemoryView([])
         else:
-            scenario, history = Scenario.RESUME, await self.memory.load(conversation)
-        window = self.settings.context_window
-        context = build_context(agent.system_prompt, history, text, window=window)
+            scenario, view = Scenario.RESUME, await self.memory.load_view(conversation)
+        history = view.messages
+        context = build_context(
+            agent.system_prompt,
+            history,
+            text,
+            window=self.settings.context_window,
+            summary=view.summary if agent.memory.summary else None,
+            token_budget=agent.memory.context_tokens,
+        )
         provider = self.providers.for_agent(agent)
         first_seq, last_seq = context.seq_range
         record = RunRecord(
@@ -69,6 +79,8 @@ class TurnPreparer:
             context_first_seq=first_seq,
             context_last_seq=last_seq,
             context_messages=len(context.history),
+            context=await self._recipe(agent, context),
+            trimmed=context.trimmed,
         )
         turn_id = new_turn_id()
         meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
@@ -90,7 +102,18 @@ class TurnPreparer:
             context=context,
             provider=provider,
             window_history=list(history),
+            summary=view.summary,
         )
+
+    async def _recipe(self, agent: AgentDefinition, context: BuiltContext) -> dict:
+        """What the context was made of, to rebuild exactly what the provider is sent."""
+        prompt = await self.prompts.remember(agent.system_prompt)
+        return {
+            "prompt": prompt,
+            "summary": context.summary.id if context.summary else None,
+            "ids": [m.id for m in context.history],
+            "tokens": context.tokens,
+        }
 
 
 def session_started(run: ActiveRun) -> SessionStarted:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import LastEventId, ServicesDep, stream_response
-from lumina_app.api.schemas import RunOut, error_responses
+from lumina_app.api.schemas import RunContextOut, RunOut, error_responses
 from lumina_app.api.sse import named_frames, v1_frames
 from lumina_app.api.stream_slots import StreamSlotDep
 
@@ -41,6 +41,13 @@ async def resume_stream(
     events = await services.runs.events(caller, run_id, after=after)
     framer = v1_frames if format == "v1" else named_frames
     return stream_response(services, events, framer, slot.release)
+
+
+@router.get("/{run_id}/context", response_model=RunContextOut)
+async def run_context(run_id: str, services: ServicesDep, caller: Caller) -> RunContextOut:
+    """Exactly the message list the run's model was sent (roles, contents), with what it
+    was made of: the system prompt version, the summary, the window, the trimmed count."""
+    return RunContextOut.of(await services.runs.context(caller, run_id))
 
 
 @router.post("/{run_id}/stop", response_model=RunOut)

@@ -18,7 +18,7 @@ from lumina_app.domain import ConversationInfo, Msg, RunFinished
 from lumina_app.domain.views import conversation_meta, history_entry, iso_us
 from lumina_app.services.agents import AgentView
 from lumina_app.services.health import Health as HealthReport
-from lumina_app.services.runs import RunView
+from lumina_app.services.runs import RunContext, RunView
 
 
 def _no_nul(value: str | None) -> str | None:
@@ -187,6 +187,7 @@ class RunOut(BaseModel):
     error: str | None = None
     startedAt: str | None = None
     finishedAt: str | None = None
+    trimmed: int = Field(0, description="window messages the agent's token budget left out")
 
     @classmethod
     def of(cls, run: RunView) -> RunOut:
@@ -203,6 +204,49 @@ class RunOut(BaseModel):
             error=run.error,
             startedAt=iso_us(run.started_at) if run.started_at else None,
             finishedAt=iso_us(run.finished_at) if run.finished_at else None,
+            trimmed=run.trimmed,
+        )
+
+
+class SummaryOut(BaseModel):
+    coveredToSeq: int
+    text: str
+    model: str
+
+
+class WindowOut(BaseModel):
+    firstSeq: int | None
+    lastSeq: int | None
+
+
+class RunContextOut(BaseModel):
+    runId: str
+    scenario: str
+    model: str
+    promptHash: str = Field(description="SHA-256 of the system prompt the run used")
+    summary: SummaryOut | None
+    window: WindowOut
+    trimmed: int
+    tokens: int = Field(description="the estimated size of messages (docs/API.md)")
+    messages: list[dict[str, Any]] = Field(description="as sent to the provider")
+
+    @classmethod
+    def of(cls, context: RunContext) -> RunContextOut:
+        summary = context.summary
+        return cls(
+            runId=context.run_id,
+            scenario=context.scenario.value,
+            model=context.model,
+            promptHash=context.prompt_hash,
+            summary=SummaryOut(
+                coveredToSeq=summary.covered_to_seq, text=summary.text, model=summary.model
+            )
+            if summary
+            else None,
+            window=WindowOut(firstSeq=context.window[0], lastSeq=context.window[1]),
+            trimmed=context.trimmed,
+            tokens=context.tokens,
+            messages=context.messages,
         )
 
 

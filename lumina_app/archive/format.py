@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from lumina_app.domain import ConversationInfo, Msg, MsgRole
+from lumina_app.domain import ConversationInfo, Msg, MsgRole, Summary
 from lumina_app.domain.access import is_safe_name
 from lumina_app.domain.views import conversation_meta, history_entry, iso_ms
 
@@ -72,9 +72,23 @@ def dump_json(value: Any) -> bytes:
     return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
-def archive_meta(conv: ConversationInfo, msgs: Sequence[Msg]) -> dict[str, Any]:
-    """meta.json: ``messageCount`` counts what history.json holds."""
-    return conversation_meta(dataclasses.replace(conv, message_count=len(msgs)))
+def archive_meta(
+    conv: ConversationInfo, msgs: Sequence[Msg], summaries: Sequence[Summary] = ()
+) -> dict[str, Any]:
+    """meta.json: ``messageCount`` counts what history.json holds; ``summaries`` (only when
+    there are any) the rolling summaries, oldest first."""
+    meta = conversation_meta(dataclasses.replace(conv, message_count=len(msgs)))
+    if summaries:
+        meta["summaries"] = [
+            {
+                "coveredToSeq": s.covered_to_seq,
+                "text": s.text,
+                "model": s.model,
+                "createdAt": iso_ms(s.created_at) if s.created_at else None,
+            }
+            for s in summaries
+        ]
+    return meta
 
 
 def archive_history(msgs: Sequence[Msg]) -> list[dict[str, Any]]:
@@ -101,7 +115,11 @@ def group_turns(msgs: Sequence[Msg]) -> dict[str, list[Msg]]:
 
 
 def conversation_files(
-    conv: ConversationInfo, msgs: Sequence[Msg], *, turns: Collection[str] | None = None
+    conv: ConversationInfo,
+    msgs: Sequence[Msg],
+    *,
+    turns: Collection[str] | None = None,
+    summaries: Sequence[Summary] = (),
 ) -> dict[PurePosixPath, bytes]:
     """The archive files of one conversation, relative to the archive root.
 
@@ -110,7 +128,7 @@ def conversation_files(
     """
     base = conversation_relpath(conv.agent_id, conv.uuid)
     files = {
-        base / META: dump_json(archive_meta(conv, msgs)),
+        base / META: dump_json(archive_meta(conv, msgs, summaries)),
         base / HISTORY: dump_json(archive_history(msgs)),
     }
     for turn_id, turn_msgs in group_turns(msgs).items():

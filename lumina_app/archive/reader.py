@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from lumina_app.domain import (
     MessageStatus,
     Msg,
     MsgRole,
+    Summary,
     utcnow,
 )
 from lumina_app.domain.access import MAX_CONVERSATION_ID, is_safe_name
@@ -56,6 +57,7 @@ class ArchivedConversation:
     folder: Path
     conversation: ConversationInfo
     messages: list[Msg]
+    summaries: list[Summary] = field(default_factory=list)
 
 
 # -- parsing -----------------------------------------------------------------------------
@@ -96,7 +98,7 @@ def read_conversation(
         created_at=created_at,
         updated_at=updated_at or (messages[-1].created_at if messages else created_at),
     )
-    return ArchivedConversation(folder, conversation, messages)
+    return ArchivedConversation(folder, conversation, messages, _summaries(fields, len(messages)))
 
 
 def parse_json(path: Path, text: str) -> Any:
@@ -200,6 +202,44 @@ class _Fields:
                 f"is out of range: {value!r} (accepted: {iso_ms(EARLIEST)} to a day from now)",
             )
         return moment
+
+
+MAX_SUMMARIES = 1000
+MAX_SUMMARY_CHARS = 65_536
+
+
+def _summaries(fields: _Fields, message_count: int) -> list[Summary]:
+    """meta.json's optional ``summaries``: rolling summaries, oldest first, each covering
+    the conversation up to a seq the archive holds."""
+    value = fields.data.get("summaries")
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_SUMMARIES:
+        raise fields.fail("summaries", f"must be an array of at most {MAX_SUMMARIES} objects")
+    found: list[Summary] = []
+    for index, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise fields.fail(f"summaries[{index}]", f"must be an object, got {_kind(entry)}")
+        item = _Fields(fields.path, entry, fields.latest, f"summaries[{index}].")
+        covered = entry.get("coveredToSeq")
+        if isinstance(covered, bool) or not isinstance(covered, int):
+            raise item.fail("coveredToSeq", "must be a whole number")
+        if not 1 <= covered <= message_count:
+            raise item.fail("coveredToSeq", f"must be a seq of this archive (1-{message_count})")
+        if found and covered < found[-1].covered_to_seq:
+            raise item.fail("coveredToSeq", "must not go back (summaries are oldest first)")
+        text = item.text("text", limit=MAX_SUMMARY_CHARS)
+        if not text:
+            raise item.fail("text", "is missing")
+        found.append(
+            Summary(
+                covered_to_seq=covered,
+                text=text,
+                model=item.text("model", default="", limit=128) or "",
+                created_at=item.timestamp("createdAt"),
+            )
+        )
+    return found
 
 
 def _conversation_id(fields: _Fields, folder: Path) -> str:

@@ -11,6 +11,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,8 +113,12 @@ class ArchiveService:
         """Write one conversation's folder under ``root`` (default: the data dir); returns
         the number of messages written."""
         msgs = await self.snapshot(conversation)
+        summaries = await self.memory.summaries_of(conversation)
         await asyncio.to_thread(
-            writer.write_conversation, root or self.root, conversation, msgs, turns=turns
+            partial(writer.write_conversation, turns=turns, summaries=summaries),
+            root or self.root,
+            conversation,
+            msgs,
         )
         return len(msgs)
 
@@ -137,8 +142,9 @@ class ArchiveService:
     async def document(self, conversation: ConversationInfo) -> dict[str, Any]:
         """``{"meta": <meta.json>, "history": <history.json>}``."""
         msgs = await self.snapshot(conversation)
+        summaries = await self.memory.summaries_of(conversation)
         return {
-            "meta": files.archive_meta(conversation, msgs),
+            "meta": files.archive_meta(conversation, msgs, summaries),
             "history": files.archive_history(msgs),
         }
 
@@ -148,8 +154,11 @@ class ArchiveService:
     async def zip_archive(self, conversation: ConversationInfo) -> bytes:
         """The conversation's folder, laid out from the archive root, as a .zip."""
         msgs = await self.snapshot(conversation)
+        summaries = await self.memory.summaries_of(conversation)
         return await asyncio.to_thread(
-            lambda: files.zip_files(files.conversation_files(conversation, msgs))
+            lambda: files.zip_files(
+                files.conversation_files(conversation, msgs, summaries=summaries)
+            )
         )
 
     # -- import --------------------------------------------------------------------------
@@ -233,7 +242,7 @@ class ArchiveService:
         item.conversation_id, item.agent_id = conversation.uuid, conversation.agent_id
         try:
             item.outcome, item.added = await self.memory.import_conversation(
-                conversation, archived.messages
+                conversation, archived.messages, archived.summaries
             )
         except InvalidInput as exc:
             item.error = f"{folder}: {exc}"

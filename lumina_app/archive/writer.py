@@ -27,7 +27,7 @@ from lumina_app.archive.format import (
     conversation_files,
     conversation_relpath,
 )
-from lumina_app.domain import ConversationInfo, Msg
+from lumina_app.domain import ConversationInfo, Msg, Summary
 
 _WRITERS = 4
 _PARALLEL_FROM = 32
@@ -39,6 +39,7 @@ def write_conversation(
     msgs: Sequence[Msg],
     *,
     turns: Collection[str] | None = None,
+    summaries: Sequence[Summary] = (),
 ) -> Path:
     """Write one conversation's folder under ``root``; returns the folder.
 
@@ -48,11 +49,11 @@ def write_conversation(
     folder = conversation_dir(root, conv.agent_id, conv.uuid)
     base = conversation_relpath(conv.agent_id, conv.uuid)
     if not folder.is_dir():
-        rendered = conversation_files(conv, msgs)
+        rendered = conversation_files(conv, msgs, summaries=summaries)
         inside = {rel.relative_to(base): data for rel, data in rendered.items()}
         if _write_new_folder(folder, inside):
             return folder
-    write_files(root, conversation_files(conv, msgs, turns=turns))
+    write_files(root, conversation_files(conv, msgs, turns=turns, summaries=summaries))
     return folder
 
 

@@ -46,6 +46,7 @@ from lumina_app.domain.types import (
     Msg,
     MsgRole,
     RunRecord,
+    Summary,
     new_turn_id,
     utcnow,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "SessionStarted",
     "SignInSession",
     "StoreUnavailable",
+    "Summary",
     "TextDelta",
     "ThinkingChunk",
     "ThinkingDelta",

@@ -125,6 +125,26 @@ class Msg:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The rolling summary of a conversation's messages up to ``covered_to_seq`` (what
+    left the window), carried into contexts as one system message."""
+
+    covered_to_seq: int
+    text: str
+    model: str = ""
+    id: int | None = None
+    created_at: datetime | None = None
+
+    def to_hot(self) -> dict[str, Any]:
+        return {"id": self.id, "to": self.covered_to_seq, "text": self.text, "model": self.model}
+
+    @classmethod
+    def from_hot(cls, data: dict[str, Any]) -> Summary:
+        return cls(covered_to_seq=data["to"], text=data["text"], model=data.get("model", ""),
+                   id=data.get("id"))  # fmt: skip
+
+
 @dataclass(slots=True)
 class ConversationInfo:
     """A conversation's metadata, without its messages."""

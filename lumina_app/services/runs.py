@@ -6,17 +6,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from lumina_app.agents.context import render
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.domain import (
     ConversationNotFound,
+    NotFound,
     Principal,
     RunEvent,
     RunFinished,
     RunNotFound,
     RunStatus,
     Scenario,
+    Summary,
 )
 from lumina_app.domain.access import is_conversation_id, is_run_id
 from lumina_app.memory import MemoryManager
@@ -39,6 +43,22 @@ class RunView:
     error: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    trimmed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What a run's model was given, rebuilt from what the context was made of."""
+
+    run_id: str
+    scenario: Scenario
+    model: str
+    prompt_hash: str
+    summary: Summary | None
+    window: tuple[int | None, int | None]
+    trimmed: int
+    tokens: int
+    messages: list[dict[str, Any]]
 
 
 class RunService:
@@ -111,6 +131,7 @@ class RunService:
                 message_id=record.assistant_message_id,
                 turn_id=active.assistant.turn_id,
                 started_at=record.started_at,
+                trimmed=record.trimmed,
             )
         record = await self.records.get_run(run_id, owner=principal.owner)
         if record is None:
@@ -133,6 +154,36 @@ class RunService:
             error=record.error,
             started_at=record.started_at,
             finished_at=record.finished_at,
+            trimmed=record.trimmed,
+        )
+
+    async def context(self, principal: Principal, run_id: str) -> RunContext:
+        """Exactly the messages the run's provider was sent: the recorded recipe (prompt
+        version, summary, history message ids) rendered the way the run rendered it."""
+        active = self.engine.active_run(_checked(run_id), owner=principal.owner)
+        record = (
+            active.record if active else await self.records.get_run(run_id, owner=principal.owner)
+        )
+        if record is None:
+            raise RunNotFound(run_id)
+        recipe = record.context
+        if not recipe or record.user_message_id is None:
+            raise NotFound(f"run {run_id!r} has no recorded context (it ran before Lumina kept it)")
+        prompt = await self.engine.prompts.text(recipe["prompt"]) or ""
+        summary = await self.memory.summary_of(recipe["summary"]) if recipe["summary"] else None
+        history = await self.memory.messages_by_id(record.conversation_id, recipe["ids"])
+        question = await self.memory.get_message(record.user_message_id)
+        messages = render(prompt, summary, history, question.content if question else "")
+        return RunContext(
+            run_id=run_id,
+            scenario=record.scenario,
+            model=record.model,
+            prompt_hash=recipe["prompt"],
+            summary=summary,
+            window=(record.context_first_seq, record.context_last_seq),
+            trimmed=record.trimmed,
+            tokens=recipe.get("tokens", 0),
+            messages=messages,
         )
 
     async def running_in(self, principal: Principal, conversation_id: str) -> str | None:

@@ -41,6 +41,7 @@ def routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
         ("DELETE", f"/api/agent/tester/conversations/{conv}", {}),
         ("GET", f"/api/v1/runs/{run}", {}),
         ("GET", f"/api/v1/runs/{run}/stream", {}),
+        ("GET", f"/api/v1/runs/{run}/context", {}),
         ("POST", f"/api/v1/runs/{run}/stop", {}),
         ("GET", "/api/v1/me", {}),
         ("GET", f"/api/v1/conversations/{conv}/search", {"params": {"q": "x"}}),

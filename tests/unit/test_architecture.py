@@ -40,6 +40,7 @@ CONTRACTS = {
     "storage.run_locks",
     "storage.run_records",
     "storage.sessions",
+    "storage.prompts",
 }
 
 

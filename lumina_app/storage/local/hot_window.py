@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 
-from lumina_app.domain import Msg
+from lumina_app.domain import Msg, Summary
 from lumina_app.storage.hot_window import Window
 
 
@@ -17,7 +17,7 @@ class LocalHotWindow:
     def __init__(self, *, window: int, max_conversations: int) -> None:
         self.window = window
         self.max_conversations = max_conversations
-        self._entries: OrderedDict[str, tuple[deque[Msg], int]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[deque[Msg], int, Summary | None]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -27,28 +27,39 @@ class LocalHotWindow:
         if entry is None:
             return None
         self._entries.move_to_end(conversation_uuid)
-        return Window(list(entry[0]), entry[1])
+        return Window(list(entry[0]), entry[1], entry[2])
 
     async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> bool:
         entry = self._entries.get(conversation_uuid)
         if entry is None or not msgs:
             return entry is not None
-        items, high_water = entry
+        items, high_water, summary = entry
         if msgs[0].seq > high_water + 1:
             del self._entries[conversation_uuid]
             return False
         if msgs[0].seq <= high_water:  # out of order: the window may lack them
             return False
         items.extend(msgs)
-        self._entries[conversation_uuid] = (items, msgs[-1].seq)
+        self._entries[conversation_uuid] = (items, msgs[-1].seq, summary)
         self._entries.move_to_end(conversation_uuid)
         return True
 
-    async def replace(self, conversation_uuid: str, msgs: Sequence[Msg], high_water: int) -> None:
-        self._entries[conversation_uuid] = (deque(msgs, maxlen=self.window), high_water)
+    async def replace(
+        self,
+        conversation_uuid: str,
+        msgs: Sequence[Msg],
+        high_water: int,
+        summary: Summary | None = None,
+    ) -> None:
+        self._entries[conversation_uuid] = (deque(msgs, maxlen=self.window), high_water, summary)
         self._entries.move_to_end(conversation_uuid)
         while len(self._entries) > self.max_conversations:
             self._entries.popitem(last=False)
+
+    async def set_summary(self, conversation_uuid: str, summary: Summary) -> None:
+        entry = self._entries.get(conversation_uuid)
+        if entry is not None:
+            self._entries[conversation_uuid] = (entry[0], entry[1], summary)
 
     async def delete(self, conversation_uuid: str) -> None:
         self._entries.pop(conversation_uuid, None)

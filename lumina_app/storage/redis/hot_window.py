@@ -11,14 +11,14 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from lumina_app.domain import Msg
+from lumina_app.domain import Msg, Summary
 from lumina_app.storage.hot_window import HotWindowUnavailable, Window
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# KEYS: list, high-water. ARGV: first seq, window size, ttl, messages...
+# KEYS: list, high-water, summary. ARGV: first seq, window size, ttl, messages...
 _APPEND_LUA = """
 local hw = redis.call('GET', KEYS[2])
 if not hw then return -1 end
@@ -26,7 +26,7 @@ hw = tonumber(hw)
 local first = tonumber(ARGV[1])
 local last = first + #ARGV - 4
 if first > hw + 1 then
-  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
   return -2
 end
 if first <= hw then return 0 end
@@ -34,12 +34,24 @@ for i = 4, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('SET', KEYS[2], last, 'EX', ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[3])
 return 1
 """
 
 
 def _encode(msg: Msg) -> bytes:
     return orjson.dumps(msg.to_hot())
+
+
+_NO_SUMMARY = b"-"
+
+
+def _encode_summary(summary: Summary | None) -> bytes:
+    return _NO_SUMMARY if summary is None else orjson.dumps(summary.to_hot())
+
+
+def _summary(raw: bytes) -> Summary | None:
+    return None if raw == _NO_SUMMARY else Summary.from_hot(orjson.loads(raw))
 
 
 class RedisHotWindow:
@@ -63,9 +75,10 @@ class RedisHotWindow:
         self.breaker = breaker
         self._append = client.register_script(_APPEND_LUA)
 
-    def keys(self, conversation_uuid: str) -> tuple[str, str]:
+    def keys(self, conversation_uuid: str) -> tuple[str, str, str]:
+        """The window list, its high-water mark and its summary slot (one hash slot)."""
         base = f"{self.prefix}:{{{conversation_uuid}}}"
-        return f"{base}:win", f"{base}:hw"
+        return f"{base}:win", f"{base}:hw", f"{base}:sum"
 
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         if not self.breaker.allow():
@@ -94,19 +107,24 @@ class RedisHotWindow:
         raise HotWindowUnavailable(str(exc)) from exc
 
     async def read(self, conversation_uuid: str) -> Window | None:
-        win_key, hw_key = self.keys(conversation_uuid)
+        win_key, hw_key, sum_key = self.keys(conversation_uuid)
 
         async def op() -> list:
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.lrange(win_key, 0, -1)
                 pipe.get(hw_key)
+                pipe.get(sum_key)
                 return await pipe.execute()
 
-        items, high_water = await self._call(op)
-        if high_water is None:
-            return None
+        items, high_water, summary = await self._call(op)
+        if high_water is None or summary is None:
+            return None  # no window, or one without its summary slot: not whole
         # orjson: decoding is a third of a hot read's cost with the json module.
-        return Window([Msg.from_hot(orjson.loads(item)) for item in items], int(high_water))
+        return Window(
+            [Msg.from_hot(orjson.loads(item)) for item in items],
+            int(high_water),
+            _summary(summary),
+        )
 
     async def append(self, conversation_uuid: str, msgs: Sequence[Msg]) -> bool:
         if not msgs:
@@ -117,8 +135,14 @@ class RedisHotWindow:
         # -1: no window, -2: a gap (window dropped), 0: at or below the mark (out of order)
         return int(outcome) > 0
 
-    async def replace(self, conversation_uuid: str, msgs: Sequence[Msg], high_water: int) -> None:
-        win_key, hw_key = self.keys(conversation_uuid)
+    async def replace(
+        self,
+        conversation_uuid: str,
+        msgs: Sequence[Msg],
+        high_water: int,
+        summary: Summary | None = None,
+    ) -> None:
+        win_key, hw_key, sum_key = self.keys(conversation_uuid)
         kept = list(msgs)[-self.window :]
 
         async def op() -> list:
@@ -128,9 +152,17 @@ class RedisHotWindow:
                     pipe.rpush(win_key, *(_encode(m) for m in kept))
                     pipe.expire(win_key, self.ttl)
                 pipe.set(hw_key, high_water, ex=self.ttl)
+                pipe.set(sum_key, _encode_summary(summary), ex=self.ttl)
                 return await pipe.execute()
 
         await self._call(op)
+
+    async def set_summary(self, conversation_uuid: str, summary: Summary) -> None:
+        *_window_keys, sum_key = self.keys(conversation_uuid)
+        # Only beside a window (XX: a slot that exists): a lone summary is never a window.
+        await self._call(
+            lambda: self.client.set(sum_key, _encode_summary(summary), ex=self.ttl, xx=True)
+        )
 
     async def delete(self, conversation_uuid: str) -> None:
         await self._call(lambda: self.client.delete(*self.keys(conversation_uuid)))

@@ -17,10 +17,13 @@ from lumina_app.domain import (
     MessageStatus,
     Msg,
     MsgRole,
+    Summary,
+    utcnow,
 )
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
+from lumina_app.storage.sql.models import summaries as S
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
 _BATCH = 2000
@@ -51,7 +54,10 @@ async def final_messages(db: SQLDatabase, conversation_id: int) -> list[Msg]:
 
 
 async def import_conversation(
-    db: SQLDatabase, conv: ConversationInfo, msgs: Sequence[Msg]
+    db: SQLDatabase,
+    conv: ConversationInfo,
+    msgs: Sequence[Msg],
+    summaries: Sequence[Summary] = (),
 ) -> tuple[ImportOutcome, int]:
     """Insert ``conv`` (matched by its uuid) and ``msgs`` in one transaction.
 
@@ -60,7 +66,8 @@ async def import_conversation(
     Only the same owner's conversation, under the same agent and not running, is appended
     to; its ``updatedAt`` never goes back, and its status changes only along with it.
     Returns what happened and how many messages were added. A refusal raises
-    ``InvalidInput`` and writes nothing.
+    ``InvalidInput`` and writes nothing. The archive's summaries that reach further than
+    the stored ones are added (so importing again adds none).
     """
     try:
         with offloaded():  # bulk inserts: keep them off the event loop's thread
@@ -83,6 +90,7 @@ async def import_conversation(
                 if row is None:
                     conversation_id = await _insert_conversation(conn, conv, len(msgs))
                     await _insert_messages(conn, conversation_id, msgs, first_seq=1)
+                    await _insert_summaries(conn, conversation_id, summaries)
                     return ImportOutcome.CREATED, len(msgs)
                 _check_target(conv, row)
                 stored = (
@@ -94,6 +102,7 @@ async def import_conversation(
                 ).all()
                 _check_prefix(conv.uuid, stored, msgs)
                 missing = msgs[len(stored) :]
+                await _insert_summaries(conn, row.id, summaries)
                 if not missing:
                     return ImportOutcome.UNCHANGED, 0
                 if row.status == ConversationStatus.RUNNING.value:
@@ -122,6 +131,28 @@ async def import_conversation(
         raise InvalidInput(
             f"conversation {conv.uuid!r}: the database refused a value: {reason}"
         ) from exc
+
+
+async def _insert_summaries(
+    conn: AsyncConnection, conversation_id: int, summaries: Sequence[Summary]
+) -> None:
+    """Those reaching further than the newest stored one, in order."""
+    reach = await conn.scalar(
+        sa.select(sa.func.max(S.c.covered_to_seq)).where(S.c.conversation_id == conversation_id)
+    )
+    rows = [
+        {
+            "conversation_id": conversation_id,
+            "covered_to_seq": s.covered_to_seq,
+            "text": s.text,
+            "model": s.model,
+            "created_at": s.created_at or utcnow(),
+        }
+        for s in summaries
+        if s.covered_to_seq > (reach or 0)
+    ]
+    if rows:
+        await conn.execute(sa.insert(S), rows)
 
 
 def _check_target(conv: ConversationInfo, row: sa.Row) -> None:

@@ -28,6 +28,7 @@ from lumina_app.storage.sql.flush_batch import FlushBatch
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
+from lumina_app.storage.sql.models import summaries as S
 from lumina_app.storage.sql.search import matching_conversations
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
@@ -243,6 +244,7 @@ class ColdStore:
                 .all()
             )
             await conn.execute(sa.delete(R).where(R.c.conversation_id == conversation_id))
+            await conn.execute(sa.delete(S).where(S.c.conversation_id == conversation_id))
             await conn.execute(sa.delete(M).where(M.c.conversation_id == conversation_id))
             await conn.execute(sa.delete(C).where(C.c.id == conversation_id))
         return list(run_ids)
@@ -347,6 +349,18 @@ class ColdStore:
         async with self.db.connect() as conn:
             rows = (await conn.execute(query)).all()
         return [_message(r) for r in reversed(rows)]
+
+    async def messages_by_id(self, conversation_id: int, ids: Sequence[int]) -> list[Msg]:
+        """Messages of one conversation by id, in seq order (ids of others are ignored)."""
+        if not ids:
+            return []
+        query = (
+            sa.select(M)
+            .where(M.c.conversation_id == conversation_id, M.c.id.in_(list(ids)))
+            .order_by(M.c.seq)
+        )
+        async with self.db.connect() as conn:
+            return [_message(r) for r in (await conn.execute(query)).all()]
 
     async def get_message(self, message_id: int) -> Msg | None:
         async with self.db.connect() as conn:

@@ -1,0 +1,66 @@
+"""An agent's ``memory`` block in config.json: what it carries forward past the window.
+
+    "memory": {"summary": true, "recall": true, "contextTokens": 8000}
+
+* ``summary``: a rolling summary of what left the window goes into every context, as one
+  system message after the prompt (the agent's ``summary.md`` is the summarizing prompt).
+* ``recall``: the built-in ``recall`` tool searches the conversation's whole history.
+* ``contextTokens``: the oldest window messages are left out (whole turns) while the
+  estimated prompt is over this many tokens.
+
+Without the block an agent keeps the seed behaviour exactly: prompt + last N + input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SUMMARY_FILE = "summary.md"
+DEFAULT_SUMMARY_PROMPT = (
+    "You keep a running summary of a conversation between a user and an assistant. Update "
+    "the summary with the new messages: keep every fact, name, number, decision, preference "
+    "and open question that could matter later, drop small talk, and stay under 300 words. "
+    "Answer with the summary only."
+)
+MIN_CONTEXT_TOKENS = 256
+MAX_CONTEXT_TOKENS = 2_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    summary: bool = False
+    recall: bool = False
+    context_tokens: int | None = None
+    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
+
+
+def parse_memory(config: dict[str, Any], summary_prompt: str | None) -> MemoryConfig | str:
+    """The agent's memory settings, or the reason its config.json cannot be used."""
+    block = config.get("memory")
+    if block is None:
+        return MemoryConfig()
+    if not isinstance(block, dict):
+        return "config.json: 'memory' must be an object"
+    unknown = set(block) - {"summary", "recall", "contextTokens"}
+    if unknown:
+        return f"config.json: unknown 'memory' keys: {', '.join(sorted(unknown))}"
+    for key in ("summary", "recall"):
+        if key in block and not isinstance(block[key], bool):
+            return f"config.json: 'memory.{key}' must be true or false"
+    tokens = block.get("contextTokens")
+    if tokens is not None and (
+        isinstance(tokens, bool)
+        or not isinstance(tokens, int)
+        or not MIN_CONTEXT_TOKENS <= tokens <= MAX_CONTEXT_TOKENS
+    ):
+        return (
+            f"config.json: 'memory.contextTokens' must be a whole number from "
+            f"{MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS}"
+        )
+    return MemoryConfig(
+        summary=bool(block.get("summary", False)),
+        recall=bool(block.get("recall", False)),
+        context_tokens=tokens,
+        summary_prompt=summary_prompt or DEFAULT_SUMMARY_PROMPT,
+    )

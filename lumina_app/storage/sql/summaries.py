@@ -1,0 +1,66 @@
+"""Rolling summaries in SQL: each row covers a conversation from seq 1 to
+``covered_to_seq``; the newest is the one contexts use, the older ones are history."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from lumina_app.domain import Summary, utcnow
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.models import summaries as S
+
+
+def _summary(row: sa.Row) -> Summary:
+    return Summary(
+        covered_to_seq=row.covered_to_seq,
+        text=row.text,
+        model=row.model,
+        id=row.id,
+        created_at=row.created_at,
+    )
+
+
+async def latest(db: SQLDatabase, conversation_id: int) -> Summary | None:
+    query = (
+        sa.select(S)
+        .where(S.c.conversation_id == conversation_id)
+        .order_by(S.c.covered_to_seq.desc(), S.c.id.desc())
+        .limit(1)
+    )
+    async with db.connect() as conn:
+        row = (await conn.execute(query)).first()
+    return _summary(row) if row else None
+
+
+async def get(db: SQLDatabase, summary_id: int) -> Summary | None:
+    async with db.connect() as conn:
+        row = (await conn.execute(sa.select(S).where(S.c.id == summary_id))).first()
+    return _summary(row) if row else None
+
+
+async def add(
+    db: SQLDatabase, conversation_id: int, *, covered_to_seq: int, text: str, model: str
+) -> Summary:
+    values = {
+        "conversation_id": conversation_id,
+        "covered_to_seq": covered_to_seq,
+        "text": text,
+        "model": model[:128],
+        "created_at": utcnow(),
+    }
+    async with db.begin() as conn:
+        result = await conn.execute(sa.insert(S).values(values))
+    return Summary(
+        covered_to_seq=covered_to_seq,
+        text=text,
+        model=model[:128],
+        id=result.inserted_primary_key[0],
+        created_at=values["created_at"],
+    )
+
+
+async def all_of(db: SQLDatabase, conversation_id: int) -> list[Summary]:
+    """Every summary of a conversation, oldest first (exports)."""
+    query = sa.select(S).where(S.c.conversation_id == conversation_id).order_by(S.c.id)
+    async with db.connect() as conn:
+        return [_summary(r) for r in (await conn.execute(query)).all()]
