@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components.context import context_dialog
 from lumina_app.ui.components.conversation import conversation_pane
 from lumina_app.ui.components.login import AUTH_SCRIPT, login_page
 from lumina_app.ui.components.sidebar import delete_dialog, drawer, rename_dialog, sidebar
@@ -52,6 +53,7 @@ def chat_page() -> rx.Component:
         conversation_pane(),
         rename_dialog(),
         delete_dialog(),
+        context_dialog(),
         rx.script(LOAD_OLDER_ON_SCROLL),
         rx.script(AUTH_SCRIPT),
         spacing="0",

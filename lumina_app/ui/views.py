@@ -10,6 +10,7 @@ from lumina_app.domain import (
     ConversationInfo,
     LuminaError,
     Msg,
+    MsgRole,
     RunEvent,
     RunFinished,
     SessionStarted,
@@ -29,6 +30,7 @@ class MessageView(TypedDict):
     status: str
     error: str
     time: str
+    run: str  # the run that wrote an answer ("" for questions): its context can be shown
 
 
 class HitView(TypedDict):
@@ -60,6 +62,7 @@ def message_view(msg: Msg) -> MessageView:
         status=msg.status.value,
         error=str(msg.meta.get("error") or ""),
         time=iso_ms(msg.created_at) if msg.created_at else "",
+        run=str(msg.meta.get("runId") or "") if msg.role is MsgRole.ASSISTANT else "",
     )
 
 
@@ -74,6 +77,7 @@ def question_view(session: SessionStarted, text: str) -> MessageView:
         status="complete",
         error="",
         time=session.created_at,
+        run="",
     )
 
 
@@ -113,6 +117,7 @@ def answer_view(result: RunFinished, seq: int, time: str) -> MessageView:
         status=result.status.value,
         error=result.error or "",
         time=time,
+        run=result.run_id,
     )
 
 

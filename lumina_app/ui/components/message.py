@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components.context import context_button
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.views import MessageView
 
@@ -91,6 +92,7 @@ def message_item(msg: MessageView) -> rx.Component:
             msg["error"],
             "message",
         ),
+        context_button(msg["run"]),
         # A search hit opens the conversation scrolled to this message, marked.
         id="msg-" + msg["seq"].to_string(),
         class_name=rx.cond(ChatState.focus_seq == msg["seq"], "lumina-focus", ""),

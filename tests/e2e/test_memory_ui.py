@@ -9,7 +9,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.test_chat_ui import shot
+from tests.e2e.test_chat_ui import open_new, send, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -43,3 +43,21 @@ def test_a_search_hit_opens_its_conversation_at_the_message(page: Page, app_serv
     expect(page.get_by_test_id("load-newer")).to_be_visible()  # the rest is below, on demand
     page.get_by_test_id("load-newer").click()
     expect(page.get_by_test_id("message").last).to_contain_text("filler turn 24")
+
+
+def test_an_answer_shows_exactly_what_its_model_was_given(page: Page, app_server) -> None:
+    open_new(page, app_server.url)
+    for text in ("The secret word is pineapple.", "What was the secret word?"):
+        send(page, text)
+        wait_idle(page)
+    page.get_by_test_id("show-context").last.click()
+    dialog = page.get_by_test_id("context-dialog")
+    expect(dialog).to_be_visible()
+    sent = dialog.get_by_test_id("context-message")
+    expect(sent).to_have_count(4)  # the prompt, the first turn, the new question
+    expect(sent.nth(0)).to_contain_text("system")
+    expect(sent.nth(1)).to_contain_text("The secret word is pineapple.")
+    expect(sent.nth(3)).to_contain_text("What was the secret word?")
+    expect(dialog).to_contain_text("continue")
+    page.wait_for_timeout(400)  # the dialog's fade-in, for the picture
+    shot(page, "context")

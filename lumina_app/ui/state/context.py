@@ -1,0 +1,47 @@
+"""The "context" view of an answer: exactly what its model was given (GET
+/api/v1/runs/{id}/context, through the same service)."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from lumina_app.domain import NotFound
+from lumina_app.ui.state.base import AppState
+
+
+class ContextState(AppState):
+    open: bool = False
+    loading: bool = False
+    error: str = ""
+    summary: str = ""
+    facts: list[str] = []
+    messages: list[dict[str, str]] = []
+
+    @rx.event
+    async def show(self, run_id: str) -> None:
+        self.open, self.loading, self.error = True, True, ""
+        self.summary, self.facts, self.messages = "", [], []
+        try:
+            context = await self._services().runs.context(self._caller(), run_id)
+        except NotFound as exc:
+            self.error, self.loading = str(exc), False
+            return
+        first, last = context.window
+        window = f"messages {first}–{last}" if first is not None else "no earlier messages"
+        self.facts = [
+            f"{context.scenario.value} · {context.model}",
+            f"window: {window}",
+            f"~{context.tokens} tokens",
+            *([f"{context.trimmed} left out by the token budget"] if context.trimmed else []),
+        ]
+        if context.summary is not None:
+            self.summary = f"summary of messages 1–{context.summary.covered_to_seq}"
+        self.messages = [
+            {"role": str(m.get("role", "")), "content": str(m.get("content") or "")}
+            for m in context.messages
+        ]
+        self.loading = False
+
+    @rx.event
+    def set_open(self, value: bool) -> None:
+        self.open = value
