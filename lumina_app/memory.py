@@ -128,6 +128,17 @@ class MemoryManager:
         for runs_hook in self._runs_deleted_hooks:
             await runs_hook(run_ids)
 
+    async def fork(
+        self, source: ConversationInfo, at_seq: int, *, title: str, owner: str
+    ) -> ConversationInfo:
+        """A new conversation holding ``source`` up to ``at_seq`` (messages, and the
+        summaries covering no more): its own window from the first read on, its own
+        archive folder."""
+        check_storable_text(title, "title")
+        fork = await self.cold.fork_conversation(source, at_seq, title=title, owner=owner)
+        await self._finalised(fork, [])
+        return fork
+
     def on_runs_deleted(self, hook: Callable[[list[str]], Awaitable[None]]) -> None:
         """Whoever keeps per-run data (event buffers) drops it when its runs are deleted."""
         self._runs_deleted_hooks.append(hook)
@@ -261,7 +272,7 @@ class MemoryManager:
         return [
             m
             for m in msgs
-            if m.seq < before_seq and m.status.is_final and m.status.value != "superseded"
+            if m.seq < before_seq and m.status.is_final and m.status is not MessageStatus.SUPERSEDED
         ]
 
     async def write_summary(

@@ -17,6 +17,7 @@ from lumina_app.api.schemas import (
     CreateConversation,
     Cursor,
     ExecuteBody,
+    ForkConversation,
     MessageOut,
     MessagePage,
     NoNul,
@@ -81,6 +82,29 @@ async def rename_conversation(
     return ConversationOut.of(
         await services.conversations.rename(caller, conversation_id, body.title)
     )
+
+
+@router.post(
+    "/conversations/{conversation_id}/fork", status_code=201, response_model=ConversationOut
+)
+async def fork_conversation(
+    conversation_id: str,
+    services: ServicesDep,
+    caller: Caller,
+    body: Annotated[ForkConversation | None, Body()] = None,
+    idempotency_key: IdempotencyKey = None,
+) -> ConversationOut:
+    """A new conversation with this one's messages up to ``atSeq`` (default: all)."""
+    body = body or ForkConversation()
+
+    async def fork() -> dict:
+        conv = await services.conversations.fork(
+            caller, conversation_id, at_seq=body.at_seq, title=body.title
+        )
+        return ConversationOut.of(conv).model_dump()
+
+    request = {"conversation": conversation_id, **body.model_dump(by_alias=True)}
+    return await idempotent(services, caller.owner, idempotency_key, "fork", request, fork)
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204)

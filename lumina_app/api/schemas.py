@@ -11,6 +11,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    StrictInt,
 )
 from pydantic_core import core_schema
 
@@ -94,6 +95,11 @@ class RenameConversation(StrictBody):
     title: Annotated[str, NoNul] = Field(min_length=1, max_length=255)
 
 
+class ForkConversation(StrictBody):
+    at_seq: StrictInt | None = Field(default=None, alias="atSeq", ge=1, le=MAX_SEQ)
+    title: Annotated[str | None, NoNul] = Field(default=None, max_length=255)
+
+
 class ExecuteBody(StrictBody):
     task: Annotated[str | None, Unicode, TaskText] = None
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
@@ -114,6 +120,8 @@ class ConversationOut(BaseModel):
     lastSeq: int
     createdAt: str
     updatedAt: str
+    parentUuid: str | None = None  # a fork's original, and the last seq it copied
+    forkedAtSeq: int | None = None
 
     @classmethod
     def of(cls, conv: ConversationInfo) -> ConversationOut:
@@ -127,6 +135,8 @@ class ConversationOut(BaseModel):
             lastSeq=conv.last_seq,
             createdAt=iso_us(conv.created_at),
             updatedAt=iso_us(conv.updated_at),
+            parentUuid=conv.parent_uuid,
+            forkedAtSeq=conv.forked_at_seq,
         )
 
 

@@ -29,7 +29,7 @@ from lumina_app.domain import (
     Summary,
     utcnow,
 )
-from lumina_app.domain.access import MAX_CONVERSATION_ID, is_safe_name
+from lumina_app.domain.access import MAX_CONVERSATION_ID, is_conversation_id, is_safe_name
 from lumina_app.domain.views import iso_ms, parse_iso
 
 MAX_AGENT_ID = 64
@@ -45,6 +45,9 @@ _ROLES = {
     "tool": MsgRole.TOOL,
 }
 _STATUSES = {s.value for s in ConversationStatus}
+# A message's status in history.json: absent means complete; only a superseded answer
+# (replaced by a regenerated one) says otherwise.
+_MESSAGE_STATUSES = {"complete": MessageStatus.COMPLETE, "superseded": MessageStatus.SUPERSEDED}
 _SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\\ud800" escapes: not text
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -98,6 +101,7 @@ def read_conversation(
         created_at=created_at,
         updated_at=updated_at or (messages[-1].created_at if messages else created_at),
     )
+    conversation.parent_uuid, conversation.forked_at_seq = _forked_from(fields)
     return ArchivedConversation(folder, conversation, messages, _summaries(fields, len(messages)))
 
 
@@ -264,6 +268,24 @@ def _agent_id(fields: _Fields, folder: Path) -> str:
     return value
 
 
+def _forked_from(fields: _Fields) -> tuple[str | None, int | None]:
+    """meta.json's optional ``forkedFrom``: the original's id and the last seq copied.
+    The original need not be in the archive (a fork outlives a deleted parent)."""
+    value = fields.data.get("forkedFrom")
+    if value is None:
+        return None, None
+    if not isinstance(value, dict):
+        raise fields.fail("forkedFrom", f"must be an object, got {_kind(value)}")
+    item = _Fields(fields.path, value, fields.latest, "forkedFrom.")
+    parent = item.text("conversationId", limit=None)
+    if parent is None or not is_conversation_id(parent):
+        raise item.fail("conversationId", f"must be a conversation id, got {_show(parent)}")
+    at_seq = value.get("atSeq")
+    if isinstance(at_seq, bool) or not isinstance(at_seq, int) or not 1 <= at_seq <= MAX_COUNT:
+        raise item.fail("atSeq", f"must be a whole number from 1 to {MAX_COUNT}")
+    return parent, at_seq
+
+
 def _tool_calls(fields: _Fields) -> int:
     stats = fields.data.get("stats")
     if stats is None:
@@ -301,13 +323,14 @@ def _messages(path: Path, text: str, latest: datetime) -> list[Msg]:
         elif _ROLES[role] is MsgRole.USER or not turn_id:
             turn_id = f"turn-{index + 1}"
         stamp = fields.timestamp("timestamp") or stamp
+        status = _MESSAGE_STATUSES[fields.choice("status", _MESSAGE_STATUSES) or "complete"]
         msgs.append(
             Msg(
                 role=_ROLES[role],
                 content=content,
                 seq=index + 1,
                 turn_id=turn_id,
-                status=MessageStatus.COMPLETE,
+                status=status,
                 created_at=stamp,
                 updated_at=stamp,
             )

@@ -32,6 +32,9 @@ class MessageStatus(StrEnum):
     STOPPED = "stopped"
     INTERRUPTED = "interrupted"
     FAILED = "failed"
+    # An answer replaced by a regenerated one: kept (versions, export) but out of every
+    # context, window, summary and search.
+    SUPERSEDED = "superseded"
 
     @property
     def is_final(self) -> bool:
@@ -160,6 +163,9 @@ class ConversationInfo:
     created_at: datetime
     updated_at: datetime
     id: int | None = None
+    # A fork names the conversation it was copied from and the last seq it copied.
+    parent_uuid: str | None = None
+    forked_at_seq: int | None = None
 
     @classmethod
     def new(cls, *, agent_id: str, title: str = "", owner: str = "") -> ConversationInfo:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from lumina_app.domain.types import ConversationInfo, Msg, MsgRole
+from lumina_app.domain.types import ConversationInfo, MessageStatus, Msg, MsgRole
 
 
 def iso_ms(moment: datetime) -> str:
@@ -27,8 +27,8 @@ def parse_iso(text: str) -> datetime:
 
 
 def conversation_meta(conv: ConversationInfo) -> dict[str, Any]:
-    """The archive's meta.json shape."""
-    return {
+    """The archive's meta.json shape; a fork also names its original (``forkedFrom``)."""
+    meta: dict[str, Any] = {
         "conversationId": conv.uuid,
         "agentId": conv.agent_id,
         "title": conv.title,
@@ -37,6 +37,9 @@ def conversation_meta(conv: ConversationInfo) -> dict[str, Any]:
         "status": conv.status.value,
         "stats": {"messageCount": conv.message_count, "toolCallCount": conv.tool_call_count},
     }
+    if conv.parent_uuid:
+        meta["forkedFrom"] = {"conversationId": conv.parent_uuid, "atSeq": conv.forked_at_seq}
+    return meta
 
 
 _ARCHIVE_ROLE = {
@@ -48,10 +51,14 @@ _ARCHIVE_ROLE = {
 
 
 def history_entry(msg: Msg) -> dict[str, Any]:
-    """The archive's history.json entry shape."""
-    return {
+    """The archive's history.json entry shape. An answer replaced by a regenerated one
+    says so (``"status": "superseded"``), so an import keeps it out of contexts too."""
+    entry = {
         "role": _ARCHIVE_ROLE[msg.role],
         "content": msg.content,
         "messageId": msg.turn_id,
         "timestamp": iso_ms(msg.created_at) if msg.created_at else None,
     }
+    if msg.status is MessageStatus.SUPERSEDED:
+        entry["status"] = MessageStatus.SUPERSEDED.value
+    return entry

@@ -85,6 +85,27 @@ class ConversationService:
         await self.memory.rename(conversation, title)
         return await self.get(principal, conversation_id)
 
+    async def fork(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        *,
+        at_seq: int | None = None,
+        title: str | None = None,
+    ) -> ConversationInfo:
+        """A new conversation holding this one's messages up to ``at_seq`` (all of them
+        by default), to go on from there without touching the original. Editing a
+        message is a fork just before it plus the new text (``docs/API.md``)."""
+        source = await self.get(principal, conversation_id)
+        if source.last_seq == 0:
+            raise InvalidInput("an empty conversation has nothing to fork")
+        at = source.last_seq if at_seq is None else at_seq
+        if not 1 <= at <= source.last_seq:
+            raise InvalidInput(f"atSeq must be a seq of this conversation (1-{source.last_seq})")
+        if title is None:
+            title = f"{source.title} (fork)" if source.title else ""
+        return await self.memory.fork(source, at, title=title[:255], owner=principal.owner)
+
     async def delete(
         self, principal: Principal, conversation_id: str, *, agent_id: str | None = None
     ) -> None:

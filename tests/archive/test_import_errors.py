@@ -68,6 +68,25 @@ CASES = {
     ),
     "id too long": ({"conversationId": "c" * 37}, GOOD_HISTORY, "meta.json", "1-36"),
     "createdAt garbage": ({"createdAt": "soon"}, GOOD_HISTORY, "meta.json", "'createdAt' is"),
+    "message status unknown": (
+        {},
+        _bad_entry(status="streaming"),
+        "history.json",
+        "entry 1: 'status' must be one of complete, superseded",
+    ),
+    "forkedFrom a string": ({"forkedFrom": "x"}, GOOD_HISTORY, "meta.json", "'forkedFrom' must"),
+    "forkedFrom bad id": (
+        {"forkedFrom": {"conversationId": "../x", "atSeq": 1}},
+        GOOD_HISTORY,
+        "meta.json",
+        "forkedFrom.'conversationId' must be a conversation id",
+    ),
+    "forkedFrom bad seq": (
+        {"forkedFrom": {"conversationId": "conv-a", "atSeq": 0}},
+        GOOD_HISTORY,
+        "meta.json",
+        "forkedFrom.'atSeq' must be a whole number",
+    ),
 }
 
 
@@ -123,3 +142,22 @@ async def test_a_failure_inside_the_transaction_leaves_nothing(
         await sqlite_archive.import_path(tmp_path)
     with pytest.raises(ConversationNotFound):
         await sqlite_archive.memory.cold.get_conversation("conv-good0001")
+
+
+async def test_a_superseded_answer_stays_out_of_contexts(sqlite_archive, tmp_path: Path) -> None:
+    """An export marks an answer a regenerated one replaced; the import keeps it so."""
+    history = [*GOOD_HISTORY, dict(GOOD_HISTORY[1], content="better")]
+    history[1] = dict(history[1], status="superseded")
+    write_conversation(tmp_path, "conv-good0001", GOOD_META, history)
+    assert (await sqlite_archive.import_path(tmp_path)).count(ImportOutcome.CREATED) == 1
+    memory = sqlite_archive.memory
+    conversation = await memory.cold.get_conversation("conv-good0001")
+    window = await memory.load(conversation)
+    assert [(m.content, m.status.value) for m in window] == [
+        ("q", "complete"),
+        ("better", "complete"),
+    ]
+    stored = await memory.history(conversation)
+    assert [m.status.value for m in stored] == ["complete", "superseded", "complete"]
+    document = await sqlite_archive.document(conversation)
+    assert [e.get("status") for e in document["history"]] == [None, "superseded", None]

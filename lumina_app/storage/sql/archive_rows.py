@@ -190,6 +190,8 @@ async def _insert_conversation(conn: AsyncConnection, conv: ConversationInfo, co
             owner=conv.owner,
             created_at=conv.created_at,
             updated_at=conv.updated_at,
+            parent_uuid=conv.parent_uuid,
+            forked_at_seq=conv.forked_at_seq,
         )
     )
     return result.inserted_primary_key[0]

@@ -22,7 +22,7 @@ from lumina_app.domain import (
     utcnow,
 )
 from lumina_app.domain.search import terms as search_terms
-from lumina_app.storage.sql import writes
+from lumina_app.storage.sql import forks, writes
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.flush_batch import FlushBatch
 from lumina_app.storage.sql.models import conversations as C
@@ -34,6 +34,8 @@ from lumina_app.storage.sql.sqlite_inline import offloaded
 
 T = TypeVar("T")
 _MAX_INT = 2**31 - 1  # INTEGER columns; PostgreSQL refuses to compare with larger values
+# Rows no context holds: an answer still growing, and one a regenerated answer replaced.
+_OUT_OF_CONTEXT = (MessageStatus.STREAMING.value, MessageStatus.SUPERSEDED.value)
 
 
 def _conversation(row: sa.Row) -> ConversationInfo:
@@ -49,6 +51,8 @@ def _conversation(row: sa.Row) -> ConversationInfo:
         owner=row.owner,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        parent_uuid=row.parent_uuid,
+        forked_at_seq=row.forked_at_seq,
     )
 
 
@@ -131,6 +135,16 @@ class ColdStore:
             conversation.status = status
         await self.db.transact(writes.start_conversation, conversation, msgs, run)
         return list(msgs)
+
+    async def fork_conversation(
+        self, source: ConversationInfo, at_seq: int, *, title: str, owner: str
+    ) -> ConversationInfo:
+        """A copy of ``source`` up to ``at_seq`` as a new conversation (``forks``)."""
+        fork = ConversationInfo.new(agent_id=source.agent_id, title=title, owner=owner)
+        fork.parent_uuid, fork.forked_at_seq = source.uuid, at_seq
+        with offloaded():  # copies many rows: off the event loop's thread on SQLite
+            await self.db.transact(forks.copy_conversation, source.id, fork, at_seq)
+        return fork
 
     async def get_conversation(
         self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
@@ -318,10 +332,11 @@ class ColdStore:
         )
 
     async def last_messages(self, conversation_id: int, n: int) -> list[Msg]:
-        """The last ``n`` final messages in seq order: one indexed query, newest first."""
+        """The last ``n`` messages a context can hold (final, not superseded), in seq
+        order: one indexed query, newest first."""
         query = (
             sa.select(M)
-            .where(M.c.conversation_id == conversation_id, M.c.status != "streaming")
+            .where(M.c.conversation_id == conversation_id, M.c.status.not_in(_OUT_OF_CONTEXT))
             .order_by(M.c.seq.desc())
             .limit(n)
         )

@@ -37,6 +37,10 @@ class ConversationRow(SQLModel, table=True):
     updated_at: datetime = Field(
         default_factory=utcnow, sa_column=sa.Column(UTCDateTime(), nullable=False)
     )
+    parent_uuid: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(36), nullable=True, index=True)
+    )
+    forked_at_seq: int | None = Field(default=None, nullable=True)
 
 
 class MessageRow(SQLModel, table=True):
