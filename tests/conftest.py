@@ -85,7 +85,15 @@ class Database:
         with engine.begin() as conn:
             conn.exec_driver_sql("DELETE FROM lumina_message")
             conn.exec_driver_sql("DELETE FROM lumina_conversation")
-            for extra in ("lumina_run", "lumina_idempotency"):
+            # Accounts too: a user left behind would switch the next test to users mode.
+            for extra in (
+                "lumina_run",
+                "lumina_idempotency",
+                "lumina_session",
+                "lumina_api_key",
+                "lumina_audit",
+                "lumina_user",
+            ):
                 if sa.inspect(conn).has_table(extra):
                     conn.exec_driver_sql(f"DELETE FROM {extra}")
         engine.dispose()

@@ -30,18 +30,32 @@ class Via(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Principal:
+    """Who is calling. ``owner`` scopes the data; a user account adds ``user_id`` and
+    ``role``; ``session_id`` is the signed-in browser, ``address`` where the call came from
+    (for the audit log)."""
+
     owner: str
     via: Via
     name: str = ""
+    user_id: int | None = None
+    role: str = ""
+    session_id: int | None = None
+    address: str = ""
 
     @property
     def label(self) -> str:
         """For people: the owner, or what the local operator is called."""
         return self.name or self.owner or "local operator"
 
+    @property
+    def is_admin(self) -> bool:
+        """An admin account, or the operator at the CLI."""
+        return self.via is Via.OPERATOR or (self.user_id is not None and self.role == "admin")
+
 
 LOCAL_OWNER = ""
 LOCAL = Principal(owner=LOCAL_OWNER, via=Via.LOOPBACK)
+OPERATOR = Principal(owner=LOCAL_OWNER, via=Via.OPERATOR, name="operator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +82,7 @@ class SignInSession:
     user_agent: str = ""
     client_ip: str = ""
     user_id: int | None = None
+    role: str = ""  # the user's role, for a session of a user account
 
 
 def is_safe_name(name: str, *, max_length: int = 128) -> bool:

@@ -40,6 +40,10 @@ CONTRACTS = {
     "storage.run_locks",
     "storage.run_records",
     "storage.sessions",
+    "storage.users",
+    "storage.api_keys",
+    "storage.audit",
+    "storage.claims",
 }
 
 
