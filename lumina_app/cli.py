@@ -299,14 +299,23 @@ def check() -> None:
     cannot be reached.
     """
 
-    async def work(services: Services) -> tuple[Health, list[str], list[str], str | None]:
+    async def work(services: Services) -> tuple[Health, list[str], list[str], str | None, str]:
         agents = services.agents.list()
         good = [a.id for a in agents if a.available]
         bad = [f"{a.id} ({a.error})" for a in agents if not a.available]
-        return await services.health.check(), good, bad, services.auth.exposure_problem()
+        health = await services.health.check()
+        if health.database != "ok":  # accounts cannot be counted: the exit code says enough
+            return health, good, bad, None, "unknown (database unreachable)"
+        users = await services.auth.users_exist()
+        keys = bool(settings.api_key_map)
+        access = (
+            " and ".join(["user accounts"] * users + ["API keys"] * keys)
+            or "loopback only (no API keys, no user accounts)"
+        )
+        return health, good, bad, await services.auth.exposure_problem(), access
 
     settings = _settings()
-    health, agents, broken, exposure = _run(work, settings)
+    health, agents, broken, exposure, access = _run(work, settings)
     backend = make_url(settings.database_url).get_backend_name()
     hot = f"redis {_hide_password(settings.redis_url)}" if settings.redis_url else "in-process"
     out.print(f"database:    {backend} {_safe_url(settings)}: {health.database}", markup=False)
@@ -320,7 +329,6 @@ def check() -> None:
     out.print(f"agents:      {len(agents)} found: {', '.join(agents) or '-'}", markup=False)
     for item in broken:
         out.print(f"unavailable: {item}", markup=False)
-    access = "API keys" if settings.api_key_map else "loopback only (no API keys)"
     out.print(f"listening:   {settings.host} · access: {access}", markup=False)
     if exposure is not None:
         err.print(f"error: {exposure}", markup=False)
