@@ -182,7 +182,7 @@ def _access(
         auth,
         SignInService(settings, auth, users, sessions, passwords, audit),
         AccountService(auth, users, sessions, keys, passwords, audit),
-        UserAdminService(auth, users, sessions, passwords, audit, ClaimStore(db)),
+        UserAdminService(auth, users, sessions, keys, passwords, audit, ClaimStore(db)),
     )
 
 

@@ -44,7 +44,7 @@ async def get_user(username: Username, caller: Caller, services: ServicesDep) ->
 @router.post("/users/{username}/disable", response_model=UserOut)
 async def disable_user(username: Username, caller: Caller, services: ServicesDep) -> UserOut:
     """The account can no longer sign in; its sessions end and its keys are revoked now."""
-    return UserOut.of(await services.users.disable(caller, username))
+    return UserOut.of((await services.users.disable(caller, username)).user)
 
 
 @router.post("/users/{username}/enable", response_model=UserOut)

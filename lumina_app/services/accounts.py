@@ -22,8 +22,7 @@ from lumina_app.domain import (
     SignInSession,
     User,
 )
-from lumina_app.domain.accounts import MAX_KEY_NAME_CHARS
-from lumina_app.services.api_keys import new_api_key
+from lumina_app.services.api_keys import issue_key
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.passwords import Passwords
@@ -31,7 +30,6 @@ from lumina_app.storage.api_keys import ApiKeyRecords
 from lumina_app.storage.sessions import SessionRecords
 from lumina_app.storage.users import UserRecords
 
-MAX_KEYS_PER_USER = 50
 NO_ACCOUNT = "API keys and passwords belong to user accounts: sign in with a username"
 
 
@@ -142,18 +140,9 @@ class AccountService:
         return await self.keys.list(user_id=principal.user_id)
 
     async def create_key(self, principal: Principal, name: str) -> CreatedKey:
-        user_id = self._account(principal)
-        name = " ".join(name.split())
-        if not name or len(name) > MAX_KEY_NAME_CHARS:
-            raise InvalidInput(f"a key needs a name of 1 to {MAX_KEY_NAME_CHARS} characters")
-        if len(await self.keys.list(user_id=user_id)) >= MAX_KEYS_PER_USER:
-            raise InvalidInput(f"an account may have at most {MAX_KEYS_PER_USER} live keys")
-        made = new_api_key()
-        info = await self.keys.create(
-            user_id=user_id, name=name, prefix=made.prefix, key_hash=made.digest
-        )
+        key, info = await issue_key(self.keys, user_id=self._account(principal), name=name)
         await self._record(principal, AuditEvent.KEY_CREATED, f"key {info.id} {info.prefix}…")
-        return CreatedKey(key=made.key, info=info)
+        return CreatedKey(key=key, info=info)
 
     async def revoke_key(self, principal: Principal, key_id: int) -> None:
         """Someone else's key is as not found as a missing one."""

@@ -13,8 +13,13 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
+from lumina_app.domain import ApiKeyInfo, InvalidInput
+from lumina_app.domain.accounts import MAX_KEY_NAME_CHARS
+from lumina_app.storage.api_keys import ApiKeyRecords
+
 KEY_MARK = "lum_"
 SHOWN_CHARS = 12  # "lum_" and the first 8 random characters
+MAX_KEYS_PER_USER = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +36,15 @@ def key_digest(key: str) -> str:
 def new_api_key() -> NewKey:
     key = KEY_MARK + secrets.token_urlsafe(32)
     return NewKey(key=key, prefix=key[:SHOWN_CHARS], digest=key_digest(key))
+
+
+async def issue_key(store: ApiKeyRecords, *, user_id: int, name: str) -> tuple[str, ApiKeyInfo]:
+    """A new key for an account: ``(the key, shown once; what lists show)``."""
+    name = " ".join(name.split())
+    if not name or len(name) > MAX_KEY_NAME_CHARS:
+        raise InvalidInput(f"a key needs a name of 1 to {MAX_KEY_NAME_CHARS} characters")
+    if len(await store.list(user_id=user_id)) >= MAX_KEYS_PER_USER:
+        raise InvalidInput(f"an account may have at most {MAX_KEYS_PER_USER} live keys")
+    made = new_api_key()
+    info = await store.create(user_id=user_id, name=name, prefix=made.prefix, key_hash=made.digest)
+    return made.key, info

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 from lumina_app.domain import (
     LOCAL,
+    ApiKeyInfo,
     AuditEntry,
     AuditEvent,
     ClaimCounts,
     InvalidInput,
+    KeyNotFound,
     NotFound,
     Principal,
     Role,
@@ -25,9 +27,11 @@ from lumina_app.domain import (
     Via,
 )
 from lumina_app.domain.accounts import is_username, normalize_username
+from lumina_app.services.api_keys import issue_key
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.passwords import Passwords
+from lumina_app.storage.api_keys import ApiKeyRecords
 from lumina_app.storage.claims import DataClaims
 from lumina_app.storage.sessions import SessionRecords
 from lumina_app.storage.users import UserRecords
@@ -41,12 +45,20 @@ class NewPassword:
     temporary: str | None  # generated: shown once, to whoever asked
 
 
+@dataclass(frozen=True, slots=True)
+class Disabled:
+    user: User
+    sessions_ended: int
+    keys_revoked: int
+
+
 class UserAdminService:
     def __init__(
         self,
         auth: AuthService,
         users: UserRecords,
         sessions: SessionRecords,
+        keys: ApiKeyRecords,
         passwords: Passwords,
         audit: AuditLog,
         claims: DataClaims,
@@ -54,6 +66,7 @@ class UserAdminService:
         self.auth = auth
         self.users = users
         self.sessions = sessions
+        self.keys = keys
         self.passwords = passwords
         self.audit = audit
         self.claims = claims
@@ -89,7 +102,7 @@ class UserAdminService:
         await self._record(principal, AuditEvent.USER_CREATED, name, f"role {role.value}")
         return NewPassword(user=user, temporary=temporary)
 
-    async def disable(self, principal: Principal, username: str) -> User:
+    async def disable(self, principal: Principal, username: str) -> Disabled:
         _admin(principal)
         user = await self._find(username)
         if user.id == principal.user_id:
@@ -98,7 +111,7 @@ class UserAdminService:
         self.auth.forget_user(user.id)
         detail = f"{sessions} session(s) ended, {keys} key(s) revoked"
         await self._record(principal, AuditEvent.USER_DISABLED, user.username, detail)
-        return await self._find(user.username)
+        return Disabled(await self._find(user.username), sessions, keys)
 
     async def enable(self, principal: Principal, username: str) -> User:
         _admin(principal)
@@ -129,6 +142,35 @@ class UserAdminService:
         detail = f"{'generated' if temporary else 'set'}; {len(ended)} session(s) ended"
         await self._record(principal, AuditEvent.PASSWORD_RESET, user.username, detail)
         return NewPassword(user=await self._find(user.username), temporary=temporary)
+
+    # -- keys, for the operator (``python -m lumina_app keys``) -------------------------
+
+    async def issue_key(
+        self, principal: Principal, username: str, name: str
+    ) -> tuple[str, ApiKeyInfo]:
+        """A key for an account, made by an admin: ``(the key, shown once; its listing)``."""
+        _admin(principal)
+        user = await self._find(username)
+        key, info = await issue_key(self.keys, user_id=user.id, name=name)
+        detail = f"key {info.id} {info.prefix}…"
+        await self._record(principal, AuditEvent.KEY_CREATED, user.username, detail)
+        return key, info
+
+    async def list_keys(
+        self, principal: Principal, username: str | None = None
+    ) -> list[ApiKeyInfo]:
+        _admin(principal)
+        user_id = (await self._find(username)).id if username is not None else None
+        return await self.keys.list(user_id=user_id)
+
+    async def revoke_key(self, principal: Principal, key_id: int) -> ApiKeyInfo:
+        _admin(principal)
+        key = await self.keys.get(key_id)
+        if key is None or not await self.keys.revoke(key_id):
+            raise KeyNotFound(key_id)
+        self.auth.forget_key(key_id)
+        await self._record(principal, AuditEvent.KEY_REVOKED, key.username, f"key {key_id}")
+        return key
 
     async def audit_entries(
         self,

@@ -128,7 +128,7 @@ async def test_admins_manage_accounts_and_members_find_nothing(accounts) -> None
     assert reset.temporary is None and reset.user.must_change_password
     with pytest.raises(NotAuthenticated):  # the temporary password is gone
         await sign_in(accounts, "dave", made.temporary)
-    assert (await accounts.users.disable(admin, "dave")).disabled
+    assert (await accounts.users.disable(admin, "dave")).user.disabled
     assert not (await accounts.users.enable(admin, "dave")).disabled
     events = [e.event.value for e in await accounts.users.audit_entries(admin, limit=200)]
     for event in ("user-created", "password-reset", "user-disabled", "user-enabled"):
