@@ -38,7 +38,7 @@ async def list_sessions(caller: Caller, services: ServicesDep) -> list[SessionOu
     return [SessionOut.of(s) for s in await services.accounts.list_sessions(caller)]
 
 
-@router.delete("/account/sessions/{session_id}", status_code=204)
+@router.delete("/account/sessions/{session_id:int}", status_code=204)
 async def revoke_session(session_id: RowId, caller: Caller, services: ServicesDep) -> Response:
     """Sign that browser out (another account's session is not found)."""
     await services.accounts.revoke_session(caller, session_id)
@@ -64,7 +64,7 @@ async def create_key(body: NewKeyBody, caller: Caller, services: ServicesDep) ->
     return CreatedKeyOut(**KeyOut.of(created.info).model_dump(), key=created.key)
 
 
-@router.delete("/keys/{key_id}", status_code=204)
+@router.delete("/keys/{key_id:int}", status_code=204)
 async def revoke_key(key_id: RowId, caller: Caller, services: ServicesDep) -> Response:
     """Revoke a key at once (another account's key is not found)."""
     await services.accounts.revoke_key(caller, key_id)

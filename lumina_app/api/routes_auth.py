@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller, request_credentials
 from lumina_app.api.deps import ServicesDep
-from lumina_app.api.schemas_accounts import Login, MeOut, SignedIn
+from lumina_app.api.schemas_accounts import KeyLogin, Login, MeOut, SignedIn
 from lumina_app.domain.views import iso_us
 from lumina_app.services.auth import SESSION_COOKIE
 
@@ -35,10 +35,9 @@ async def login(body: Login, request: Request, services: ServicesDep) -> Respons
     """Sign this browser in, with a username and password or with a LUMINA_API_KEYS key:
     a session cookie for that account (or the key's owner)."""
     credentials = request_credentials(request)
-    if body.api_key is not None:
+    if isinstance(body, KeyLogin):
         signed = await services.signin.with_key(body.api_key, credentials)
     else:
-        assert body.username is not None and body.password is not None
         signed = await services.signin.with_password(body.username, body.password, credentials)
     user = signed.user
     out = SignedIn(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Path
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from lumina_app.api.schemas import NoNul, StrictBody, Unicode
 from lumina_app.domain import ApiKeyInfo, AuditEntry, Role, User
@@ -28,25 +28,18 @@ def _at(moment: Any) -> str | None:
 # -- signing in --------------------------------------------------------------------------
 
 
-class Login(StrictBody):
-    """``{"username", "password"}``, or ``{"apiKey"}`` (a LUMINA_API_KEYS key)."""
+class PasswordLogin(StrictBody):
+    username: Annotated[str, Unicode, NoNul] = Field(min_length=1, max_length=128)
+    password: Password
 
-    username: Annotated[str | None, Unicode, NoNul] = Field(default=None, max_length=128)
-    password: Annotated[str | None, Unicode, NoNul] = Field(
-        default=None, max_length=MAX_PASSWORD_CHARS
-    )
-    api_key: Annotated[str | None, Unicode, NoNul] = Field(
-        default=None, alias="apiKey", min_length=1, max_length=512
-    )
 
-    @model_validator(mode="after")
-    def _one_way(self) -> Login:
-        with_password = self.username is not None or self.password is not None
-        if with_password == (self.api_key is not None):
-            raise ValueError("send either username and password, or apiKey")
-        if with_password and (not self.username or not self.password):
-            raise ValueError("send both username and password")
-        return self
+class KeyLogin(StrictBody):
+    """A LUMINA_API_KEYS key."""
+
+    api_key: Annotated[str, Unicode, NoNul] = Field(alias="apiKey", min_length=1, max_length=512)
+
+
+Login = PasswordLogin | KeyLogin
 
 
 class SignedIn(BaseModel):

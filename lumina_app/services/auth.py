@@ -80,6 +80,7 @@ class AuthService:
         self._key_use = Throttle(_TOUCH_SECONDS)  # one audit entry per key, address, minute
         self._users_exist: bool | None = None
         self._users_checked = 0.0
+        self._count_failed = False
 
     # -- the mode ----------------------------------------------------------------------
 
@@ -91,11 +92,14 @@ class AuthService:
             self._users_checked = now
             try:
                 self._users_exist = await self.users.exists()
+                self._count_failed = False
             except StoreUnavailable:
                 if self._users_exist is None:  # never known: no door opens on a guess
                     self._users_checked = 0.0
                     raise
-                log.warning("user accounts could not be counted; keeping the last answer")
+                if not self._count_failed:  # once per outage, not every 2 s
+                    log.warning("user accounts could not be counted; keeping the last answer")
+                self._count_failed = True
         return self._users_exist
 
     def user_created(self) -> None:

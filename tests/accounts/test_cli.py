@@ -27,8 +27,10 @@ def cli(sqlite_database, data_dir: Path, redis_prefix: str):
     }
     runner = CliRunner()
 
-    def invoke(*args: str, input: str | None = None):
-        return runner.invoke(app, list(args), env=env, input=input, catch_exceptions=False)
+    def invoke(*args: str, input: str | None = None, **extra_env: str):
+        return runner.invoke(
+            app, list(args), env={**env, **extra_env}, input=input, catch_exceptions=False
+        )
 
     return invoke
 
@@ -167,3 +169,11 @@ def test_help_of_every_account_command(cli) -> None:
         for command in commands:
             shown = cli(group, command, "--help")
             assert shown.exit_code == 0 and "Usage" in shown.output, (group, command)
+
+
+def test_an_account_lets_the_server_listen_beyond_loopback(cli) -> None:
+    exposed = {"LUMINA_HOST": "0.0.0.0", "LUMINA_ALLOWED_HOSTS": "lumina.test"}
+    refused = cli("check", **exposed)
+    assert refused.exit_code == 2 and "users add" in refused.output
+    cli("users", "add", "root", "--admin", "--password-stdin", input=f"{PASSWORD}\n")
+    assert cli("check", **exposed).exit_code == 0

@@ -6,15 +6,12 @@ that then works as a Bearer key), the account page, and the admin page."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.conftest import ROOT
 from tests.e2e.test_chat_ui import send, shot, wait_idle
 from tests.server import AppServer
 
@@ -22,22 +19,6 @@ pytestmark = pytest.mark.e2e
 
 PASSWORD = "correct horse battery"
 PEOPLE = {"root": True, "alice": False, "bob": False, "carol": False, "frank": False}
-
-
-def lumina(server: AppServer, *args: str, stdin: str | None = None) -> str:
-    """``python -m lumina_app …`` on the server's database, as the operator would."""
-    done = subprocess.run(
-        [sys.executable, "-m", "lumina_app", *args],
-        input=stdin,
-        cwd=ROOT,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +36,7 @@ def users_server(tmp_path_factory):
     server.prepare()
     for name, admin in PEOPLE.items():
         flags = ["--admin"] if admin else []
-        lumina(server, "users", "add", name, *flags, "--password-stdin", stdin=PASSWORD + "\n")
+        server.cli("users", "add", name, *flags, "--password-stdin", stdin=PASSWORD + "\n")
     server.start()
     yield server
     server.stop()
@@ -149,10 +130,10 @@ def test_two_users_see_only_their_own_conversations(people, users_server) -> Non
 
 def test_a_disabled_user_is_thrown_out_of_an_open_page(people, users_server) -> None:
     base = users_server.url
-    lumina(users_server, "users", "add", "dave", "--password-stdin", stdin=PASSWORD + "\n")
+    users_server.cli("users", "add", "dave", "--password-stdin", stdin=PASSWORD + "\n")
     page = signed_in(people.new(), base, "dave")
     expect(page.get_by_test_id("composer")).to_be_visible()
-    lumina(users_server, "users", "disable", "dave")  # another process, no event from the page
+    users_server.cli("users", "disable", "dave")  # another process, no event from the page
     started = time.monotonic()
     expect(page).to_have_url(re.compile(r"/login"), timeout=20_000)
     assert time.monotonic() - started < 15  # one tick (5 s) after the cache (5 s) noticed
@@ -183,6 +164,8 @@ def test_the_keys_page_makes_a_key_that_works_as_a_bearer_key(people, users_serv
     expect(revealed).to_have_value(re.compile(r"^lum_[A-Za-z0-9_-]{43}$"))
     key = revealed.input_value()
     shot(page, "keys-created")
+    page.get_by_test_id("copy-secret").click()
+    expect(page.get_by_text("Copied")).to_be_visible()
     page.get_by_test_id("close-secret").click()
     expect(page.get_by_test_id("key-row")).to_have_count(1)
     expect(page.get_by_test_id("key-row")).to_contain_text(key[:12])

@@ -5,8 +5,6 @@ limits and refusals of the sign-in route hold."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import httpx
@@ -14,7 +12,6 @@ import pytest
 
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.sidebar import SidebarState
-from tests.conftest import ROOT
 from tests.faults.realserver import start_server
 from tests.security.socketio import RawSocket, text_of
 from tests.security.test_trust_boundary import conversations, event
@@ -25,21 +22,6 @@ pytestmark = pytest.mark.slow
 PASSWORD = "correct horse battery"
 
 
-def lumina(server: AppServer, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "lumina_app", *args],
-        input=stdin,
-        cwd=ROOT,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def users_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AppServer, dict]]:
     """A server with alice and bob; their keys made by the operator."""
@@ -48,8 +30,8 @@ def users_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[App
     probe.prepare()
     keys = {}
     for name in ("alice", "bob"):
-        lumina(probe, "users", "add", name, "--password-stdin", stdin=PASSWORD + "\n")
-        keys[name] = {"Authorization": f"Bearer {lumina(probe, 'keys', 'create', name).strip()}"}
+        probe.cli("users", "add", name, "--password-stdin", stdin=PASSWORD + "\n")
+        keys[name] = {"Authorization": f"Bearer {probe.cli('keys', 'create', name).strip()}"}
     server = start_server(workdir)
     yield server, keys
     server.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.ui.account_views import SessionRow
-from lumina_app.ui.components.shell import no_account, notice, section, shell
+from lumina_app.ui.components.shell import data_table, no_account, notice, section, shell
 from lumina_app.ui.routes import ACCOUNT
 from lumina_app.ui.state.account import AccountState
 from lumina_app.ui.state.base import AppState
@@ -95,18 +95,10 @@ def session_item(row: SessionRow) -> rx.Component:
 def sessions() -> rx.Component:
     return section(
         "Signed-in browsers",
-        rx.table.root(
-            rx.table.header(
-                rx.table.row(
-                    *(
-                        rx.table.column_header_cell(name)
-                        for name in ("Browser", "Address", "Signed in", "Last seen", "")
-                    )
-                )
-            ),
-            rx.table.body(rx.foreach(AccountState.sessions, session_item)),
-            width="100%",
-            variant="surface",
+        data_table(
+            ("Browser", "Address", "Signed in", "Last seen", ""),
+            AccountState.sessions,
+            session_item,
         ),
         rx.button(
             "Sign out all other browsers",

@@ -6,7 +6,7 @@ import reflex as rx
 
 from lumina_app.ui.account_views import UserRow
 from lumina_app.ui.components.secrets import reveal_dialog
-from lumina_app.ui.components.shell import notice, section, shell
+from lumina_app.ui.components.shell import data_table, notice, section, shell
 from lumina_app.ui.routes import ADMIN
 from lumina_app.ui.state.admin import AdminState
 from lumina_app.ui.state.base import AppState
@@ -123,19 +123,7 @@ def user_item(row: UserRow) -> rx.Component:
 def user_list() -> rx.Component:
     return section(
         "Accounts",
-        rx.table.root(
-            rx.table.header(
-                rx.table.row(
-                    *(
-                        rx.table.column_header_cell(name)
-                        for name in ("Username", "Role", "Created", "State", "")
-                    )
-                )
-            ),
-            rx.table.body(rx.foreach(AdminState.users, user_item)),
-            width="100%",
-            variant="surface",
-        ),
+        data_table(("Username", "Role", "Created", "State", ""), AdminState.users, user_item),
     )
 
 

@@ -6,7 +6,7 @@ import reflex as rx
 
 from lumina_app.ui.account_views import KeyRow
 from lumina_app.ui.components.secrets import reveal_dialog
-from lumina_app.ui.components.shell import no_account, notice, section, shell
+from lumina_app.ui.components.shell import data_table, no_account, notice, section, shell
 from lumina_app.ui.routes import KEYS
 from lumina_app.ui.state.base import AppState
 from lumina_app.ui.state.keys import KeysState
@@ -88,19 +88,7 @@ def key_list() -> rx.Component:
         rx.cond(
             KeysState.keys.length() == 0,
             rx.text("No keys yet.", color="gray", size="2"),
-            rx.table.root(
-                rx.table.header(
-                    rx.table.row(
-                        *(
-                            rx.table.column_header_cell(name)
-                            for name in ("Name", "Key", "Created", "Last used", "")
-                        )
-                    )
-                ),
-                rx.table.body(rx.foreach(KeysState.keys, key_item)),
-                width="100%",
-                variant="surface",
-            ),
+            data_table(("Name", "Key", "Created", "Last used", ""), KeysState.keys, key_item),
         ),
     )
 

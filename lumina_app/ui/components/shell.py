@@ -3,6 +3,8 @@ for admins), who is signed in, and what every such page needs on it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import reflex as rx
 
 from lumina_app.ui.components.heartbeat import heartbeat
@@ -139,4 +141,14 @@ def section(title: str, *children: rx.Component, **props) -> rx.Component:
         rx.vstack(rx.heading(title, size="4"), *children, spacing="3", width="100%"),
         width="100%",
         **props,
+    )
+
+
+def data_table(columns: tuple[str, ...], rows: rx.Var, row: Callable) -> rx.Component:
+    """A table of ``rows`` (a list var), one ``row(item)`` each, under ``columns``."""
+    return rx.table.root(
+        rx.table.header(rx.table.row(*(rx.table.column_header_cell(c) for c in columns))),
+        rx.table.body(rx.foreach(rows, row)),
+        width="100%",
+        variant="surface",
     )

@@ -42,8 +42,12 @@ class AdminState(AppState):
         if not result.get("ok"):
             self.error = str(result.get("error") or "The account was not created.")
             return
+        await self._done(result, "Created {name}.")
+
+    async def _done(self, result: dict, said: str) -> None:
+        """A request of the page succeeded: say so, show a generated password, reload."""
         name = str(result.get("username", ""))
-        self.message = f"Created {name}."
+        self.message = said.format(name=name)
         if result.get("temporary"):
             self.reveal_title = f"Temporary password for {name}"
             self.revealing = True
@@ -85,17 +89,11 @@ class AdminState(AppState):
 
     @rx.event
     async def reset_done(self, result: dict) -> None:
+        self.reset_for = ""
         if not result.get("ok"):
             self.error = str(result.get("error") or "The password was not reset.")
-            self.reset_for = ""
             return
-        name = str(result.get("username", ""))
-        self.reset_for = ""
-        self.message = f"New password set for {name}; their sessions ended."
-        if result.get("temporary"):
-            self.reveal_title = f"Temporary password for {name}"
-            self.revealing = True
-        await self._refresh()
+        await self._done(result, "New password set for {name}; their sessions ended.")
 
     @rx.event
     def close_reveal(self) -> None:
