@@ -39,6 +39,9 @@ async def login(body: Login, request: Request, services: ServicesDep) -> Respons
         signed = await services.signin.with_key(body.api_key, credentials)
     else:
         signed = await services.signin.with_password(body.username, body.password, credentials)
+    # The browser's previous session (another account, or a stale one) ends here, rather
+    # than living on unseen until it expires.
+    await services.signin.sign_out(credentials.session_token, credentials)
     user = signed.user
     out = SignedIn(
         owner=signed.session.owner,

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from lumina_app.domain.accounts import Role
+
 # Ids that can name a conversation besides a uuid: those an archive import keeps
 # (``conv-mn3112l3``). One path component, no leading dot; fullmatch, so no trailing "\n".
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
@@ -50,7 +52,7 @@ class Principal:
     @property
     def is_admin(self) -> bool:
         """An admin account, or the operator at the CLI."""
-        return self.via is Via.OPERATOR or (self.user_id is not None and self.role == "admin")
+        return self.via is Via.OPERATOR or (self.user_id is not None and self.role == Role.ADMIN)
 
 
 LOCAL_OWNER = ""

@@ -33,7 +33,7 @@ def other(services, host: str = "127.0.0.1") -> httpx.AsyncClient:
 
 
 async def test_a_password_sign_in_sets_the_session_cookie(site) -> None:
-    _services, client = site
+    services, client = site
     resp = await client.post("/api/v1/auth/login", json={"username": "Alice", "password": PASSWORD})
     assert resp.status_code == 200
     body = resp.json()
@@ -55,6 +55,12 @@ async def test_a_password_sign_in_sets_the_session_cookie(site) -> None:
         "via": "session",
         "mustChangePassword": False,
     }
+    first = client.cookies["lumina_session"]
+    await login(client, "bob")  # another account in the same browser: alice's session ends
+    assert (await client.get("/api/v1/me")).json()["username"] == "bob"
+    async with other(services) as thief:
+        thief.cookies.set("lumina_session", first)
+        error_of(await thief.get("/api/v1/me"), 401)
     assert (await client.post("/api/v1/auth/logout", json={})).status_code == 204
     error_of(await client.get("/api/v1/me"), 401)
 
