@@ -3,26 +3,28 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlalchemy.engine import make_url
 
 from lumina_app.archive.service import ImportReport
-from lumina_app.composition import Services, open_services
-from lumina_app.domain import ImportOutcome, LuminaError
+from lumina_app.cli_accounts import keys_app, users_app
+from lumina_app.cli_common import err, out
+from lumina_app.cli_common import run_with_services as _run
+from lumina_app.cli_common import settings_or_exit as _settings
+from lumina_app.composition import Services
+from lumina_app.domain import ImportOutcome
 from lumina_app.services.health import Health
-from lumina_app.settings import Settings, SettingsError, load_settings
+from lumina_app.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent  # the repo: alembic.ini, alembic/
 T = TypeVar("T")
@@ -34,8 +36,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+app.add_typer(users_app, name="users")
+app.add_typer(keys_app, name="keys")
 
 
 @app.callback()
@@ -44,40 +48,6 @@ def _setup() -> None:
 
 
 # -- plumbing ----------------------------------------------------------------------------
-
-
-def _settings() -> Settings:
-    """The settings, or the one-line reason they are bad (exit 2)."""
-    try:
-        return load_settings()
-    except SettingsError as exc:
-        err.print(str(exc), markup=False)
-        raise typer.Exit(2) from None
-
-
-def _run(work: Callable[[Services], Awaitable[T]], settings: Settings | None = None) -> T:
-    """Open services, run ``work``, close them; a Lumina error ends the command (exit 1)."""
-    settings = settings or _settings()
-
-    async def main() -> T:
-        async with _opened(settings) as services:
-            return await work(services)
-
-    try:
-        return asyncio.run(main())
-    except (LuminaError, OSError) as exc:  # unreachable database, unwritable --out, ...
-        err.print(f"error: {exc}", markup=False)
-        raise typer.Exit(1) from None
-
-
-@asynccontextmanager
-async def _opened(settings: Settings) -> AsyncIterator[Services]:
-    """Services without the start-up sweep (``sweep`` runs it on purpose)."""
-    services = await open_services(settings, recover=False)
-    try:
-        yield services
-    finally:
-        await services.close()
 
 
 @contextmanager
@@ -299,14 +269,23 @@ def check() -> None:
     cannot be reached.
     """
 
-    async def work(services: Services) -> tuple[Health, list[str], list[str], str | None]:
+    async def work(services: Services) -> tuple[Health, list[str], list[str], str | None, str]:
         agents = services.agents.list()
         good = [a.id for a in agents if a.available]
         bad = [f"{a.id} ({a.error})" for a in agents if not a.available]
-        return await services.health.check(), good, bad, services.auth.exposure_problem()
+        health = await services.health.check()
+        if health.database != "ok":  # accounts cannot be counted: the exit code says enough
+            return health, good, bad, None, "unknown (database unreachable)"
+        users = await services.auth.users_exist()
+        keys = bool(settings.api_key_map)
+        access = (
+            " and ".join(["user accounts"] * users + ["API keys"] * keys)
+            or "loopback only (no API keys, no user accounts)"
+        )
+        return health, good, bad, await services.auth.exposure_problem(), access
 
     settings = _settings()
-    health, agents, broken, exposure = _run(work, settings)
+    health, agents, broken, exposure, access = _run(work, settings)
     backend = make_url(settings.database_url).get_backend_name()
     hot = f"redis {_hide_password(settings.redis_url)}" if settings.redis_url else "in-process"
     out.print(f"database:    {backend} {_safe_url(settings)}: {health.database}", markup=False)
@@ -320,7 +299,6 @@ def check() -> None:
     out.print(f"agents:      {len(agents)} found: {', '.join(agents) or '-'}", markup=False)
     for item in broken:
         out.print(f"unavailable: {item}", markup=False)
-    access = "API keys" if settings.api_key_map else "loopback only (no API keys)"
     out.print(f"listening:   {settings.host} · access: {access}", markup=False)
     if exposure is not None:
         err.print(f"error: {exposure}", markup=False)

@@ -2,8 +2,8 @@
 services to the UI and the API, runs the background tasks, and closes it all at the end.
 
 The UI and the API use the public services (``agents``, ``conversations``, ``runs``,
-``health``, ``archive``); the other fields are the machinery behind them, there for the
-operator CLI and white-box tests.
+``health``, ``archive``, and for access ``auth``, ``signin``, ``accounts``, ``users``); the
+other fields are the machinery behind them, there for the operator CLI and white-box tests.
 """
 
 from __future__ import annotations
@@ -25,12 +25,17 @@ from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
 from lumina_app.memory import MemoryManager
+from lumina_app.services.accounts import AccountService
 from lumina_app.services.agents import AgentService
+from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
+from lumina_app.services.passwords import Passwords
 from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
+from lumina_app.services.signin import SignInService
+from lumina_app.services.users import UserAdminService
 from lumina_app.settings import Settings
 from lumina_app.storage.hot_window import HotWindow
 from lumina_app.storage.local.hot_window import LocalHotWindow
@@ -43,6 +48,9 @@ from lumina_app.storage.redis.run_events import RedisRunEventLog
 from lumina_app.storage.redis.run_locks import RedisRunLocks
 from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import RunLocks
+from lumina_app.storage.sql.api_keys import ApiKeyStore
+from lumina_app.storage.sql.audit import AuditStore
+from lumina_app.storage.sql.claims import ClaimStore
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
@@ -50,6 +58,7 @@ from lumina_app.storage.sql.idempotency import IdempotencyStore
 from lumina_app.storage.sql.prompts import PromptStore
 from lumina_app.storage.sql.runs import RunStore
 from lumina_app.storage.sql.sessions import SessionStore
+from lumina_app.storage.sql.users import UserStore
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +73,9 @@ class Services:
     health: HealthService
     search: SearchService
     auth: AuthService
+    signin: SignInService
+    accounts: AccountService
+    users: UserAdminService
     archive: ArchiveService
     idempotency: IdempotencyStore
     # the machinery behind them
@@ -164,6 +176,22 @@ def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
     )
 
 
+def _access(
+    settings: Settings, db: SQLDatabase
+) -> tuple[AuthService, SignInService, AccountService, UserAdminService]:
+    """Who may call (auth), signing in, one's own account, managing accounts."""
+    sessions, users, keys = SessionStore(db), UserStore(db), ApiKeyStore(db)
+    audit = AuditLog(AuditStore(db))
+    passwords = Passwords(min_length=settings.password_min_length)
+    auth = AuthService(settings, sessions, users, keys, audit)
+    return (
+        auth,
+        SignInService(settings, auth, users, sessions, passwords, audit),
+        AccountService(auth, users, sessions, keys, passwords, audit),
+        UserAdminService(auth, users, sessions, keys, passwords, audit, ClaimStore(db)),
+    )
+
+
 async def open_services(settings: Settings, *, recover: bool = True) -> Services:
     """Build every part; with ``recover``, close runs a crash left open."""
     db = SQLDatabase(create_engine(settings.async_database_url))
@@ -198,6 +226,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     if mirror is not None:
         mirror.attach()
     agents = AgentService(registry, settings)
+    auth, signin, accounts, users = _access(settings, db)
     services = Services(
         settings=settings,
         agents=agents,
@@ -205,7 +234,10 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         runs=RunService(chat, records, memory),
         health=HealthService(memory),
         search=SearchService(memory),
-        auth=AuthService(settings, SessionStore(db)),
+        auth=auth,
+        signin=signin,
+        accounts=accounts,
+        users=users,
         archive=archive,
         idempotency=IdempotencyStore(db),
         db=db,

@@ -23,7 +23,7 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
     process left ``streaming`` are closed as ``interrupted``.
     """
     services = await open_services(get_settings())
-    problem = services.auth.exposure_problem()
+    problem = await services.auth.exposure_problem()
     if problem is not None:
         await services.close()
         log.error("refusing to start: %s", problem)

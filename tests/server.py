@@ -107,6 +107,22 @@ class AppServer:
         self.stop()
         raise RuntimeError(f"server did not answer within {timeout}s:\n{self.tail()}")
 
+    def cli(self, *args: str, stdin: str | None = None) -> str:
+        """``python -m lumina_app …`` on this server's database and settings, as the
+        operator would run it beside the server; its standard output."""
+        done = subprocess.run(
+            [str(VENV_BIN / "python"), "-m", "lumina_app", *args],
+            input=stdin,
+            cwd=ROOT,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
     def tail(self, lines: int = 40) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

@@ -12,7 +12,7 @@ prompt versions, and what each run's context was made of.
 * lumina_run.context (the recipe a run's context was built from) and lumina_run.trimmed.
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-11-30
 """
 
@@ -24,7 +24,7 @@ from alembic import op
 from lumina_app.storage.sql.types import long_text_column_type, utc_datetime_column_type
 
 revision: str = "0007"
-down_revision: str | None = "0005"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -63,9 +63,7 @@ _MYSQL_FTS = ["ALTER TABLE lumina_message ADD FULLTEXT INDEX ix_lumina_message_f
 
 def upgrade() -> None:
     dialect = op.get_bind().dialect.name
-    for statement in {"sqlite": _SQLITE_FTS, "postgresql": _POSTGRES_FTS}.get(
-        dialect, _MYSQL_FTS
-    ):
+    for statement in {"sqlite": _SQLITE_FTS, "postgresql": _POSTGRES_FTS}.get(dialect, _MYSQL_FTS):
         op.execute(statement)
     op.create_table(
         "lumina_summary",

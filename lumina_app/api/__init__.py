@@ -6,6 +6,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from lumina_app.api import (
+    routes_account,
+    routes_admin,
     routes_agents,
     routes_auth,
     routes_export,
@@ -53,6 +55,8 @@ def create_api(settings: Settings | None = None) -> FastAPI:
         api.include_router(module.router, responses=errors)
     api.include_router(routes_auth.router, responses=error_responses(401, 403, 413, 422, 429))
     api.include_router(routes_auth.checked, responses=error_responses(401, 403))
+    for module in (routes_account, routes_admin):
+        api.include_router(module.router, responses=errors)
     api.include_router(routes_health.router, responses=error_responses(503))
     for path in ("/api/{_rest:path}", "/healthz"):  # last: only what nothing above serves
         api.add_api_route(path, unmatched, methods=list(ALL_METHODS), include_in_schema=False)

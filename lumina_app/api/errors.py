@@ -23,6 +23,7 @@ from lumina_app.domain import (
     StoreUnavailable,
     TooManyAttempts,
     TooManyStreams,
+    UsernameTaken,
 )
 
 _STATUS: list[tuple[type[LuminaError], int]] = [
@@ -33,6 +34,7 @@ _STATUS: list[tuple[type[LuminaError], int]] = [
     (ConversationBusy, 409),
     (AgentUnavailable, 409),
     (RequestInProgress, 409),
+    (UsernameTaken, 409),
     (InputTooLarge, 413),
     (InvalidInput, 422),
     (TooManyStreams, 429),

@@ -5,26 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, Field
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller, request_credentials
 from lumina_app.api.deps import ServicesDep
-from lumina_app.api.schemas import StrictBody
+from lumina_app.api.schemas_accounts import KeyLogin, Login, MeOut, SignedIn
 from lumina_app.domain.views import iso_us
 from lumina_app.services.auth import SESSION_COOKIE
 
 router = APIRouter(prefix="/api/v1", tags=["auth"])
 checked = APIRouter(prefix="/api/v1", tags=["auth"], route_class=AuthenticatedRoute)
-
-
-class Login(StrictBody):
-    api_key: str = Field(alias="apiKey", min_length=1, max_length=512)
-
-
-class SignedIn(BaseModel):
-    owner: str
-    via: str
-    expiresAt: str | None = None
 
 
 def _set_cookie(response: Response, request: Request, token: str, expires: datetime) -> None:
@@ -43,25 +32,42 @@ def _set_cookie(response: Response, request: Request, token: str, expires: datet
 
 @router.post("/auth/login", response_model=SignedIn)
 async def login(body: Login, request: Request, services: ServicesDep) -> Response:
-    """Sign this browser in with an API key: a session cookie for the key's owner."""
-    token, session = await services.auth.sign_in_with_key(
-        body.api_key, request_credentials(request)
+    """Sign this browser in, with a username and password or with a LUMINA_API_KEYS key:
+    a session cookie for that account (or the key's owner)."""
+    credentials = request_credentials(request)
+    if isinstance(body, KeyLogin):
+        signed = await services.signin.with_key(body.api_key, credentials)
+    else:
+        signed = await services.signin.with_password(body.username, body.password, credentials)
+    # The browser's previous session (another account, or a stale one) ends here, rather
+    # than living on unseen until it expires.
+    await services.signin.sign_out(credentials.session_token, credentials)
+    user = signed.user
+    out = SignedIn(
+        owner=signed.session.owner,
+        via="session",
+        username=user.username if user else "",
+        role=user.role.value if user else "",
+        mustChangePassword=user.must_change_password if user else False,
+        expiresAt=iso_us(signed.session.expires_at),
     )
-    out = SignedIn(owner=session.owner, via="session", expiresAt=iso_us(session.expires_at))
     response = Response(out.model_dump_json(), media_type="application/json")
-    _set_cookie(response, request, token, session.expires_at)
+    _set_cookie(response, request, signed.token, signed.session.expires_at)
     return response
 
 
 @router.post("/auth/logout", status_code=204)
 async def logout(request: Request, services: ServicesDep) -> Response:
     """End this browser's session on the server and drop its cookie."""
-    await services.auth.sign_out(request.cookies.get(SESSION_COOKIE))
+    await services.signin.sign_out(
+        request.cookies.get(SESSION_COOKIE), request_credentials(request)
+    )
     response = Response(status_code=204)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
     return response
 
 
-@checked.get("/me", response_model=SignedIn)
-async def me(caller: Caller) -> SignedIn:
-    return SignedIn(owner=caller.owner, via=caller.via.value)
+@checked.get("/me", response_model=MeOut)
+async def me(caller: Caller, services: ServicesDep) -> MeOut:
+    """Who the caller is: the owner of its data, its account (if any) and how it came in."""
+    return MeOut.of(await services.accounts.me(caller))

@@ -11,7 +11,6 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
-    StrictInt,
 )
 from pydantic_core import core_schema
 
@@ -96,7 +95,7 @@ class RenameConversation(StrictBody):
 
 
 class ForkConversation(StrictBody):
-    at_seq: StrictInt | None = Field(default=None, alias="atSeq", ge=1, le=MAX_SEQ)
+    at_seq: int | None = Field(default=None, alias="atSeq", ge=1, le=MAX_SEQ)
     title: Annotated[str | None, NoNul] = Field(default=None, max_length=255)
 
 

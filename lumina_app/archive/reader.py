@@ -281,8 +281,8 @@ def _forked_from(fields: _Fields) -> tuple[str | None, int | None]:
     if parent is None or not is_conversation_id(parent):
         raise item.fail("conversationId", f"must be a conversation id, got {_show(parent)}")
     at_seq = value.get("atSeq")
-    if isinstance(at_seq, bool) or not isinstance(at_seq, int) or not 1 <= at_seq <= MAX_COUNT:
-        raise item.fail("atSeq", f"must be a whole number from 1 to {MAX_COUNT}")
+    if isinstance(at_seq, bool) or not isinstance(at_seq, int) or not 0 <= at_seq <= MAX_COUNT:
+        raise item.fail("atSeq", f"must be a whole number from 0 to {MAX_COUNT}")
     return parent, at_seq
 
 

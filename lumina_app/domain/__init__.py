@@ -1,6 +1,21 @@
 """Pure types shared by every layer: no I/O, no framework imports."""
 
-from lumina_app.domain.access import LOCAL, Credentials, Principal, SignInSession, Via
+from lumina_app.domain.access import (
+    LOCAL,
+    OPERATOR,
+    Credentials,
+    Principal,
+    SignInSession,
+    Via,
+)
+from lumina_app.domain.accounts import (
+    ApiKeyInfo,
+    AuditEntry,
+    AuditEvent,
+    ClaimCounts,
+    Role,
+    User,
+)
 from lumina_app.domain.errors import (
     AccessDenied,
     AgentNotFound,
@@ -9,14 +24,18 @@ from lumina_app.domain.errors import (
     ConversationNotFound,
     InputTooLarge,
     InvalidInput,
+    KeyNotFound,
     LuminaError,
     NotAuthenticated,
     NotFound,
     RequestInProgress,
     RunNotFound,
+    SessionNotFound,
     StoreUnavailable,
     TooManyAttempts,
     TooManyStreams,
+    UsernameTaken,
+    UserNotFound,
 )
 from lumina_app.domain.events import (
     AnswerChunk,
@@ -53,10 +72,15 @@ from lumina_app.domain.types import (
 
 __all__ = [
     "LOCAL",
+    "OPERATOR",
     "AccessDenied",
     "AgentNotFound",
     "AgentUnavailable",
     "AnswerChunk",
+    "ApiKeyInfo",
+    "AuditEntry",
+    "AuditEvent",
+    "ClaimCounts",
     "ConversationBusy",
     "ConversationInfo",
     "ConversationNotFound",
@@ -67,6 +91,7 @@ __all__ = [
     "ImportOutcome",
     "InputTooLarge",
     "InvalidInput",
+    "KeyNotFound",
     "LLMEvent",
     "LuminaError",
     "MessageStatus",
@@ -77,6 +102,7 @@ __all__ = [
     "Principal",
     "ProviderError",
     "RequestInProgress",
+    "Role",
     "RunEvent",
     "RunFailed",
     "RunFinished",
@@ -85,6 +111,7 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "Scenario",
+    "SessionNotFound",
     "SessionStarted",
     "SignInSession",
     "StoreUnavailable",
@@ -97,6 +124,9 @@ __all__ = [
     "ToolCall",
     "ToolCallRequested",
     "Usage",
+    "User",
+    "UserNotFound",
+    "UsernameTaken",
     "Via",
     "new_turn_id",
     "utcnow",

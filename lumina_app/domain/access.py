@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from lumina_app.domain.accounts import Role
+
 # Ids that can name a conversation besides a uuid: those an archive import keeps
 # (``conv-mn3112l3``). One path component, no leading dot; fullmatch, so no trailing "\n".
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
@@ -30,18 +32,32 @@ class Via(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Principal:
+    """Who is calling. ``owner`` scopes the data; a user account adds ``user_id`` and
+    ``role``; ``session_id`` is the signed-in browser, ``address`` where the call came from
+    (for the audit log)."""
+
     owner: str
     via: Via
     name: str = ""
+    user_id: int | None = None
+    role: str = ""
+    session_id: int | None = None
+    address: str = ""
 
     @property
     def label(self) -> str:
         """For people: the owner, or what the local operator is called."""
         return self.name or self.owner or "local operator"
 
+    @property
+    def is_admin(self) -> bool:
+        """An admin account, or the operator at the CLI."""
+        return self.via is Via.OPERATOR or (self.user_id is not None and self.role == Role.ADMIN)
+
 
 LOCAL_OWNER = ""
 LOCAL = Principal(owner=LOCAL_OWNER, via=Via.LOOPBACK)
+OPERATOR = Principal(owner=LOCAL_OWNER, via=Via.OPERATOR, name="operator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +84,7 @@ class SignInSession:
     user_agent: str = ""
     client_ip: str = ""
     user_id: int | None = None
+    role: str = ""  # the user's role, for a session of a user account
 
 
 def is_safe_name(name: str, *, max_length: int = 128) -> bool:

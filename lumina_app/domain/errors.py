@@ -101,3 +101,31 @@ class TooManyStreams(LuminaError):
             f"at most {limit} streams may be open at once per caller; close one or retry later"
         )
         self.limit = limit
+
+
+class UsernameTaken(LuminaError):
+    """An account with that username already exists."""
+
+    code = "conflict"
+
+    def __init__(self, username: str) -> None:
+        super().__init__(f"the username {username!r} is taken")
+        self.username = username
+
+
+class UserNotFound(NotFound):
+    def __init__(self, username: str) -> None:
+        super().__init__(f"user {username!r} not found")
+        self.username = username
+
+
+class KeyNotFound(NotFound):
+    def __init__(self, key_id: int) -> None:
+        super().__init__(f"API key {key_id} not found")
+        self.key_id = key_id
+
+
+class SessionNotFound(NotFound):
+    def __init__(self, session_id: int) -> None:
+        super().__init__(f"session {session_id} not found")
+        self.session_id = session_id

@@ -1,49 +1,58 @@
 """Who is calling: the one place every way in (REST, the UI socket) turns credentials into a
-:class:`Principal`, and where browsers sign in and out (docs/SECURITY.md).
+:class:`Principal` (docs/SECURITY.md). Signing in and out is ``signin.py``.
 
-* **Open** (no API keys configured): the local operator's console. Loopback clients act as
-  the loopback owner (unless ``LUMINA_TRUST_LOOPBACK=false``); anyone else is refused.
-* **Closed** (keys configured): every caller proves who it is — a bearer key, or a browser
-  session signed in with a key. Loopback gets nothing for free.
+* **Open** (no API keys configured, no user accounts): the local operator's console.
+  Loopback clients act as the loopback owner (unless ``LUMINA_TRUST_LOOPBACK=false``);
+  anyone else is refused.
+* **Closed** (keys configured, or at least one account exists): every caller proves who it
+  is — a bearer key (``LUMINA_API_KEYS`` or a user's own), or a signed-in browser session.
+  Loopback gets nothing for free.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
+import logging
 import time
-from datetime import timedelta
-
-from limits import parse
-from limits.aio.storage import MemoryStorage
-from limits.aio.strategies import MovingWindowRateLimiter
+from dataclasses import replace
 
 from lumina_app.domain import (
     LOCAL,
     AccessDenied,
+    ApiKeyInfo,
+    AuditEvent,
     Credentials,
     NotAuthenticated,
     Principal,
     SignInSession,
-    TooManyAttempts,
+    StoreUnavailable,
+    User,
     Via,
     utcnow,
 )
+from lumina_app.services.api_keys import key_digest
+from lumina_app.services.audit import AuditLog
+from lumina_app.services.short_cache import ShortCache, Throttle
 from lumina_app.settings import Settings, is_loopback_name
+from lumina_app.storage.api_keys import ApiKeyRecords
 from lumina_app.storage.sessions import SessionRecords
+from lumina_app.storage.users import UserRecords
+
+log = logging.getLogger(__name__)
 
 SESSION_COOKIE = "lumina_session"
-_CACHE_SECONDS = 5.0  # a revoked session is noticed by other instances within this
-_TOUCH_SECONDS = 60.0  # last-seen is written at most this often per session
+_CACHE_SECONDS = 5.0  # a session or key revoked by another process is noticed within this
+_TOUCH_SECONDS = 60.0  # last-seen / last-used is written at most this often
+_USERS_SECONDS = 2.0  # an account created by another process switches the mode within this
 
 OPEN_REMOTE = (
     "This Lumina serves the machine it runs on only: it answers loopback clients until API "
-    "keys are configured (LUMINA_API_KEYS; see docs/SECURITY.md)."
+    "keys are configured (LUMINA_API_KEYS) or a user account exists (see docs/SECURITY.md)."
 )
 LOOPBACK_UNTRUSTED = (
-    "Loopback clients are not trusted here (LUMINA_TRUST_LOOPBACK=false) and no API keys are "
-    "configured, so nobody can sign in (see docs/SECURITY.md)."
+    "Loopback clients are not trusted here (LUMINA_TRUST_LOOPBACK=false) and neither API "
+    "keys nor user accounts exist, so nobody can sign in (see docs/SECURITY.md)."
 )
 
 
@@ -52,28 +61,65 @@ def token_hash(token: str) -> str:
 
 
 class AuthService:
-    def __init__(self, settings: Settings, sessions: SessionRecords) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        sessions: SessionRecords,
+        users: UserRecords,
+        keys: ApiKeyRecords,
+        audit: AuditLog,
+    ) -> None:
         self.settings = settings
         self.sessions = sessions
-        self._cache: dict[str, tuple[SignInSession, float]] = {}
-        self._touched: dict[int, float] = {}
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
-        self._attempts = parse(f"{settings.signin_attempts_per_minute}/minute")
+        self.users = users
+        self.keys = keys
+        self.audit = audit
+        self._sessions: ShortCache[SignInSession] = ShortCache(_CACHE_SECONDS)
+        self._keys: ShortCache[tuple[ApiKeyInfo, User]] = ShortCache(_CACHE_SECONDS)
+        self._touch = Throttle(_TOUCH_SECONDS)
+        self._key_use = Throttle(_TOUCH_SECONDS)  # one audit entry per key, address, minute
+        self._users_exist: bool | None = None
+        self._users_checked = 0.0
+        self._count_failed = False
 
-    @property
-    def closed(self) -> bool:
-        """Whether callers must prove who they are (API keys are configured)."""
-        return bool(self.settings.api_key_map)
+    # -- the mode ----------------------------------------------------------------------
 
-    def exposure_problem(self) -> str | None:
+    async def users_exist(self) -> bool:
+        """Whether any account exists (asked of the store at most every 2 s; while one
+        caller asks, the others go on with the last answer)."""
+        now = time.monotonic()
+        if self._users_exist is None or now - self._users_checked >= _USERS_SECONDS:
+            self._users_checked = now
+            try:
+                self._users_exist = await self.users.exists()
+                self._count_failed = False
+            except StoreUnavailable:
+                if self._users_exist is None:  # never known: no door opens on a guess
+                    self._users_checked = 0.0
+                    raise
+                if not self._count_failed:  # once per outage, not every 2 s
+                    log.warning("user accounts could not be counted; keeping the last answer")
+                self._count_failed = True
+        return self._users_exist
+
+    def user_created(self) -> None:
+        """This process created an account: users mode from now on, without waiting."""
+        self._users_exist = True
+
+    async def closed(self) -> bool:
+        """Whether callers must prove who they are (keys configured, or accounts exist)."""
+        return bool(self.settings.api_key_map) or await self.users_exist()
+
+    async def exposure_problem(self) -> str | None:
         """Why this process must not start as configured: serving other machines with
         nobody required to prove who they are, or a door nobody can pass."""
-        if self.closed:
+        if await self.closed():
             return None
         if not self.settings.host_is_loopback:
             return (
-                f"LUMINA_HOST={self.settings.host} serves other machines, but no API keys are "
-                "configured: anyone who can reach it would be the local operator. Set "
+                f"LUMINA_HOST={self.settings.host} serves other machines, but neither API keys "
+                "nor user accounts exist: anyone who can reach it would be the local operator. "
+                "Create an account (python -m lumina_app users add NAME --admin), set "
                 "LUMINA_API_KEYS, or keep the default 127.0.0.1 (docs/SECURITY.md)."
             )
         if not self.settings.trust_loopback:
@@ -83,105 +129,113 @@ class AuthService:
     def open_to(self, client_host: str | None) -> Principal | None:
         """In open mode: the loopback owner for a trusted loopback client."""
         if self.settings.trust_loopback and is_loopback_name(client_host):
-            return LOCAL
+            return replace(LOCAL, address=client_host or "")
         return None
+
+    # -- authentication ----------------------------------------------------------------
 
     async def authenticate(self, credentials: Credentials) -> Principal:
         """The caller, or NotAuthenticated (401) / AccessDenied (403) with the reason."""
-        if not self.closed:  # keys and cookies mean nothing until keys are configured
+        if not await self.closed():  # keys and cookies mean nothing in open mode
             principal = self.open_to(credentials.client_host)
             if principal is None:
                 trusted = self.settings.trust_loopback
                 raise AccessDenied(OPEN_REMOTE if trusted else LOOPBACK_UNTRUSTED)
             return principal
+        address = credentials.client_host or ""
         if credentials.authorization is not None:
-            return self._bearer(credentials.authorization)
+            return await self._bearer(credentials.authorization, address)
         if credentials.session_token:
             session = await self._session(credentials.session_token)
             if session is not None:
-                return Principal(owner=session.owner, via=Via.SESSION, name=session.owner)
+                return Principal(
+                    owner=session.owner,
+                    via=Via.SESSION,
+                    name=session.owner,
+                    user_id=session.user_id,
+                    role=session.role,
+                    session_id=session.id,
+                    address=address,
+                )
             raise NotAuthenticated("your session has ended: sign in again")
         raise NotAuthenticated("sign in, or send Authorization: Bearer <key>")
 
-    def _bearer(self, authorization: str) -> Principal:
+    async def _bearer(self, authorization: str, address: str) -> Principal:
         scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             raise NotAuthenticated("malformed Authorization header (expected: Bearer <key>)")
-        owner = self._key_owner(token.strip())
-        if owner is None:
+        owner = self.configured_key_owner(token)
+        if owner is not None:
+            await self._key_used(("configured", owner), owner, address, "a LUMINA_API_KEYS key")
+            return Principal(owner=owner, via=Via.API_KEY, name=owner, address=address)
+        found = await self._user_key(token)
+        if found is None:
             raise NotAuthenticated("invalid bearer key")
-        return Principal(owner=owner, via=Via.API_KEY, name=owner)
+        key, user = found
+        if self._touch.due(("key", key.id)):
+            await self.keys.touch(key.id)
+        await self._key_used(key.id, user.username, address, f"key {key.id} {key.prefix}…")
+        return Principal(
+            owner=user.username,
+            via=Via.API_KEY,
+            name=user.username,
+            user_id=user.id,
+            role=user.role.value,
+            address=address,
+        )
 
-    def _key_owner(self, key: str) -> str | None:
+    def configured_key_owner(self, key: str) -> str | None:
+        """The owner of a LUMINA_API_KEYS key, compared in constant time with every one."""
         owner = None
-        for known, key_owner in self.settings.api_key_map.items():  # every key: constant time
+        for known, key_owner in self.settings.api_key_map.items():
             if hmac.compare_digest(known.encode(), key.encode()):
                 owner = key_owner
         return owner
 
+    async def _user_key(self, key: str) -> tuple[ApiKeyInfo, User] | None:
+        digest = key_digest(key)
+        found = self._keys.get(digest)
+        if found is None:
+            found = await self.keys.find(digest)
+            if found is None:
+                return None
+            self._keys.put(digest, found)
+        return found
+
+    async def _key_used(self, key: object, username: str, address: str, detail: str) -> None:
+        if self._key_use.due((key, address)):
+            await self.audit.record(
+                AuditEvent.KEY_USED, username=username, address=address, detail=detail
+            )
+
     async def _session(self, token: str) -> SignInSession | None:
         digest = token_hash(token)
-        now = time.monotonic()
-        cached = self._cache.get(digest)
-        if cached is not None and cached[1] > now:
-            session = cached[0]
-        else:
+        session = self._sessions.get(digest)
+        if session is None:
             session = await self.sessions.find(digest)
             if session is None:
-                self._cache.pop(digest, None)
                 return None
-            if len(self._cache) > 10_000:
-                self._cache.clear()
-            self._cache[digest] = (session, now + _CACHE_SECONDS)
+            self._sessions.put(digest, session)
         if session.expires_at <= utcnow():
             return None
-        if now - self._touched.get(session.id, -_TOUCH_SECONDS) >= _TOUCH_SECONDS:
-            self._touched[session.id] = now
+        if self._touch.due(("session", session.id)):
             await self.sessions.touch(session.id)
         return session
 
-    # -- signing in and out ----------------------------------------------------------
+    # -- revocations of this process, applied at once -----------------------------------
 
-    async def sign_in_with_key(
-        self, key: str, credentials: Credentials
-    ) -> tuple[str, SignInSession]:
-        """A new browser session for a key's owner: ``(cookie token, session)``. Failures
-        are rate-limited per address (TooManyAttempts, 429)."""
-        if not self.closed:
-            raise AccessDenied("no API keys are configured: there is nothing to sign in to")
-        address = credentials.client_host or "unknown"
-        await self._check_attempts(address)
-        owner = self._key_owner(key.strip())
-        if owner is None:
-            await self._limiter.hit(self._attempts, "address", address)
-            raise NotAuthenticated("that key is not valid")
-        return await self._open_session(owner, "api-key", credentials)
+    def forget_token(self, token: str) -> None:
+        self._sessions.drop(token_hash(token))
 
-    async def sign_out(self, token: str | None) -> None:
-        if token:
-            digest = token_hash(token)
-            self._cache.pop(digest, None)
-            await self.sessions.revoke(digest)
+    def forget_sessions(self, session_ids: list[int]) -> None:
+        ended = set(session_ids)
+        self._sessions.drop_if(lambda session: session.id in ended)
 
-    async def _check_attempts(self, address: str) -> None:
-        if not await self._limiter.test(self._attempts, "address", address):
-            reset, _remaining = await self._limiter.get_window_stats(
-                self._attempts, "address", address
-            )
-            wait = max(1, int(reset - time.time()) + 1)
-            raise TooManyAttempts(f"too many failed sign-ins: try again in {wait} s", wait)
+    def forget_key(self, key_id: int) -> None:
+        self._keys.drop_if(lambda found: found[0].id == key_id)
 
-    async def _open_session(
-        self, owner: str, method: str, credentials: Credentials, user_id: int | None = None
-    ) -> tuple[str, SignInSession]:
-        token = secrets.token_urlsafe(32)
-        session = await self.sessions.create(
-            token_hash=token_hash(token),
-            owner=owner,
-            method=method,
-            expires_at=utcnow() + timedelta(hours=self.settings.session_ttl_hours),
-            user_agent=credentials.user_agent,
-            client_ip=credentials.client_host or "",
-            user_id=user_id,
-        )
-        return token, session
+    def forget_user(self, user_id: int) -> None:
+        """A disabled account: none of its sessions or keys is trusted from the cache."""
+        self._sessions.drop_if(lambda session: session.user_id == user_id)
+        self._keys.drop_if(lambda found: found[1].id == user_id)

@@ -94,17 +94,18 @@ class ConversationService:
         title: str | None = None,
     ) -> ConversationInfo:
         """A new conversation holding this one's messages up to ``at_seq`` (all of them
-        by default), to go on from there without touching the original. Editing a
-        message is a fork just before it plus the new text (``docs/API.md``)."""
+        by default, which makes a copy of even an empty one), to go on from there without
+        touching the original. Editing a message is a fork just before it plus the new
+        text (``docs/API.md``)."""
         source = await self.get(principal, conversation_id)
-        if source.last_seq == 0:
-            raise InvalidInput("an empty conversation has nothing to fork")
-        at = source.last_seq if at_seq is None else at_seq
-        if not 1 <= at <= source.last_seq:
-            raise InvalidInput(f"atSeq must be a seq of this conversation (1-{source.last_seq})")
+        if at_seq is None:
+            at_seq = source.last_seq
+        elif not 1 <= at_seq <= source.last_seq:
+            where = f"1-{source.last_seq}" if source.last_seq else "it has no messages yet"
+            raise InvalidInput(f"atSeq must be a seq of this conversation ({where})")
         if title is None:
             title = f"{source.title} (fork)" if source.title else ""
-        return await self.memory.fork(source, at, title=title[:255], owner=principal.owner)
+        return await self.memory.fork(source, at_seq, title=title[:255], owner=principal.owner)
 
     async def delete(
         self, principal: Principal, conversation_id: str, *, agent_id: str | None = None

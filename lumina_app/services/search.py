@@ -38,6 +38,8 @@ class SearchService:
     ) -> list[SearchHit]:
         conversation = await self.memory.find_visible(principal, conversation_id)
         words = _words(query)
+        if not words:
+            return []
         hits = await self.memory.search(
             words, owner=principal.owner, conversation=conversation, limit=limit
         )
@@ -47,6 +49,8 @@ class SearchService:
         self, principal: Principal, query: str, *, agent_id: str | None = None, limit: int = 20
     ) -> list[SearchHit]:
         words = _words(query)
+        if not words:
+            return []
         hits = await self.memory.search(
             words, owner=principal.owner, agent_id=agent_id, limit=limit
         )
@@ -54,12 +58,11 @@ class SearchService:
 
 
 def _words(query: str) -> list[str]:
+    """The words searched for; none (text of punctuation only) finds nothing, as a
+    search box would show it, rather than being an error."""
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"search text is limited to {MAX_QUERY_CHARS} characters")
-    words = terms(query)
-    if not words:
-        raise InvalidInput("search text needs at least one word (letters or digits)")
-    return words
+    return terms(query)
 
 
 def _hit(hit: MessageHit, words: Sequence[str]) -> SearchHit:

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components.account import account_page
+from lumina_app.ui.components.admin import admin_page
 from lumina_app.ui.components.context import context_dialog
 from lumina_app.ui.components.conversation import conversation_pane
+from lumina_app.ui.components.heartbeat import heartbeat
+from lumina_app.ui.components.keys import keys_page
 from lumina_app.ui.components.login import AUTH_SCRIPT, login_page
 from lumina_app.ui.components.sidebar import delete_dialog, drawer, rename_dialog, sidebar
-from lumina_app.ui.routes import CHAT, CHAT_NEW, HOME, LOGIN
+from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, CHAT_NEW, HOME, KEYS, LOGIN
+from lumina_app.ui.state.account import AccountState
+from lumina_app.ui.state.admin import AdminState
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
+from lumina_app.ui.state.keys import KeysState
 from lumina_app.ui.state.login import LoginState
 from lumina_app.ui.state.sidebar import SidebarState
 
@@ -56,6 +63,7 @@ def chat_page() -> rx.Component:
         context_dialog(),
         rx.script(LOAD_OLDER_ON_SCROLL),
         rx.script(AUTH_SCRIPT),
+        heartbeat(),
         spacing="0",
         width="100%",
         height="100dvh",
@@ -68,3 +76,6 @@ def add_pages(app: rx.App) -> None:
     app.add_page(chat_page, route=CHAT_NEW, title="Lumina", on_load=ON_LOAD)
     app.add_page(chat_page, route=CHAT, title="Lumina", on_load=ON_LOAD)
     app.add_page(login_page, route=LOGIN, title="Sign in · Lumina", on_load=LoginState.load)
+    app.add_page(account_page, route=ACCOUNT, title="Account · Lumina", on_load=AccountState.load)
+    app.add_page(keys_page, route=KEYS, title="API keys · Lumina", on_load=KeysState.load)
+    app.add_page(admin_page, route=ADMIN, title="Lumina", on_load=AdminState.load)

@@ -8,6 +8,9 @@ HOME = "/"
 CHAT_NEW = "/chat/[agent]"
 CHAT = "/chat/[agent]/[conversation]"
 LOGIN = "/login"
+ACCOUNT = "/account"
+KEYS = "/keys"
+ADMIN = "/admin"
 
 
 def chat_url(agent_id: str, conversation_id: str | None = None) -> str:

@@ -141,9 +141,7 @@ async def test_the_offline_demo_model_writes_an_extractive_summary(memory_servic
     assert "The user said: “I live in Lisbon. I like trams.”" in summary.text
 
 
-async def test_a_summary_that_fails_never_blocks_a_turn(
-    memory_services, fake_llm, caplog
-) -> None:
+async def test_a_summary_that_fails_never_blocks_a_turn(memory_services, fake_llm, caplog) -> None:
     services = memory_services
     services.chat.summaries.retry_after = 0.01
     conv = (await turn(services, "keeper", "one")).conversation_id

@@ -20,14 +20,17 @@ KEYS = "alice:ka,bob:kb"
 ALICE, BOB = bearer("ka"), bearer("kb")
 
 
-def routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
-    """One request per route of the API (the health and docs routes are open)."""
+def routes(
+    conv: str, run: str, session: str = "1", key: str = "1", user: str = "alice"
+) -> list[tuple[str, str, dict]]:
+    """One request per route of the API (the health, docs and sign-in routes are open)."""
     return [
         ("POST", "/api/v1/conversations", {"json": {"agentId": "demo"}}),
         ("GET", "/api/v1/conversations", {}),
         ("GET", f"/api/v1/conversations/{conv}", {}),
         ("PATCH", f"/api/v1/conversations/{conv}", {"json": {"title": "mine now"}}),
         ("DELETE", f"/api/v1/conversations/{conv}", {}),
+        ("POST", f"/api/v1/conversations/{conv}/fork", {"json": {"atSeq": 1}}),
         ("GET", f"/api/v1/conversations/{conv}/messages", {}),
         ("GET", f"/api/v1/conversations/{conv}/export", {}),
         ("POST", "/api/v1/agents/tester/execute/stream", {"params": {"task": "x"}}),
@@ -46,7 +49,24 @@ def routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
         ("GET", "/api/v1/me", {}),
         ("GET", f"/api/v1/conversations/{conv}/search", {"params": {"q": "x"}}),
         ("GET", "/api/v1/search", {"params": {"q": "x"}}),
+        ("GET", "/api/v1/account/sessions", {}),
+        ("DELETE", f"/api/v1/account/sessions/{session}", {}),
+        ("POST", "/api/v1/account/sessions/revoke-others", {}),
+        ("POST", "/api/v1/account/password", {"json": PASSWORD_CHANGE}),
+        ("GET", "/api/v1/keys", {}),
+        ("POST", "/api/v1/keys", {"json": {"name": "mine now"}}),
+        ("DELETE", f"/api/v1/keys/{key}", {}),
+        ("GET", "/api/v1/admin/users", {}),
+        ("POST", "/api/v1/admin/users", {"json": {"username": "mallory"}}),
+        ("GET", f"/api/v1/admin/users/{user}", {}),
+        ("POST", f"/api/v1/admin/users/{user}/disable", {}),
+        ("POST", f"/api/v1/admin/users/{user}/enable", {}),
+        ("POST", f"/api/v1/admin/users/{user}/password", {"json": {}}),
+        ("GET", "/api/v1/admin/audit", {}),
     ]
+
+
+PASSWORD_CHANGE = {"currentPassword": "not the password", "newPassword": "a brand new password"}
 
 
 def foreign_routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
@@ -70,10 +90,18 @@ async def test_the_route_table_covers_every_api_route(api) -> None:
         for method in ops
         if path != "/healthz" and not path.startswith("/api/v1/auth/")  # open: sign in/out
     }
-    listed = {
-        (m, p.replace("CONV", "{conversation_id}").replace("RUN", "{run_id}"))
-        for m, p, _ in routes("CONV", "RUN")
+    placeholders = {
+        "CONV": "{conversation_id}",
+        "RUN": "{run_id}",
+        "SESSION": "{session_id}",
+        "KEY": "{key_id}",
+        "USER": "{username}",
     }
+    listed = set()
+    for m, p, _ in routes("CONV", "RUN", "SESSION", "KEY", "USER"):
+        for placeholder, name in placeholders.items():
+            p = p.replace(placeholder, name)
+        listed.add((m, p))
     listed = {(m, p.replace("/tester/", "/{agent_id}/")) for m, p in listed}
     assert served == listed
 
@@ -98,7 +126,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 7
+    assert len(with_bodies) == 15
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 

@@ -88,7 +88,8 @@ async def test_fork_defaults_to_everything(api_on) -> None:
         ({"atSeq": 0}, "atSeq"),
         ({"atSeq": 7}, "atSeq must be a seq of this conversation (1-6)"),
         ({"atSeq": 2**31}, "atSeq"),
-        ({"atSeq": "2"}, "atSeq"),
+        ({"atSeq": "two"}, "atSeq"),
+        ({"atSeq": 2.5}, "atSeq"),
         ({"atSeq": 2, "extra": 1}, "extra"),
         ({"title": "x" * 256}, "title"),
         ({"title": "a\x00b"}, "title"),
@@ -104,10 +105,15 @@ async def test_bad_fork_points_are_422(api_on, body, problem) -> None:
     assert [c["uuid"] for c in listed] == [conv]
 
 
-async def test_an_empty_conversation_has_nothing_to_fork(api_on) -> None:
+async def test_an_empty_conversation_forks_into_an_empty_copy(api_on) -> None:
     conv = (await new_conversation(api_on, headers=ALICE))["uuid"]
-    error = error_of(await api_on.post(f"/api/v1/conversations/{conv}/fork", headers=ALICE), 422)
-    assert "nothing to fork" in error["message"]
+    resp = await api_on.post(f"/api/v1/conversations/{conv}/fork", json={"atSeq": 1}, headers=ALICE)
+    assert "atSeq must be a seq of this conversation (it has no messages yet)" in resp.text
+    forked = await fork(api_on, conv)
+    assert (forked["parentUuid"], forked["forkedAtSeq"], forked["messageCount"]) == (conv, 0, 0)
+    await say(api_on, "hello", forked["uuid"], headers=ALICE)
+    assert len(await messages(api_on, forked["uuid"], headers=ALICE)) == 2
+    assert await messages(api_on, conv, headers=ALICE) == []
 
 
 async def test_someone_elses_conversation_cannot_be_forked(api_on) -> None:

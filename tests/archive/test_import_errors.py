@@ -82,7 +82,7 @@ CASES = {
         "forkedFrom.'conversationId' must be a conversation id",
     ),
     "forkedFrom bad seq": (
-        {"forkedFrom": {"conversationId": "conv-a", "atSeq": 0}},
+        {"forkedFrom": {"conversationId": "conv-a", "atSeq": -1}},
         GOOD_HISTORY,
         "meta.json",
         "forkedFrom.'atSeq' must be a whole number",

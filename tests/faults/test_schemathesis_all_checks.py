@@ -8,10 +8,11 @@ with the path ids replaced by ones that exist. Stateful: 40 short sequences alon
 schemathesis infers (POST /conversations → GET/PATCH/DELETE → GET …, execute → runs), where
 ``use_after_free`` and ``ensure_resource_availability`` apply.
 
-Three rules the OpenAPI schema cannot state are kept out of "positive" data, each tested
+Five rules the OpenAPI schema cannot state are kept out of "positive" data, each tested
 elsewhere: a task over LUMINA_MAX_TASK_CHARS (a deployment setting) is a documented 413;
 ``after`` cursors are opaque (only an issued one is valid); an Idempotency-Key reused with
-another request is a 422; execute* needs the task in the query or the body.
+another request is a 422; execute* needs the task in the query or the body; a fork point
+must be a seq the conversation has.
 """
 
 from __future__ import annotations
@@ -96,6 +97,15 @@ def map_query(_context, query):
     return query
 
 
+def existing_fork_point(case: schemathesis.Case) -> None:
+    """A fork point must be a seq the conversation has (1..lastSeq, 422 otherwise: state
+    the schema cannot state; tested in tests/api/test_fork.py): a valid one is left out
+    (fork everything, which any conversation has); other values stay (negatives)."""
+    at_seq = case.body.get("atSeq") if isinstance(case.body, dict) else None
+    if case.path.endswith("/fork") and type(at_seq) is int and 1 <= at_seq < 2**31:
+        del case.body["atSeq"]
+
+
 def filter_case(_context, case):
     """execute* takes the task as a query parameter or in the JSON body: with neither it is
     a 422 ("task is required"), a rule across two locations that OpenAPI cannot state
@@ -155,6 +165,7 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 )
 def test_every_check_passes(case: schemathesis.Case, existing: Existing) -> None:
     fresh_idempotency_key(case)
+    existing_fork_point(case)
     case.call_and_validate(checks=ALL_CHECKS, timeout=10)
     generated = case.path_parameters or {}
     if not generated:
@@ -174,6 +185,7 @@ def test_stateful_links_pass_every_check(api_schema: schemathesis.BaseSchema) ->
     class Machine(api_schema.as_state_machine()):  # type: ignore[misc]
         def before_call(self, case: schemathesis.Case) -> None:
             fresh_idempotency_key(case)
+            existing_fork_point(case)
 
         def validate_response(self, response, case, additional_checks=None, **kwargs) -> None:
             case.validate_response(

@@ -25,7 +25,9 @@ ALLOWED: dict[str, set[str]] = {
     "composition": {"services", "agents", "archive", "memory", "storage"},
     "api": {"services", "composition", "granian_limits"},
     "ui": {"services", "composition"},
-    "cli": {"services", "composition", "archive"},
+    "cli": {"services", "composition", "archive", "cli_common", "cli_accounts"},
+    "cli_common": {"composition"},
+    "cli_accounts": {"services", "composition", "cli_common"},
     "lifespan": {"composition"},
     "lumina_app": {"api", "ui", "lifespan"},
     "__main__": {"cli"},
@@ -41,6 +43,10 @@ CONTRACTS = {
     "storage.run_records",
     "storage.sessions",
     "storage.prompts",
+    "storage.users",
+    "storage.api_keys",
+    "storage.audit",
+    "storage.claims",
 }
 
 

@@ -9,6 +9,7 @@ from alembic.migration import MigrationContext
 
 from lumina_app.storage.sql.models import idempotency as I
 from lumina_app.storage.sql.models import is_search_object, metadata
+from lumina_app.storage.sql.models import sessions as S
 from lumina_app.storage.sql.types import UTCDateTime
 from tests.conftest import Database, alembic_config
 
@@ -102,6 +103,46 @@ def test_0004_leases_claims_a_crash_left_and_keys_compare_exactly(database: Data
             "response",
             "created_at",
         }
+        command.upgrade(cfg, "head")
+    finally:
+        engine.dispose()
+
+
+def test_0006_adds_accounts_and_links_sessions_to_users(database: Database) -> None:
+    """Sessions signed in before accounts existed (user_id NULL) survive the new foreign
+    key both ways; downgrading removes the account tables and the key again."""
+    cfg = alembic_config(database.url)
+    command.downgrade(cfg, "0005")
+    assert not {"lumina_user", "lumina_api_key", "lumina_audit"} & _tables(database.url)
+    then = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    row = {
+        "token_hash": "h" * 64,
+        "owner": "alice",
+        "user_id": None,
+        "method": "api-key",
+        "created_at": then,
+        "expires_at": then,
+        "last_seen_at": then,
+        "user_agent": "ua",
+        "client_ip": "127.0.0.1",
+    }
+    engine = sa.create_engine(database.url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(S).values(row))
+        command.upgrade(cfg, "head")
+        assert {"lumina_user", "lumina_api_key", "lumina_audit"} <= _tables(database.url)
+        keys = sa.inspect(engine).get_foreign_keys("lumina_session")
+        assert [(k["referred_table"], k["constrained_columns"]) for k in keys] == [
+            ("lumina_user", ["user_id"])
+        ]
+        with engine.begin() as conn:
+            assert conn.execute(sa.select(S.c.owner, S.c.user_id)).all() == [("alice", None)]
+        command.downgrade(cfg, "0005")
+        assert sa.inspect(engine).get_foreign_keys("lumina_session") == []
+        with engine.begin() as conn:
+            assert conn.execute(sa.select(S.c.owner)).scalars().all() == ["alice"]
+            conn.execute(sa.delete(S))
         command.upgrade(cfg, "head")
     finally:
         engine.dispose()

@@ -190,7 +190,14 @@ class SessionRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
     owner: str = Field(sa_column=sa.Column(sa.String(128), nullable=False, index=True))
-    user_id: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, index=True))
+    user_id: int | None = Field(
+        default=None,
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey("lumina_user.id", ondelete="CASCADE", name="fk_lumina_session_user"),
+            index=True,
+        ),
+    )
     method: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
     expires_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
@@ -201,6 +208,71 @@ class SessionRow(SQLModel, table=True):
 
 
 sessions: sa.Table = SessionRow.__table__  # type: ignore[attr-defined]
+
+
+class UserRow(SQLModel, table=True):
+    """An account: the username is also the owner of its data. Only an Argon2 hash of the
+    password is kept; a disabled account keeps its data but cannot sign in."""
+
+    __tablename__ = "lumina_user"
+    __table_args__ = (_MYSQL_TABLE_ARGS,)
+
+    id: int | None = Field(default=None, primary_key=True)
+    username: str = Field(sa_column=sa.Column(_exact_text(64), nullable=False, unique=True))
+    password_hash: str = Field(sa_column=sa.Column(sa.String(255), nullable=False))
+    role: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    must_change_password: bool = Field(
+        default=False, sa_column=sa.Column(sa.Boolean, nullable=False)
+    )
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    password_changed_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    disabled_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+
+
+class ApiKeyRow(SQLModel, table=True):
+    """A user's API key: its SHA-256 and first characters, never the key."""
+
+    __tablename__ = "lumina_api_key"
+    __table_args__ = (_MYSQL_TABLE_ARGS,)
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey("lumina_user.id", ondelete="CASCADE", name="fk_lumina_api_key_user"),
+            nullable=False,
+            index=True,
+        )
+    )
+    name: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    prefix: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    key_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    last_used_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+    revoked_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+
+
+class AuditRow(SQLModel, table=True):
+    """The audit log: sign-ins and their failures, key use, account changes."""
+
+    __tablename__ = "lumina_audit"
+    __table_args__ = (
+        sa.Index("ix_lumina_audit_username", "username", "id"),
+        _MYSQL_TABLE_ARGS,
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False, index=True))
+    event: str = Field(sa_column=sa.Column(sa.String(32), nullable=False))
+    username: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False))
+    actor: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False))
+    client_ip: str = Field(default="", sa_column=sa.Column(sa.String(64), nullable=False))
+    detail: str = Field(default="", sa_column=sa.Column(sa.String(255), nullable=False))
+
+
+users: sa.Table = UserRow.__table__  # type: ignore[attr-defined]
+api_keys: sa.Table = ApiKeyRow.__table__  # type: ignore[attr-defined]
+audit: sa.Table = AuditRow.__table__  # type: ignore[attr-defined]
 
 
 # The full-text index lives outside the models (migration 0007: an FTS5 table and its

@@ -1,5 +1,6 @@
 """The sign-in page's state. Not under AppState: its events run before anyone is let in,
-and it holds nothing but what the page shows."""
+and it holds nothing but what the page shows (passwords and keys go from the page straight
+to the sign-in API, never through this state)."""
 
 from __future__ import annotations
 
@@ -11,22 +12,41 @@ from lumina_app.ui.access import socket_credentials
 
 
 class LoginState(rx.State):
-    can_sign_in: bool = False
+    with_password: bool = False  # user accounts exist
+    with_key: bool = False  # LUMINA_API_KEYS is set
+    use_key: bool = False  # both: the key form is the one shown
     reason: str = ""
     error: str = ""
 
     @rx.event
     async def load(self):
-        """Already let in: go on. Otherwise say why, and offer the sign-in if there is one."""
-        auth = current().auth
+        """Already let in: go on. Otherwise say why, and offer the ways to sign in."""
+        services = current()
         self.error = ""
         try:
-            await auth.authenticate(socket_credentials(self))
+            await services.auth.authenticate(socket_credentials(self))
         except (NotAuthenticated, AccessDenied) as exc:
-            self.can_sign_in = auth.closed
-            self.reason = str(exc) if not auth.closed else "Sign in with your API key."
+            options = await services.signin.options()
+            self.with_password, self.with_key = options.password, options.key
+            self.use_key = options.key and not options.password
+            if options.password:
+                self.reason = "Sign in with your username and password."
+            elif options.key:
+                self.reason = "Sign in with your API key."
+            else:
+                self.reason = str(exc)
             return None
         return rx.redirect(_next_page(self.router.url.query_parameters.get("next", "")))
+
+    @rx.event
+    def set_use_key(self, value: bool) -> None:
+        self.use_key = value and self.with_key
+        self.error = ""
+        self.reason = (
+            "Sign in with your API key."
+            if self.use_key
+            else "Sign in with your username and password."
+        )
 
     @rx.event
     def failed(self, message: str) -> None:

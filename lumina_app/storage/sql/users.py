@@ -1,0 +1,123 @@
+"""Accounts in SQL. Disabling one ends its sessions and revokes its keys in the same
+transaction, so no request that starts after it commits gets in with them."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from lumina_app.domain import Role, User, UsernameTaken, utcnow
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.models import api_keys as K
+from lumina_app.storage.sql.models import sessions as S
+from lumina_app.storage.sql.models import users as U
+
+_USER_COLUMNS = (
+    U.c.id,
+    U.c.username,
+    U.c.role,
+    U.c.created_at,
+    U.c.disabled_at,
+    U.c.must_change_password,
+)
+
+
+def user_of(row: sa.Row) -> User:
+    """A ``User`` from a row holding the columns of ``_USER_COLUMNS`` (joins label them)."""
+    return User(
+        id=row.id,
+        username=row.username,
+        role=Role(row.role),
+        created_at=row.created_at,
+        disabled_at=row.disabled_at,
+        must_change_password=bool(row.must_change_password),
+    )
+
+
+class UserStore:
+    def __init__(self, db: SQLDatabase) -> None:
+        self.db = db
+
+    async def create(
+        self, *, username: str, password_hash: str, role: Role, must_change_password: bool
+    ) -> User:
+        now = utcnow()
+        values = {
+            "username": username,
+            "password_hash": password_hash,
+            "role": role.value,
+            "must_change_password": must_change_password,
+            "created_at": now,
+            "password_changed_at": now,
+        }
+        try:
+            async with self.db.begin() as conn:
+                result = await conn.execute(sa.insert(U).values(values))
+        except IntegrityError:
+            raise UsernameTaken(username) from None
+        return User(
+            id=result.inserted_primary_key[0],
+            username=username,
+            role=role,
+            created_at=now,
+            must_change_password=must_change_password,
+        )
+
+    async def find(self, username: str) -> tuple[User, str] | None:
+        return await self._one(U.c.username == username)
+
+    async def get(self, user_id: int) -> tuple[User, str] | None:
+        return await self._one(U.c.id == user_id)
+
+    async def _one(self, where: sa.ColumnElement[bool]) -> tuple[User, str] | None:
+        query = sa.select(*_USER_COLUMNS, U.c.password_hash).where(where)
+        async with self.db.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return (user_of(row), row.password_hash) if row else None
+
+    async def list(self) -> list[User]:
+        async with self.db.connect() as conn:
+            rows = await conn.execute(sa.select(*_USER_COLUMNS).order_by(U.c.username))
+            return [user_of(row) for row in rows]
+
+    async def exists(self) -> bool:
+        async with self.db.connect() as conn:
+            return (await conn.execute(sa.select(U.c.id).limit(1))).first() is not None
+
+    async def set_password(
+        self, user_id: int, password_hash: str, *, must_change_password: bool
+    ) -> None:
+        async with self.db.begin() as conn:
+            await conn.execute(
+                sa.update(U)
+                .where(U.c.id == user_id)
+                .values(
+                    password_hash=password_hash,
+                    must_change_password=must_change_password,
+                    password_changed_at=utcnow(),
+                )
+            )
+
+    async def disable(self, user_id: int) -> tuple[int, int]:
+        now = utcnow()
+        async with self.db.begin() as conn:
+            await conn.execute(
+                sa.update(U)
+                .where(U.c.id == user_id, U.c.disabled_at.is_(None))
+                .values(disabled_at=now)
+            )
+            sessions = await conn.execute(
+                sa.update(S)
+                .where(S.c.user_id == user_id, S.c.revoked_at.is_(None))
+                .values(revoked_at=now)
+            )
+            keys = await conn.execute(
+                sa.update(K)
+                .where(K.c.user_id == user_id, K.c.revoked_at.is_(None))
+                .values(revoked_at=now)
+            )
+        return sessions.rowcount, keys.rowcount
+
+    async def enable(self, user_id: int) -> None:
+        async with self.db.begin() as conn:
+            await conn.execute(sa.update(U).where(U.c.id == user_id).values(disabled_at=None))

@@ -1,0 +1,124 @@
+"""The account page (/account): change the password, see and end signed-in sessions."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from lumina_app.ui.account_views import SessionRow
+from lumina_app.ui.components.shell import data_table, no_account, notice, section, shell
+from lumina_app.ui.routes import ACCOUNT
+from lumina_app.ui.state.account import AccountState
+from lumina_app.ui.state.base import AppState
+
+CHANGE_PASSWORD = rx.call_script("luminaChangePassword()", callback=AccountState.password_done)
+
+
+def password_field(id_: str, label: str, complete: str) -> rx.Component:
+    return rx.vstack(
+        rx.text(label, size="2", weight="medium", as_="label", html_for=id_),
+        rx.input(
+            id=id_,
+            type="password",
+            auto_complete=complete,
+            required=True,
+            width="100%",
+            custom_attrs={"data-testid": id_},
+        ),
+        spacing="1",
+        width="100%",
+    )
+
+
+def password_form() -> rx.Component:
+    return section(
+        "Password",
+        rx.cond(
+            AccountState.must_change_password,
+            rx.callout(
+                "Your password was set by an administrator: choose your own now.",
+                icon="key-round",
+                color_scheme="amber",
+                size="1",
+                custom_attrs={"data-testid": "must-change"},
+            ),
+        ),
+        rx.form(
+            rx.vstack(
+                password_field("current-password", "Current password", "current-password"),
+                password_field("new-password", "New password", "new-password"),
+                password_field("new-password-again", "New password, again", "new-password"),
+                rx.text(
+                    "At least ",
+                    AccountState.min_length,
+                    " characters. Changing it signs out your other browsers.",
+                    size="1",
+                    color="gray",
+                ),
+                rx.button(
+                    "Change password",
+                    type="submit",
+                    custom_attrs={"data-testid": "change-password"},
+                ),
+                width="100%",
+                max_width="24em",
+            ),
+            on_submit=CHANGE_PASSWORD,
+            reset_on_submit=False,
+        ),
+    )
+
+
+def session_item(row: SessionRow) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(rx.tooltip(rx.text(row["browser"]), content=row["agent"])),
+        rx.table.cell(row["address"]),
+        rx.table.cell(rx.moment(row["created"], from_now=True)),
+        rx.table.cell(rx.moment(row["seen"], from_now=True)),
+        rx.table.cell(
+            rx.cond(
+                row["current"],
+                rx.badge("This browser", color_scheme="green"),
+                rx.button(
+                    "Sign out",
+                    size="1",
+                    variant="soft",
+                    color_scheme="red",
+                    on_click=AccountState.revoke(row["id"]),
+                    custom_attrs={"data-testid": "revoke-session"},
+                ),
+            )
+        ),
+        custom_attrs={"data-testid": "session-row"},
+    )
+
+
+def sessions() -> rx.Component:
+    return section(
+        "Signed-in browsers",
+        data_table(
+            ("Browser", "Address", "Signed in", "Last seen", ""),
+            AccountState.sessions,
+            session_item,
+        ),
+        rx.button(
+            "Sign out all other browsers",
+            variant="soft",
+            color_scheme="red",
+            on_click=AccountState.revoke_others,
+            disabled=AccountState.sessions.length() < 2,
+            custom_attrs={"data-testid": "revoke-others"},
+        ),
+    )
+
+
+def account_page() -> rx.Component:
+    return shell(
+        ACCOUNT,
+        "Account",
+        notice(AccountState.message, AccountState.error),
+        rx.cond(
+            AppState.has_account,
+            rx.fragment(password_form(), sessions()),
+            no_account("Passwords and sessions"),
+        ),
+    )
