@@ -1,9 +1,10 @@
 """The one place bench/ reaches into the app. When the app's names move, fix them here.
 
 What the benchmarks use: the memory tier as the app builds it, a chat turn's writes made
-exactly as a run makes them, the running services (chat engine, providers, run events) and
-bulk seeding of stored conversations. bench/api.py, ui.py and cluster.py otherwise drive a
-real server over HTTP or a browser.
+exactly as a run makes them, the running services (chat engine, providers, run events),
+bulk seeding of stored conversations, and the tool machinery (built-ins, an MCP server as
+a run reaches it, the runner). bench/api.py, ui.py and cluster.py otherwise drive a real
+server over HTTP or a browser.
 """
 
 from __future__ import annotations
@@ -21,6 +22,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from lumina_app.agents.tools.builtin import builtin_tool as builtin_tool
+from lumina_app.agents.tools.config import McpServerConfig as McpServerConfig
+from lumina_app.agents.tools.mcp import McpServer as McpServer
+from lumina_app.agents.tools.runner import ToolRunner as ToolRunner
+from lumina_app.agents.tools.spec import Tool as Tool
+from lumina_app.agents.tools.spec import Toolbox as Toolbox
+from lumina_app.agents.tools.spec import ToolContext as ToolContext
 from lumina_app.archive import format as archive_files
 from lumina_app.archive.service import ArchiveService
 from lumina_app.composition import Services, open_services
@@ -41,6 +49,7 @@ from lumina_app.domain import (
 from lumina_app.domain import EventType as EventType
 from lumina_app.domain import Finish as Finish
 from lumina_app.domain import TextDelta as TextDelta
+from lumina_app.domain import ToolCall as ToolCall
 from lumina_app.domain import Usage as Usage
 from lumina_app.memory import MemoryManager
 from lumina_app.settings import load_settings
@@ -234,7 +243,6 @@ async def finish(memory: MemoryManager, turn: Turn, answer: str) -> None:
         turn.conversation,
         turn.assistant,
         conversation_status=ConversationStatus.COMPLETED,
-        tool_calls=0,
         run=turn.record,
     )
     assert written, "the final write was fenced off"
@@ -264,10 +272,18 @@ class App:
         self._flush = (self.settings.flush_chars, self.settings.flush_interval_ms)
 
     @classmethod
-    async def open(cls, sync_url: str, data_dir: Path, redis_url: str | None) -> App:
-        folder = data_dir / "agents" / AGENT
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "config.json").write_text(json.dumps({"name": "Bench"}), encoding="utf-8")
+    async def open(
+        cls,
+        sync_url: str,
+        data_dir: Path,
+        redis_url: str | None,
+        agents: dict[str, dict[str, Any]] | None = None,
+    ) -> App:
+        """With the agent ``bench`` and any ``agents`` (id: config.json) besides."""
+        for agent_id, config in {AGENT: {"name": "Bench"}, **(agents or {})}.items():
+            folder = data_dir / "agents" / agent_id
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
         settings = load_settings(
             database_url=sync_url,
             data_dir=data_dir,
@@ -289,11 +305,16 @@ class App:
     def engines(self) -> list[sa.Engine]:
         return self.services.db.engines
 
-    def stream(self, message: str, conversation: str | None) -> AsyncIterator[RunEvent]:
+    def stream(
+        self, message: str, conversation: str | None, agent: str = AGENT
+    ) -> AsyncIterator[RunEvent]:
         """``execute_stream``: accept a message, then follow its run's events."""
         return self.services.runs.stream(
-            LOCAL, agent_id=AGENT, message=message, conversation_id=conversation
+            LOCAL, agent_id=agent, message=message, conversation_id=conversation
         )
+
+    async def tool_calls(self, conversation: str) -> int:
+        return (await self.memory.get_conversation(conversation)).tool_call_count
 
     async def settle(self, conversation: str | None) -> None:
         """Wait until the conversation's run (if any) has fully finished."""

@@ -68,7 +68,9 @@ class InstantProvider:
     name: str = "instant"
     model: str = "instant"
 
-    async def stream(self, messages: Sequence[object]) -> AsyncIterator[object]:
+    async def stream(
+        self, messages: Sequence[object], tools: Sequence[object] = ()
+    ) -> AsyncIterator[object]:
         for _ in range(self.events):
             yield TextDelta(DELTA)
             await asyncio.sleep(0)

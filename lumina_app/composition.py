@@ -20,6 +20,7 @@ from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
 from lumina_app.agents.sessions import SessionPool
 from lumina_app.agents.summaries import SummaryKeeper
+from lumina_app.agents.tools.catalog import ToolCatalog
 from lumina_app.archive.limits import ImportLimits
 from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
@@ -85,6 +86,7 @@ class Services:
     providers: ProviderFactory
     chat: ChatEngine
     events: RunEventLog
+    tools: ToolCatalog
     mirror: ArchiveMirror | None = None
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
@@ -124,6 +126,7 @@ class Services:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.chat.shutdown()
         await self.chat.summaries.close()
+        await self.tools.close()  # MCP servers stop after the runs that used them
         if self.mirror is not None:
             await self.mirror.close()
         await self.providers.close()
@@ -207,6 +210,10 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     events = _run_events(settings, hot)
     records = RunStore(db)
     summaries = SummaryKeeper(memory, providers, window=settings.context_window)
+    tools = ToolCatalog(
+        start_timeout=settings.mcp_start_timeout_seconds,
+        retry_seconds=settings.mcp_retry_seconds,
+    )
     chat = ChatEngine(
         settings=settings,
         memory=memory,
@@ -220,12 +227,13 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         locks=_run_locks(settings, hot),
         prompts=PromptVersions(PromptStore(db)),
         summaries=summaries,
+        tools=tools,
     )
     archive = ArchiveService(memory, settings.data_dir, limits=ImportLimits.from_settings(settings))
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
     if mirror is not None:
         mirror.attach()
-    agents = AgentService(registry, settings)
+    agents = AgentService(registry, settings, tools)
     auth, signin, accounts, users = _access(settings, db)
     services = Services(
         settings=settings,
@@ -246,6 +254,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         providers=providers,
         chat=chat,
         events=events,
+        tools=tools,
         mirror=mirror,
     )
     if recover:

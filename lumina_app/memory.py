@@ -181,28 +181,63 @@ class MemoryManager:
         assistant: Msg,
         *,
         conversation_status: ConversationStatus,
-        tool_calls: int = 0,
+        results: Sequence[Msg] = (),
         run: RunRecord | None = None,
     ) -> bool:
         """Settle the answer's final text and status (and the run) in SQL, then window it.
 
+        ``results`` are the TOOL rows of calls the answer asked for that the run ends
+        without going further on (a stop during the calls, the step limit): stored after
+        it in the same transaction, so a call never stays without its results.
         False if the answer had already been closed by someone else (fenced off): then
         nothing is written.
         """
-        written = await self.cold.update_message(
-            assistant.id,
-            content=assistant.content,
-            status=assistant.status,
-            meta=assistant.meta,
-            conversation_id=conversation.id,
-            conversation_status=conversation_status,
-            tool_calls=tool_calls,
-            run=run,
-            only_streaming=True,
+        if results:
+            written = await self.cold.settle_with_rows(
+                conversation.id,
+                assistant,
+                results,
+                conversation_status=conversation_status,
+                run=run,
+            )
+        else:
+            written = await self.cold.update_message(
+                assistant.id,
+                content=assistant.content,
+                status=assistant.status,
+                meta=assistant.meta,
+                conversation_id=conversation.id,
+                conversation_status=conversation_status,
+                run=run,
+                only_streaming=True,
+            )
+        if written:
+            await self._window(conversation, [assistant, *results])
+            await self._finalised(conversation, [assistant, *results])
+        return written
+
+    async def finish_step(
+        self,
+        conversation: ConversationInfo,
+        assistant: Msg,
+        results: Sequence[Msg],
+        next_answer: Msg,
+        *,
+        run: RunRecord,
+    ) -> bool:
+        """A tool step ends, in one transaction: the answer that asked for tools settles,
+        its TOOL rows follow it, and the next answer row opens ``streaming`` (the run's
+        record points at it). The settled rows — consecutive seqs — join the window.
+
+        False (nothing written) if the answer had been closed by someone else.
+        """
+        next_answer.status = MessageStatus.STREAMING
+        written = await self.cold.settle_with_rows(
+            conversation.id, assistant, [*results, next_answer], run=run
         )
         if written:
-            await self._window(conversation, [assistant])
-            await self._finalised(conversation, [assistant])
+            await self._window(conversation, [assistant, *results])
+            await self._finalised(conversation, [assistant, *results])
         return written
 
     # -- reads ---------------------------------------------------------------------

@@ -60,6 +60,8 @@ class Settings(BaseSettings):
     sse_keepalive_seconds: float = Field(15.0, gt=0)
     sse_send_timeout_seconds: float = Field(30.0, gt=0)
     archive_mirror: bool = False
+    mcp_start_timeout_seconds: float = Field(20.0, gt=0)  # an MCP server's start-up
+    mcp_retry_seconds: float = Field(30.0, ge=0)  # before starting a failed server again
 
     # -- the trust boundary (docs/SECURITY.md) ------------------------------------------
     host: str = "127.0.0.1"

@@ -1,7 +1,11 @@
 """A small OpenAI-compatible chat-completions server for tests, on 127.0.0.1.
 
 It records every request body and streams a scripted answer; it can also fail with a
-given status and message, or stream slowly (for stop and disconnect tests).
+given status and message, or stream slowly (for stop and disconnect tests). Scripted
+``replies`` (one per request, then the default answer) may call tools, streamed the way
+the OpenAI API does: id and name in a call's first delta, its arguments split over
+several deltas, several calls (different indexes) interleaved, ``finish_reason``
+``tool_calls``.
 """
 
 from __future__ import annotations
@@ -14,12 +18,32 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 @dataclass
+class Call:
+    """A tool call the fake model makes."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass
+class Reply:
+    """One scripted answer: text chunks and/or tool calls."""
+
+    chunks: list[str] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    error_status: int | None = None  # fail this request with the script's error message
+
+
+@dataclass
 class Script:
     chunks: list[str] = field(default_factory=lambda: ["Hello", " from", " the", " fake", " LLM."])
     delay: float = 0.0
     error_status: int | None = None
     error_message: str = "model overloaded"
     reasoning: list[str] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)  # consumed one per request
+    always: Reply | None = None  # answered to every request once ``replies`` ran out
 
 
 class FakeLLM:
@@ -59,11 +83,13 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append(body)
                 script = fake.script
-                if script.error_status:
+                reply = script.replies.pop(0) if script.replies else script.always
+                status = reply.error_status if reply is not None else None
+                if status or script.error_status:
                     payload = json.dumps(
                         {"error": {"message": script.error_message, "type": "x"}}
                     ).encode()
-                    self.send_response(script.error_status)
+                    self.send_response(status or script.error_status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
@@ -73,17 +99,24 @@ class FakeLLM:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
                 self.end_headers()
+                chunks = script.chunks if reply is None else reply.chunks
+                calls = [] if reply is None else reply.calls
+                if reply is not None and reply is script.always:  # fresh ids every time
+                    n = len(fake.requests)
+                    calls = [Call(f"{c.id}_{n}", c.name, c.arguments) for c in calls]
                 try:
                     for text in script.reasoning:
                         self._chunk({"reasoning_content": text})
-                    for text in script.chunks:
+                    for text in chunks:
                         if script.delay:
                             time.sleep(script.delay)
                         self._chunk({"content": text})
-                    self._chunk({}, finish="stop")
+                    for delta in _call_deltas(calls):
+                        self._chunk({"tool_calls": [delta]})
+                    self._chunk({}, finish="tool_calls" if calls else "stop")
                     usage = {
                         "prompt_tokens": 11,
-                        "completion_tokens": len(script.chunks),
+                        "completion_tokens": len(chunks),
                         "total_tokens": 0,
                     }
                     self._send(
@@ -117,3 +150,25 @@ class FakeLLM:
                 self.wfile.flush()
 
         return Handler
+
+
+def _call_deltas(calls: list[Call]) -> list[dict]:
+    """Tool-call deltas as OpenAI streams them: each call's id, type and name first (with
+    empty arguments), then its arguments in pieces, the calls' pieces interleaved."""
+    deltas = [
+        {
+            "index": i,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        for i, call in enumerate(calls)
+    ]
+    pieces = [[c.arguments[j : j + 7] for j in range(0, len(c.arguments), 7)] for c in calls]
+    for round_ in range(max((len(p) for p in pieces), default=0)):
+        deltas.extend(
+            {"index": i, "function": {"arguments": p[round_]}}
+            for i, p in enumerate(pieces)
+            if round_ < len(p)
+        )
+    return deltas

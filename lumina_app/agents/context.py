@@ -9,13 +9,15 @@ from what it was made of (GET /api/v1/runs/{id}/context) and come out the same.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lumina_app.domain import Msg, MsgRole, Summary
 from lumina_app.domain.tokens import estimate_messages
 
-ChatMessage = dict[str, str]
+ChatMessage = dict[str, Any]
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 
 
@@ -35,15 +37,73 @@ class BuiltContext:
 
 
 def usable_history(history: Sequence[Msg], window: int) -> list[Msg]:
-    """The last ``window`` messages, never starting on an assistant or tool message.
+    """The last ``window`` messages, never starting on an assistant or tool message, and
+    never a tool call without its results (see :func:`whole_exchanges`).
 
     Answers cut short (interrupted, stopped, failed) stay in as far as they got; an answer
-    that got nowhere carries no text and is left out.
+    that got nowhere (no text, no tool calls) is left out.
     """
-    kept = [m for m in history if m.content and m.role is not MsgRole.TOOL][-window:]
-    while kept and kept[0].role in (MsgRole.ASSISTANT, MsgRole.TOOL):
-        kept.pop(0)
+    return whole_exchanges([m for m in history if _usable(m)][-window:])
+
+
+def whole_exchanges(msgs: Sequence[Msg]) -> list[Msg]:
+    """``msgs`` from the first user message on, every tool call kept only together with
+    all its results, and a result only with its call.
+
+    The one place where the pairing is protected: every cut of a history (the window, a
+    rebuild, a resume, a token budget) goes through here. A call whose results are not all
+    there (only possible in data from elsewhere, such as an imported archive) loses its
+    calls but keeps its text; results whose call is gone are left out.
+    """
+    start = next((i for i, m in enumerate(msgs) if m.role is MsgRole.USER), len(msgs))
+    kept: list[Msg] = []
+    i = start
+    while i < len(msgs):
+        msg = msgs[i]
+        i += 1
+        if msg.role is MsgRole.TOOL:
+            continue  # its call is not before it
+        calls = msg.tool_calls
+        if not calls:
+            kept.append(msg)
+            continue
+        results = []
+        while i < len(msgs) and msgs[i].role is MsgRole.TOOL:
+            results.append(msgs[i])
+            i += 1
+        if {c.get("id") for c in calls} == {r.tool_call_id for r in results}:
+            kept += [msg, *results]
+        elif msg.content:
+            meta = {k: v for k, v in msg.meta.items() if k != "toolCalls"}
+            kept.append(dataclasses.replace(msg, meta=meta))
     return kept
+
+
+def _usable(msg: Msg) -> bool:
+    if msg.role is MsgRole.TOOL:
+        return True  # an empty result is still the answer to its call
+    return bool(msg.content or msg.tool_calls)
+
+
+def chat_message(msg: Msg) -> ChatMessage:
+    """A stored message in the chat-completions shape (``tool_calls``, ``tool_call_id``)."""
+    if msg.role is MsgRole.TOOL:
+        return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": msg.content}
+    calls = msg.tool_calls
+    if calls:
+        return {
+            "role": "assistant",
+            "content": msg.content or None,
+            "tool_calls": [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for c in calls
+            ],
+        }
+    return {"role": msg.role.chat_role, "content": msg.content}
 
 
 def render(
@@ -55,7 +115,7 @@ def render(
         messages.append({"role": "system", "content": system_prompt})
     if summary is not None and summary.text:
         messages.append({"role": "system", "content": SUMMARY_PREFIX + summary.text})
-    messages.extend({"role": m.role.chat_role, "content": m.content} for m in history)
+    messages.extend(chat_message(m) for m in history)
     messages.append({"role": "user", "content": user_input})
     return messages
 

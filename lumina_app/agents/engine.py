@@ -24,6 +24,7 @@ from lumina_app.agents.registry import AgentDefinition, AgentRegistry
 from lumina_app.agents.run_driver import ActiveRun, RunDriver
 from lumina_app.agents.sessions import SessionPool
 from lumina_app.agents.summaries import SummaryKeeper
+from lumina_app.agents.tools.catalog import ToolCatalog
 from lumina_app.agents.turns import TurnPreparer, session_started
 from lumina_app.domain import (
     LOCAL,
@@ -63,9 +64,11 @@ class ChatEngine:
         locks: RunLocks,
         prompts: PromptVersions,
         summaries: SummaryKeeper,
+        tools: ToolCatalog,
     ) -> None:
         self.settings = settings
         self.locks = locks
+        self.tools = tools
         self.memory = memory
         self.runs = runs
         self.registry = registry
@@ -90,6 +93,7 @@ class ChatEngine:
             sessions=sessions,
             events=events,
             locks=self.locks,
+            tools=tools,
             on_end=self._forget_run,
         )
         memory.on_delete(self._forget_conversation)

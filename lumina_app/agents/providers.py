@@ -10,11 +10,12 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import openai
 
 from lumina_app.agents.context import ChatMessage
+from lumina_app.agents.demo_tools import demo_tool_answer, demo_tool_calls
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.domain import (
     Finish,
@@ -27,12 +28,16 @@ from lumina_app.domain import (
 )
 from lumina_app.settings import Settings
 
+Tools = Sequence[dict[str, Any]]  # OpenAI ``tools`` entries
+
 
 class Provider(Protocol):
     name: str
     model: str
 
-    def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[LLMEvent]: ...
+    def stream(
+        self, messages: Sequence[ChatMessage], tools: Tools = ()
+    ) -> AsyncIterator[LLMEvent]: ...
 
 
 # -- demo ---------------------------------------------------------------------------------
@@ -45,11 +50,33 @@ def _quote(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _last_user(messages: Sequence[ChatMessage]) -> int:
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), 0)
+
+
 def demo_answer(agent_name: str, messages: Sequence[ChatMessage]) -> str:
-    """A reply that shows what context the model received, so memory is visible offline."""
-    history = [m for m in messages[:-1] if m["role"] != "system"]
+    """A reply that shows what context the model received, so memory is visible offline;
+    after tool calls, what the tools said."""
+    last = _last_user(messages)
+    user_input = messages[last]["content"] if messages else ""
+    if messages and messages[-1]["role"] == "tool":
+        lines = [demo_tool_answer(agent_name, messages)]
+    else:
+        lines = _context_lines(agent_name, messages, last)
+    if "/markdown" in user_input:
+        lines.append(
+            "\nHere is some Markdown:\n\n| model | offline |\n|---|---|\n| demo | yes |\n\n"
+            "```python\ndef hello(name: str) -> str:\n    return f'你好, {name} 👋'\n```"
+        )
+    if "/long" in user_input:
+        lines.append(" ".join(f"word{i}" for i in range(400)))
+    return " ".join(lines)
+
+
+def _context_lines(agent_name: str, messages: Sequence[ChatMessage], last: int) -> list[str]:
+    history = [m for m in messages[:last] if m["role"] != "system"]
     has_system = bool(messages) and messages[0]["role"] == "system"
-    user_input = messages[-1]["content"] if messages else ""
+    user_input = messages[last]["content"] if messages else ""
     earlier_user = [m["content"] for m in history if m["role"] == "user"]
     lines = [f"**{agent_name}** here (offline demo model)."]
     if not history:
@@ -66,14 +93,7 @@ def demo_answer(agent_name: str, messages: Sequence[ChatMessage]) -> str:
     lines.append(f"You said: “{_quote(user_input, 200)}”.")
     if has_system:
         lines.append("(My system prompt is loaded.)")
-    if "/markdown" in user_input:
-        lines.append(
-            "\nHere is some Markdown:\n\n| model | offline |\n|---|---|\n| demo | yes |\n\n"
-            "```python\ndef hello(name: str) -> str:\n    return f'你好, {name} 👋'\n```"
-        )
-    if "/long" in user_input:
-        lines.append(" ".join(f"word{i}" for i in range(400)))
-    return " ".join(lines)
+    return lines
 
 
 @dataclass
@@ -90,8 +110,18 @@ class DemoProvider:
     name: str = "demo"
     model: str = "demo"
 
-    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[LLMEvent]:
-        user_input = messages[-1]["content"] if messages else ""
+    async def stream(
+        self, messages: Sequence[ChatMessage], tools: Tools = ()
+    ) -> AsyncIterator[LLMEvent]:
+        user_input = messages[_last_user(messages)]["content"] if messages else ""
+        asked = bool(messages) and messages[-1]["role"] == "user"
+        calls = demo_tool_calls(user_input, tools) if asked else []
+        if calls:
+            await asyncio.sleep(self.delay)
+            for call in calls:
+                yield call
+            yield Finish("tool_calls")
+            return
         answer = demo_answer(self.agent_name, messages)
         words = _WORDS.findall(answer)
         fail_at = len(words) // 2 if "/fail" in user_input else None
@@ -103,7 +133,7 @@ class DemoProvider:
                 return
             await asyncio.sleep(self.delay)
             yield TextDelta(word)
-        prompt_tokens = sum(len(m["content"].split()) for m in messages)
+        prompt_tokens = sum(len((m.get("content") or "").split()) for m in messages)
         yield Usage(prompt_tokens=prompt_tokens, completion_tokens=len(words))
         yield Finish("stop")
 
@@ -120,11 +150,17 @@ class OpenAIProvider:
     temperature: float | None = None
     name: str = "openai"
 
-    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[LLMEvent]:
+    async def stream(
+        self, messages: Sequence[ChatMessage], tools: Tools = ()
+    ) -> AsyncIterator[LLMEvent]:
         if not self.model:
             yield ProviderError("no model configured: set LUMINA_LLM_MODEL or the agent's 'model'")
             return
-        kwargs = {"temperature": self.temperature} if self.temperature is not None else {}
+        kwargs: dict[str, Any] = {}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if tools:
+            kwargs["tools"] = list(tools)
         calls: dict[int, ToolCall] = {}
         finish = "stop"
         try:

@@ -11,10 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from lumina_app.agents.memory_config import SUMMARY_FILE, MemoryConfig, parse_memory
+from lumina_app.agents.tools.config import (
+    NO_TOOLS,
+    ToolConfig,
+    ToolConfigError,
+    parse_tool_config,
+)
 
 PROMPT_FILES = ("agent.md", "soul.md", "identity.md", "user.md", "tools.md")
 AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _OVERRIDES = ("provider", "base_url", "model", "temperature", "api_key")
+_TOOL_KEYS = ("tools", "mcpServers", "maxToolSteps", "toolTimeoutSeconds")
 
 
 @dataclass(slots=True)
@@ -30,6 +37,8 @@ class AgentDefinition:
     model: str | None = None
     api_key: str | None = None
     temperature: float | None = None
+    tools: ToolConfig = NO_TOOLS
+    folder: Path | None = None
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
@@ -112,6 +121,10 @@ class AgentRegistry:
             )
         problem = _check_config(config)
         name = config.get("name") if isinstance(config.get("name"), str) else agent_id
+        try:
+            tools = parse_tool_config(config)
+        except ToolConfigError as exc:
+            problem = problem or f"config.json: {exc}"
         if problem:
             return AgentDefinition(id=agent_id, name=name, error=problem)
         prompts = []
@@ -128,7 +141,7 @@ class AgentRegistry:
         memory = parse_memory(config, summary_prompt)
         if isinstance(memory, str):
             return AgentDefinition(id=agent_id, name=name, error=memory)
-        known = {"name", "description", "memory", *_OVERRIDES}
+        known = {"name", "description", "memory", *_OVERRIDES, *_TOOL_KEYS}
         return AgentDefinition(
             id=agent_id,
             name=name,
@@ -139,6 +152,8 @@ class AgentRegistry:
             model=config.get("model"),
             api_key=config.get("api_key"),
             temperature=config.get("temperature"),
+            tools=tools,
+            folder=folder,
             extra={k: v for k, v in config.items() if k not in known},
             memory=memory,
         )

@@ -4,16 +4,22 @@ lease heartbeat, the final (fenced, retried) write, and the run's events."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from lumina_app.agents.context import BuiltContext
+from lumina_app.agents.context import BuiltContext, chat_message
 from lumina_app.agents.flusher import AnswerFlusher
 from lumina_app.agents.providers import Provider
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.sessions import Session, SessionPool
+from lumina_app.agents.step import Step, finished_event, tool_rows
+from lumina_app.agents.tools.catalog import ToolCatalog
+from lumina_app.agents.tools.runner import CallResult, ToolRunner, cancelled
+from lumina_app.agents.tools.spec import ToolContext
 from lumina_app.domain import (
     AnswerChunk,
     ConversationInfo,
@@ -68,6 +74,9 @@ class ActiveRun:
     provider: Provider
     window_history: list[Msg]
     summary: Summary | None = None  # the rolling summary the context was built with
+    # Rows of this turn already final (earlier tool steps: answers and TOOL results).
+    settled: list[Msg] = field(default_factory=list)
+    step: Step | None = None
     next_event_id: int = 1
     stop_reason: RunStatus | None = None
     generating: bool = True
@@ -91,8 +100,10 @@ class RunDriver:
         sessions: SessionPool,
         events: RunEventLog,
         locks: RunLocks,
+        tools: ToolCatalog,
         on_end: Callable[[ActiveRun], None],
     ) -> None:
+        self.tools = tools
         self.settings = settings
         self.memory = memory
         self.sessions = sessions
@@ -106,54 +117,30 @@ class RunDriver:
         await self.events.publish(run.run_id, event)
 
     def request_stop(self, run: ActiveRun, reason: RunStatus) -> None:
-        # Only generation is cancellable: the final write must never be cut short.
-        if run.stop_reason is None and run.generating and run.task is not None:
-            run.stop_reason = reason
+        # Only generation is cancellable: a step's commit and the final write must never be
+        # cut short. A stop during a step's commit is acted on once it is stored.
+        if run.stop_reason is not None or run.task is None or run.done.is_set():
+            return
+        run.stop_reason = reason
+        if run.generating:
             run.task.cancel()
 
     async def generate(self, run: ActiveRun) -> None:
-        flusher = AnswerFlusher(
-            lambda text: self.memory.flush_answer(run.assistant.id, text),
-            interval=self.settings.flush_interval_ms / 1000,
-            chars=self.settings.flush_chars,
-        )
+        """Steps until the model answers without tools (or the step limit, a stop, a
+        failure); each tool step is committed as it ends, the last answer by the final
+        write."""
         heartbeat = None  # a lease only means something when other instances share the locks
         if self.locks.shared:
             heartbeat = asyncio.create_task(self._heartbeat(run), name=f"{run.run_id}-lease")
-        status, error = RunStatus.COMPLETE, None
-        usage: dict[str, int] = {}
-        thinking: list[str] = []
-        tool_calls: list[dict[str, str]] = []
-        finish_reason = None
+        base_meta = dict(run.assistant.meta)
+        step = self._step(run)
+        results: dict[str, CallResult] = {}
         try:
-            async for item in run.provider.stream(run.context.messages):
-                if isinstance(item, TextDelta):
-                    flusher.add(item.text)
-                    await self.publish(run, AnswerChunk(item.text))
-                elif isinstance(item, ThinkingDelta):
-                    thinking.append(item.text)
-                    await self.publish(run, ThinkingChunk(item.text))
-                elif isinstance(item, ToolCall):
-                    call = {"id": item.call_id, "name": item.name, "arguments": item.arguments}
-                    tool_calls.append(call)
-                    await self.publish(
-                        run, ToolCallRequested(item.call_id, item.name, item.arguments)
-                    )
-                elif isinstance(item, Usage):
-                    usage = {
-                        "promptTokens": item.prompt_tokens,
-                        "completionTokens": item.completion_tokens,
-                    }
-                elif isinstance(item, Finish):
-                    finish_reason = item.reason
-                elif isinstance(item, ProviderError):
-                    status, error = RunStatus.FAILED, item.message
-                    break
+            status, error = await self._steps(run, step, results, base_meta)
         except asyncio.CancelledError:
             if run.stop_reason is None:
                 raise
-            status = run.stop_reason
-            error = "stopped by the user" if status is RunStatus.STOPPED else "run interrupted"
+            status, error = run.stop_reason, _stopped(run.stop_reason)
         except Exception as exc:  # a provider bug must still end the run cleanly
             log.exception("provider %s raised", run.provider.name)
             status, error = RunStatus.FAILED, f"provider crashed: {exc}"
@@ -161,16 +148,131 @@ class RunDriver:
             run.generating = False
             if heartbeat is not None:
                 heartbeat.cancel()
-            await flusher.close()
-        meta = dict(run.assistant.meta)
-        meta.update(usage=usage, finishReason=finish_reason)
-        if thinking:
-            meta["thinking"] = "".join(thinking)
-        if tool_calls:
-            meta["toolCalls"] = tool_calls
+            step = run.step or step
+            await step.flusher.close()
+        if step.calling:  # stopped during the calls: those still going get a result too
+            elapsed = round((time.monotonic() - step.calls_started) * 1000)
+            for call in step.calls:
+                if call.call_id not in results:
+                    results[call.call_id] = cancelled(call, error or "cancelled", elapsed)
+                    await self.publish(run, finished_event(results[call.call_id]))
+        meta = step.meta(base_meta, results if step.calling else None)
         if error and status is not RunStatus.COMPLETE:
             meta["error"] = error
-        await self._finish(run, flusher.text, status, error, meta, len(tool_calls))
+        rows = tool_rows(step.calls, results, run.assistant.turn_id) if step.calling else []
+        await self._finish(run, step.flusher.text, status, error, meta, rows)
+
+    async def _steps(
+        self,
+        run: ActiveRun,
+        step: Step,
+        results: dict[str, CallResult],
+        base_meta: dict[str, Any],
+    ) -> tuple[RunStatus, str | None]:
+        toolbox = await self.tools.toolbox(run.agent)  # may start the agent's MCP servers
+        specs = toolbox.specs()
+        limits = run.agent.tools
+        context = ToolContext(run.agent.id, run.conversation.uuid, run.owner, run.run_id)
+        runner = ToolRunner(toolbox, context, timeout=limits.timeout)
+        for number in itertools.count(1):
+            status, error = await self._stream(run, step, specs)
+            await step.flusher.close()
+            if status is not RunStatus.COMPLETE or not step.calls:
+                return status, error
+            await self._announce_calls(run, step)
+            step.calling, step.calls_started = True, time.monotonic()
+            if number > limits.max_steps:  # the model keeps asking: it gets no more calls
+                error = f"maxToolSteps ({limits.max_steps}) reached: the model kept calling tools"
+                for call in step.calls:
+                    results[call.call_id] = cancelled(call, f"not run: {error}", 0)
+                    await self.publish(run, finished_event(results[call.call_id]))
+                return RunStatus.FAILED, error
+            await runner.run(step.calls, results, lambda r: self.publish(run, finished_event(r)))
+            run.generating = False  # a step's commit, like the final write, is not cut short
+            stored = await self._store_step(run, step, results, base_meta)
+            run.generating = True
+            if stored is not True:
+                return stored
+            step = self._step(run)
+            results.clear()
+            if run.stop_reason is not None:  # asked while the step was being stored
+                return run.stop_reason, _stopped(run.stop_reason)
+        raise AssertionError("unreachable")
+
+    def _step(self, run: ActiveRun) -> Step:
+        answer_id = run.assistant.id
+        run.step = Step(
+            AnswerFlusher(
+                lambda text: self.memory.flush_answer(answer_id, text),
+                interval=self.settings.flush_interval_ms / 1000,
+                chars=self.settings.flush_chars,
+            )
+        )
+        return run.step
+
+    async def _stream(
+        self, run: ActiveRun, step: Step, specs: list[dict[str, Any]]
+    ) -> tuple[RunStatus, str | None]:
+        """One provider call streamed into the step's answer row."""
+        async for item in run.provider.stream(run.context.messages, specs):
+            if isinstance(item, TextDelta):
+                step.flusher.add(item.text)
+                await self.publish(run, AnswerChunk(item.text))
+            elif isinstance(item, ThinkingDelta):
+                step.thinking.append(item.text)
+                await self.publish(run, ThinkingChunk(item.text))
+            elif isinstance(item, ToolCall):
+                step.add_call(item)
+            elif isinstance(item, Usage):
+                step.usage = {
+                    "promptTokens": item.prompt_tokens,
+                    "completionTokens": item.completion_tokens,
+                }
+            elif isinstance(item, Finish):
+                step.finish_reason = item.reason
+            elif isinstance(item, ProviderError):
+                step.calls.clear()  # a call from a failed answer is not made
+                return RunStatus.FAILED, item.message
+        return RunStatus.COMPLETE, None
+
+    async def _announce_calls(self, run: ActiveRun, step: Step) -> None:
+        answer = run.assistant
+        for call in step.calls:
+            await self.publish(
+                run,
+                ToolCallRequested(
+                    call.call_id, call.name, call.arguments, answer.id or 0, answer.seq
+                ),
+            )
+
+    async def _store_step(
+        self,
+        run: ActiveRun,
+        step: Step,
+        results: dict[str, CallResult],
+        base_meta: dict[str, Any],
+    ) -> Literal[True] | tuple[RunStatus, str]:
+        """Commit a tool step: the answer that asked, its results, the next answer row."""
+        answer = run.assistant
+        answer.content, answer.status = step.flusher.text, MessageStatus.COMPLETE
+        answer.meta = step.meta(base_meta, results)
+        rows = tool_rows(step.calls, results, answer.turn_id)
+        next_answer = Msg.assistant("", turn_id=answer.turn_id, meta=dict(base_meta))
+        written = await self._retrying(
+            run,
+            lambda: self.memory.finish_step(
+                run.conversation, answer, rows, next_answer, run=run.record
+            ),
+        )
+        if written is None:
+            answer.status = MessageStatus.STREAMING  # the final write tries again
+            return RunStatus.FAILED, "the database is unavailable: the tool results were not stored"
+        if not written:
+            return RunStatus.INTERRUPTED, _stopped(RunStatus.INTERRUPTED)
+        run.settled += [answer, *rows]
+        run.context.messages += [chat_message(answer), *(chat_message(row) for row in rows)]
+        run.assistant = next_answer
+        return True
 
     async def _finish(
         self,
@@ -179,7 +281,7 @@ class RunDriver:
         status: RunStatus,
         error: str | None,
         meta: dict[str, Any],
-        tool_calls: int,
+        results: list[Msg],
     ) -> None:
         assistant = run.assistant
         assistant.content = text
@@ -187,11 +289,13 @@ class RunDriver:
         assistant.meta = meta
         run.record.status = status
         run.record.error = error if status is not RunStatus.COMPLETE else None
-        stored = await self._store_final(run, tool_calls)
+        stored = await self._store_final(run, results)
         if stored:
-            history = ([*run.window_history, run.user, assistant])[-self.settings.context_window :]
+            turn = [*run.window_history, run.user, *run.settled, assistant, *results]
+            history = turn[-self.settings.context_window :]
+            last_seq = results[-1].seq if results else assistant.seq
             self.sessions.put(
-                Session(run.agent.id, run.conversation.uuid, history, assistant.seq, run.summary)
+                Session(run.agent.id, run.conversation.uuid, history, last_seq, run.summary)
             )
         else:
             self.sessions.drop(run.agent.id, run.conversation.uuid)
@@ -230,25 +334,36 @@ class RunDriver:
                 self.request_stop(run, RunStatus.INTERRUPTED)
                 return
 
-    async def _store_final(self, run: ActiveRun, tool_calls: int) -> bool:
-        """The final write matters most: retry it briefly; if SQL stays away, the start-up
+    async def _store_final(self, run: ActiveRun, results: list[Msg]) -> bool:
+        """The final write matters most: retried briefly; if SQL stays away, the start-up
         sweep marks the row interrupted (its last flushed text is kept)."""
+        written = await self._retrying(
+            run,
+            lambda: self.memory.finish_answer(
+                run.conversation,
+                run.assistant,
+                conversation_status=_CONVERSATION_STATUS[run.record.status],
+                results=results,
+                run=run.record,
+            ),
+        )
+        if written is False:  # a survivor closed this run already: it stays interrupted
+            run.assistant.status = MessageStatus.INTERRUPTED
+            run.record.status = RunStatus.INTERRUPTED
+        return bool(written)
+
+    async def _retrying(self, run: ActiveRun, write: Callable[[], Awaitable[bool]]) -> bool | None:
+        """A write of the run, retried while SQL is unavailable; None if it stays so."""
         for attempt in range(4):
             try:
-                written = await self.memory.finish_answer(
-                    run.conversation,
-                    run.assistant,
-                    conversation_status=_CONVERSATION_STATUS[run.record.status],
-                    tool_calls=tool_calls,
-                    run=run.record,
-                )
-                if not written:  # a survivor closed this run already: it stays interrupted
-                    run.assistant.status = MessageStatus.INTERRUPTED
-                    run.record.status = RunStatus.INTERRUPTED
-                return written
+                return await write()
             except StoreUnavailable as exc:
                 if attempt == 3:
-                    log.warning("final write of %s failed: %s", run.run_id, exc)
-                    return False
+                    log.warning("a write of %s failed: %s", run.run_id, exc)
+                    return None
                 await asyncio.sleep(0.2 * (attempt + 1))
-        return False
+        return None
+
+
+def _stopped(status: RunStatus) -> str:
+    return "stopped by the user" if status is RunStatus.STOPPED else "run interrupted"

@@ -12,6 +12,7 @@ from lumina_app.api.idempotency import IdempotencyKey, idempotent_run
 from lumina_app.api.schemas import (
     MAX_SEQ,
     AgentConversations,
+    AgentInfoOut,
     AgentOut,
     ChatBody,
     ConversationDetail,
@@ -32,9 +33,10 @@ async def list_agents(services: ServicesDep, _caller: Caller) -> list[AgentOut]:
     return [AgentOut.of(a) for a in services.agents.list()]
 
 
-@router.get("/{agent_id}/info", response_model=AgentOut)
-async def agent_info(agent_id: str, services: ServicesDep, _caller: Caller) -> AgentOut:
-    return AgentOut.of(services.agents.get(agent_id))
+@router.get("/{agent_id}/info", response_model=AgentInfoOut)
+async def agent_info(agent_id: str, services: ServicesDep, _caller: Caller) -> AgentInfoOut:
+    """The agent and its tools (starting its MCP servers if they are not running)."""
+    return AgentInfoOut.of(await services.agents.info(agent_id))
 
 
 @router.get("/{agent_id}/conversations", response_model=AgentConversations)
@@ -80,7 +82,8 @@ async def agent_conversation(
     responses={
         200: {
             "content": {"text/event-stream": {}},
-            "description": "SSE: session | thinking | agent_output | tool_call | error | result",
+            "description": "SSE: session | thinking | agent_output | tool_call | tool_result "
+            "| error | result",
         },
         **error_responses(429),
     },

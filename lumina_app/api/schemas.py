@@ -16,7 +16,7 @@ from pydantic_core import core_schema
 
 from lumina_app.domain import ConversationInfo, Msg, RunFinished
 from lumina_app.domain.views import conversation_meta, history_entry, iso_us
-from lumina_app.services.agents import AgentView
+from lumina_app.services.agents import AgentView, ToolInfo
 from lumina_app.services.health import Health as HealthReport
 from lumina_app.services.runs import RunContext, RunView
 
@@ -303,6 +303,34 @@ class AgentOut(BaseModel):
             provider=agent.provider,
             model=agent.model,
         )
+
+
+class ToolOut(BaseModel):
+    """A tool of an agent; a server that could not start is one entry named ``*``."""
+
+    name: str
+    source: str = Field(description="builtin, or mcp:<server>")
+    description: str
+    available: bool
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, tool: ToolInfo) -> ToolOut:
+        return cls(
+            name=tool.name,
+            source=tool.source,
+            description=tool.description,
+            available=tool.available,
+            reason=tool.reason,
+        )
+
+
+class AgentInfoOut(AgentOut):
+    tools: list[ToolOut]
+
+    @classmethod
+    def of(cls, agent: AgentView) -> AgentInfoOut:
+        return cls(**AgentOut.of(agent).model_dump(), tools=[ToolOut.of(t) for t in agent.tools])
 
 
 class Stats(BaseModel):

@@ -27,6 +27,8 @@ from lumina_app.domain import (
     RunFinished,
     RunStatus,
     SessionStarted,
+    ToolCallFinished,
+    ToolCallRequested,
 )
 from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
 
@@ -50,7 +52,8 @@ def frame(data: Any, *, event: str | None = None, event_id: int | None = None) -
 
 
 def v1_payload(event: RunEvent) -> dict[str, Any] | None:
-    """Family A (Lumina v1): chunks, then done/error; thinking and tool calls are not sent."""
+    """Family A (Lumina v1): chunks, ``toolCall``/``toolResult`` between them, then
+    done/error; thinking is not sent. A client reading only chunk and done sees no change."""
     payload = event.payload
     if isinstance(payload, SessionStarted):
         return {
@@ -60,6 +63,10 @@ def v1_payload(event: RunEvent) -> dict[str, Any] | None:
         }
     if isinstance(payload, AnswerChunk):
         return {"chunk": payload.text}
+    if isinstance(payload, ToolCallRequested):
+        return {"toolCall": payload.wire()}
+    if isinstance(payload, ToolCallFinished):
+        return {"toolResult": payload.wire()}
     if isinstance(payload, RunFailed):
         return {"error": payload.message, "messageId": payload.message_id}
     if isinstance(payload, RunFinished) and payload.status is not RunStatus.FAILED:
@@ -81,7 +88,8 @@ def v1_frames(event: RunEvent) -> bytes | None:
 
 
 def named_frames(event: RunEvent) -> bytes:
-    """Family B: ``event: session | thinking | agent_output | tool_call | error | result``."""
+    """Family B: ``event: session | thinking | agent_output | tool_call | tool_result | error
+    | result``."""
     return frame(event.data, event=event.type.value, event_id=event.id)
 
 

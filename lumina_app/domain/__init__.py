@@ -54,6 +54,7 @@ from lumina_app.domain.events import (
     ThinkingChunk,
     ThinkingDelta,
     ToolCall,
+    ToolCallFinished,
     ToolCallRequested,
     Usage,
 )
@@ -122,6 +123,7 @@ __all__ = [
     "TooManyAttempts",
     "TooManyStreams",
     "ToolCall",
+    "ToolCallFinished",
     "ToolCallRequested",
     "Usage",
     "User",

@@ -77,6 +77,7 @@ class EventType(StrEnum):
     THINKING = "thinking"
     DELTA = "agent_output"
     TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
     ERROR = "error"
     RESULT = "result"
 
@@ -167,19 +168,61 @@ class ThinkingChunk:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallRequested:
+    """The model asked for a tool; ``message_id``/``seq`` name the answer row that asked
+    (off the wire: the UI files the call under it)."""
+
     kind: ClassVar[EventType] = EventType.TOOL_CALL
     call_id: str
     name: str
     arguments: str
+    message_id: int = 0
+    seq: int = 0
 
     def wire(self) -> dict[str, Any]:
-        return {"id": self.call_id, "name": self.name, "arguments": self.arguments}
+        return {"callId": self.call_id, "name": self.name, "arguments": self.arguments}
+
+    def record(self) -> dict[str, Any]:
+        return {**self.wire(), "messageId": self.message_id, "seq": self.seq}
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> ToolCallRequested:
+        return cls(
+            data["callId"],
+            data["name"],
+            data["arguments"],
+            data.get("messageId", 0),
+            data.get("seq", 0),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    """A tool call's result as the model got it; ``content`` is cut to 2 KB in the event
+    (the stored TOOL row keeps up to 16 KB)."""
+
+    kind: ClassVar[EventType] = EventType.TOOL_RESULT
+    call_id: str
+    name: str
+    content: str
+    is_error: bool
+    duration_ms: int
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "callId": self.call_id,
+            "name": self.name,
+            "content": self.content,
+            "isError": self.is_error,
+            "durationMs": self.duration_ms,
+        }
 
     record = wire
 
     @classmethod
-    def from_record(cls, data: dict[str, Any]) -> ToolCallRequested:
-        return cls(data["id"], data["name"], data["arguments"])
+    def from_record(cls, data: dict[str, Any]) -> ToolCallFinished:
+        return cls(
+            data["callId"], data["name"], data["content"], data["isError"], data["durationMs"]
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,11 +291,25 @@ class RunFinished:
 
 
 RunPayload = (
-    SessionStarted | AnswerChunk | ThinkingChunk | ToolCallRequested | RunFailed | RunFinished
+    SessionStarted
+    | AnswerChunk
+    | ThinkingChunk
+    | ToolCallRequested
+    | ToolCallFinished
+    | RunFailed
+    | RunFinished
 )
 _PAYLOADS: dict[EventType, Any] = {
     p.kind: p
-    for p in (SessionStarted, AnswerChunk, ThinkingChunk, ToolCallRequested, RunFailed, RunFinished)
+    for p in (
+        SessionStarted,
+        AnswerChunk,
+        ThinkingChunk,
+        ToolCallRequested,
+        ToolCallFinished,
+        RunFailed,
+        RunFinished,
+    )
 }
 
 

@@ -14,3 +14,25 @@ def check_storable_text(text: str, what: str) -> str:
     except UnicodeEncodeError:
         raise InvalidInput(f"{what} must be valid Unicode text (no lone surrogates)") from None
     return text
+
+
+def storable(text: str) -> str:
+    """Text from outside (a tool's output) made storable: NUL and lone surrogates replaced."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def clip_utf8(text: str, limit: int, marker: str) -> tuple[str, bool]:
+    """Storable ``text`` cut to at most ``limit`` UTF-8 bytes with ``marker`` (formatted
+    with ``total`` and ``kept`` bytes) at the end when it had to be cut; and whether it was."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, False
+    room = max(0, limit - len(marker.format(total=len(data), kept=limit).encode()))
+    kept = data[:room].decode("utf-8", "ignore")  # never half a character
+    return kept + marker.format(total=len(data), kept=len(kept.encode("utf-8"))), True

@@ -76,6 +76,10 @@ def _base36(number: int) -> str:
     return out or "0"
 
 
+# What of a message's meta the hot window keeps: the tool calls and what a result answers.
+HOT_META = ("toolCalls", "toolCallId", "name", "isError", "durationMs")
+
+
 @dataclass(slots=True)
 class Msg:
     """One message; ``seq`` orders it within its conversation, ``turn_id`` pairs Q and A."""
@@ -102,9 +106,27 @@ class Msg:
     def system(cls, content: str, **kwargs: Any) -> Msg:
         return cls(MsgRole.SYSTEM, content, **kwargs)
 
+    @classmethod
+    def tool(cls, content: str, *, call_id: str, name: str, **kwargs: Any) -> Msg:
+        """A tool call's result; ``meta`` names the call (``toolCallId``) it answers."""
+        meta = {"toolCallId": call_id, "name": name, **kwargs.pop("meta", {})}
+        return cls(MsgRole.TOOL, content, meta=meta, **kwargs)
+
+    @property
+    def tool_calls(self) -> list[dict[str, str]]:
+        """The calls an assistant message asked for (``{id, name, arguments}`` each)."""
+        calls = self.meta.get("toolCalls") if self.role is MsgRole.ASSISTANT else None
+        return calls if isinstance(calls, list) else []
+
+    @property
+    def tool_call_id(self) -> str | None:
+        """The call a TOOL message answers."""
+        call_id = self.meta.get("toolCallId") if self.role is MsgRole.TOOL else None
+        return call_id if isinstance(call_id, str) else None
+
     def to_hot(self) -> dict[str, Any]:
-        """The compact form kept in the hot window."""
-        return {
+        """The compact form kept in the hot window (of ``meta``, only what a context uses)."""
+        hot = {
             "id": self.id,
             "seq": self.seq,
             "role": self.role.value,
@@ -113,6 +135,10 @@ class Msg:
             "status": self.status.value,
             "ts": self.created_at.isoformat() if self.created_at else None,
         }
+        tool_meta = {k: self.meta[k] for k in HOT_META if k in self.meta}
+        if tool_meta:
+            hot["meta"] = tool_meta
+        return hot
 
     @classmethod
     def from_hot(cls, data: dict[str, Any]) -> Msg:
@@ -125,6 +151,7 @@ class Msg:
             status=MessageStatus(data.get("status", "complete")),
             id=data.get("id"),
             created_at=datetime.fromisoformat(ts) if ts else None,
+            meta=data.get("meta") or {},
         )
 
 

@@ -1,11 +1,14 @@
 """The agents callers may use: the registry's folders, with the global LLM defaults
-filled in where an agent names none."""
+filled in where an agent names none, and (in an agent's info) the tools it has."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from lumina_app.agents.registry import AgentDefinition, AgentRegistry, is_valid_agent_id
+from lumina_app.agents.tools.catalog import ToolCatalog
+from lumina_app.agents.tools.spec import ToolInfo
 from lumina_app.domain import AgentNotFound
 from lumina_app.settings import Settings
 
@@ -19,18 +22,30 @@ class AgentView:
     error: str | None
     provider: str
     model: str | None
+    tools: tuple[ToolInfo, ...] = ()
 
 
 class AgentService:
-    def __init__(self, registry: AgentRegistry, settings: Settings) -> None:
+    def __init__(self, registry: AgentRegistry, settings: Settings, tools: ToolCatalog) -> None:
         self.registry = registry
         self.settings = settings
+        self.tools = tools
 
     def list(self) -> list[AgentView]:
         return [self._view(agent) for agent in self.registry.list()]
 
     def get(self, agent_id: str) -> AgentView:
         return self._view(self.definition(agent_id))
+
+    async def info(self, agent_id: str) -> AgentView:
+        """The agent with its tools: built-ins, and its MCP servers' tools (the servers are
+        started if they are not running), each available or not, with why."""
+        agent = self.definition(agent_id)
+        view = self._view(agent)
+        if not agent.available:
+            return view
+        toolbox = await self.tools.toolbox(agent)
+        return dataclasses.replace(view, tools=tuple(toolbox.infos()))
 
     def definition(self, agent_id: str) -> AgentDefinition:
         """The agent's folder as read (a broken one comes with ``error``); unknown or

@@ -19,6 +19,7 @@ from lumina_app.domain import (
 from lumina_app.domain.views import iso_ms
 from lumina_app.services.search import SearchHit
 from lumina_app.ui.routes import chat_url
+from lumina_app.ui.tool_views import ToolView, stored_cards
 
 
 class MessageView(TypedDict):
@@ -31,6 +32,7 @@ class MessageView(TypedDict):
     error: str
     time: str
     run: str  # the run that wrote an answer ("" for questions): its context can be shown
+    tools: list[ToolView]  # an answer's calls; a TOOL row's own result (until paired)
 
 
 class HitView(TypedDict):
@@ -63,6 +65,7 @@ def message_view(msg: Msg) -> MessageView:
         error=str(msg.meta.get("error") or ""),
         time=iso_ms(msg.created_at) if msg.created_at else "",
         run=str(msg.meta.get("runId") or "") if msg.role is MsgRole.ASSISTANT else "",
+        tools=stored_cards(msg),
     )
 
 
@@ -78,26 +81,8 @@ def question_view(session: SessionStarted, text: str) -> MessageView:
         error="",
         time=session.created_at,
         run="",
+        tools=[],
     )
-
-
-def finished_turn(
-    shown: list[MessageView],
-    session: SessionStarted | None,
-    result: RunFinished | None,
-    question: str,
-) -> list[MessageView]:
-    """The rows a finished run adds to ``shown``: its question (when this page sent it)
-    and its answer, as the run's events carried them."""
-    known = {m["id"] for m in shown}
-    turn: list[MessageView] = []
-    if session is not None and question and session.user_message_id not in known:
-        turn.append(question_view(session, question))
-    if result is not None and result.message_id not in known:
-        last_seq = shown[-1]["seq"] if shown else 0
-        seq = session.user_seq + 1 if session is not None else last_seq + 1
-        turn.append(answer_view(result, seq, session.created_at if session else ""))
-    return turn
 
 
 async def no_events() -> AsyncIterator[RunEvent | None]:
@@ -118,6 +103,7 @@ def answer_view(result: RunFinished, seq: int, time: str) -> MessageView:
         error=result.error or "",
         time=time,
         run=result.run_id,
+        tools=[],
     )
 
 

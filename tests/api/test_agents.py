@@ -41,7 +41,7 @@ async def test_list_and_info(api, data_dir) -> None:
     assert by_id["demo"]["provider"] == "demo" and by_id["demo"]["available"]
     assert not by_id["broken"]["available"] and "provider" in by_id["broken"]["error"]
     info = await api.get("/api/agent/tester/info")
-    assert info.status_code == 200 and info.json() == by_id["tester"]
+    assert info.status_code == 200 and info.json() == {**by_id["tester"], "tools": []}
 
 
 async def test_a_broken_agent_cannot_chat(api, data_dir) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lumina_app.agents.context import build_context
+from lumina_app.agents.context import build_context, usable_history
 from lumina_app.domain import MessageStatus, Msg, MsgRole
 
 pytestmark = pytest.mark.unit
@@ -38,3 +38,85 @@ def test_an_answer_cut_short_stays_as_far_as_it_got_and_an_empty_one_is_left_out
     msgs[3].status, msgs[3].content = MessageStatus.INTERRUPTED, ""
     built = build_context("", msgs, "again", window=20)
     assert [m["content"] for m in built.messages] == ["m1", "half", "m3", "again"]
+
+
+# -- tool calls and their results -----------------------------------------------------------
+
+
+def call(call_id: str, name: str = "current_time") -> dict[str, str]:
+    return {"id": call_id, "name": name, "arguments": "{}"}
+
+
+def tool_turn(first_seq: int, question: str, calls: list[str]) -> list[Msg]:
+    """A question, an answer asking for ``calls``, their results, the final answer."""
+    msgs = [Msg.user(question)]
+    if calls:
+        msgs.append(Msg.assistant("", meta={"toolCalls": [call(c) for c in calls]}))
+    msgs += [Msg.tool(f"result {c}", call_id=c, name="current_time") for c in calls]
+    msgs.append(Msg.assistant(f"answer to {question}"))
+    for offset, msg in enumerate(msgs):
+        msg.seq = first_seq + offset
+    return msgs
+
+
+FUNCTION = {"name": "current_time", "arguments": "{}"}
+
+
+def test_a_tool_call_goes_with_its_tool_calls_and_its_results_as_role_tool() -> None:
+    built = build_context("", tool_turn(1, "q", ["a", "b"]), "next", window=20)
+    assert built.messages == [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": c, "type": "function", "function": FUNCTION} for c in ("a", "b")],
+        },
+        {"role": "tool", "tool_call_id": "a", "content": "result a"},
+        {"role": "tool", "tool_call_id": "b", "content": "result b"},
+        {"role": "assistant", "content": "answer to q"},
+        {"role": "user", "content": "next"},
+    ]
+
+
+def test_an_empty_result_still_answers_its_call() -> None:
+    msgs = tool_turn(1, "q", ["a"])
+    msgs[2].content = ""
+    built = build_context("", msgs, "next", window=20)
+    assert {"role": "tool", "tool_call_id": "a", "content": ""} in built.messages
+
+
+@pytest.mark.parametrize("window", range(1, 16))
+def test_no_window_separates_a_call_from_its_results(window: int) -> None:
+    history = tool_turn(1, "q1", ["a", "b"]) + tool_turn(6, "q2", ["c"]) + tool_turn(10, "q3", [])
+    assert [m.seq for m in history] == list(range(1, 12))
+    used = usable_history(history, window)
+    assert not used or used[0].role is MsgRole.USER
+    assert_pairs_whole(used)
+    assert used == history[len(history) - len(used) :]  # only ever cut at the front
+    assert len(used) > window - 5  # by less than the turn it cuts into
+
+
+def assert_pairs_whole(msgs: list[Msg]) -> None:
+    i = 0
+    while i < len(msgs):
+        if msgs[i].role is MsgRole.TOOL:
+            raise AssertionError(f"a result without its call at {i}")
+        if msgs[i].tool_calls:
+            wanted = [c["id"] for c in msgs[i].tool_calls]
+            got = [m.tool_call_id for m in msgs[i + 1 : i + 1 + len(wanted)]]
+            assert got == wanted, (wanted, got)
+            i += len(wanted)
+        i += 1
+
+
+def test_results_without_their_call_are_left_out_a_call_without_results_keeps_its_text() -> None:
+    orphan = Msg.tool("lost", call_id="x", name="t", seq=2)
+    asked = Msg.assistant("let me look", seq=4, meta={"toolCalls": [call("y")]})
+    history = [Msg.user("q", seq=1), orphan, Msg.user("again", seq=3), asked]
+    built = build_context("", history, "next", window=20)
+    assert built.messages == [
+        {"role": "user", "content": "q"},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": "let me look"},
+        {"role": "user", "content": "next"},
+    ]

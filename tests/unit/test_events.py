@@ -15,6 +15,7 @@ from lumina_app.domain import (
     Scenario,
     SessionStarted,
     ThinkingChunk,
+    ToolCallFinished,
     ToolCallRequested,
 )
 
@@ -48,7 +49,8 @@ PAYLOADS = [
     SESSION,
     AnswerChunk("你好 👋"),
     ThinkingChunk("hmm"),
-    ToolCallRequested("call-1", "current_time", "{}"),
+    ToolCallRequested("call-1", "current_time", "{}", 12, 6),
+    ToolCallFinished("call-1", "current_time", "2026-11-30T10:00:00+00:00", False, 3),
     RunFailed("boom", 12),
     FINISHED,
 ]
@@ -99,3 +101,31 @@ def test_a_failed_run_ends_v1_with_its_error_frame_only() -> None:
         status=RunStatus.COMPLETE, content="ok", scenario=Scenario.NEW, error="ignored",
     )  # fmt: skip
     assert "error" not in RunEvent(9, complete).data
+
+
+CALL = ToolCallRequested("call_1", "calculator", '{"expression": "6*7"}', 12, 6)
+RESULT = ToolCallFinished("call_1", "calculator", "42", False, 3)
+
+
+def test_tool_frames_of_family_b() -> None:
+    assert named_frames(RunEvent(2, CALL)) == (
+        b'event: tool_call\nid: 2\ndata: {"callId": "call_1", "name": "calculator", '
+        b'"arguments": "{\\"expression\\": \\"6*7\\"}"}\n\n'
+    )
+    assert named_frames(RunEvent(3, RESULT)) == (
+        b'event: tool_result\nid: 3\ndata: {"callId": "call_1", "name": "calculator", '
+        b'"content": "42", "isError": false, "durationMs": 3}\n\n'
+    )
+    # What only the UI uses (the asking answer row) stays in the record, off the wire.
+    assert RunEvent(2, CALL).record()["messageId"] == 12
+
+
+def test_tool_frames_of_v1_come_between_chunks() -> None:
+    assert v1_frames(RunEvent(2, CALL)) == (
+        b'id: 2\ndata: {"toolCall": {"callId": "call_1", "name": "calculator", '
+        b'"arguments": "{\\"expression\\": \\"6*7\\"}"}}\n\n'
+    )
+    assert v1_frames(RunEvent(3, RESULT)) == (
+        b'id: 3\ndata: {"toolResult": {"callId": "call_1", "name": "calculator", '
+        b'"content": "42", "isError": false, "durationMs": 3}}\n\n'
+    )

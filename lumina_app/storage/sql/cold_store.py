@@ -331,6 +331,36 @@ class ColdStore:
             writes.update_message, values, only_streaming=only_streaming, settle=settle, run=run
         )
 
+    async def settle_with_rows(
+        self,
+        conversation_id: int,
+        answer: Msg,
+        rows: Sequence[Msg],
+        *,
+        conversation_status: ConversationStatus | None = None,
+        run: RunRecord | None = None,
+    ) -> bool:
+        """Settle a streaming answer (fenced, as ``update_message``) and insert ``rows``
+        after it with the next seqs; TOOL rows count as the conversation's tool calls."""
+        now = utcnow()
+        values: dict[str, Any] = {
+            "_mid": answer.id,
+            "content": answer.content,
+            "status": answer.status.value,
+            "meta": answer.meta,
+            "updated_at": now,
+        }
+        tools = sum(1 for row in rows if row.role is MsgRole.TOOL)
+        bump: dict[str, Any] = {
+            "_cid": conversation_id,
+            "_n": len(rows),
+            "_tools": tools,
+            "updated_at": now,
+        }
+        if conversation_status is not None:
+            bump["status"] = conversation_status.value
+        return await self.db.transact(writes.settle_with_rows, values, rows, bump, run)
+
     async def last_messages(self, conversation_id: int, n: int) -> list[Msg]:
         """The last ``n`` messages a context can hold (final, not superseded), in seq
         order: one indexed query, newest first."""

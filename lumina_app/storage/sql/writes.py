@@ -1,5 +1,6 @@
-"""The write path's transactions (start a conversation, append a turn, update an answer)
-as plain synchronous functions of one SQLAlchemy ``Connection``.
+"""The write path's transactions (start a conversation, append a turn, update an answer,
+settle an answer with the rows that follow it) as plain synchronous functions of one
+SQLAlchemy ``Connection``.
 
 Every chat turn runs these, so they are built for CPU:
 
@@ -22,7 +23,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumina_app.domain import ConversationInfo, ConversationNotFound, MessageStatus, Msg, RunRecord
+from lumina_app.domain import (
+    ConversationInfo,
+    ConversationNotFound,
+    MessageStatus,
+    Msg,
+    MsgRole,
+    RunRecord,
+    RunStatus,
+)
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
@@ -106,17 +115,44 @@ def update_message(
     if settle is not None:
         conn.execute(_SETTLE_CONVERSATION, settle)
     if run is not None:
-        run.finished_at = run.finished_at or values["updated_at"]
-        conn.execute(
-            _SETTLE_RUN,
-            {
-                "_rid": run.run_id,
-                "status": str(run.status),
-                "finished_at": run.finished_at,
-                "error": run.error,
-            },
-        )
+        _settle_run(conn, run, values["updated_at"])
     return True
+
+
+def settle_with_rows(
+    conn: Connection,
+    values: dict[str, Any],
+    rows: Sequence[Msg],
+    bump: dict[str, Any],
+    run: RunRecord | None,
+) -> bool:
+    """An answer settles (fenced on it still ``streaming``: False, and nothing written,
+    if it was closed) and ``rows`` follow it with the next seqs — a tool step's TOOL
+    results, and the next answer row unless the run ends here — all in one transaction,
+    with the conversation's counters (``bump``) and the run, which points at its latest
+    answer row."""
+    if not conn.execute(_UPDATE_STREAMING_MESSAGE, values).rowcount:
+        return False
+    conversation_id = bump["_cid"]
+    now = bump["updated_at"]
+    last = _bump_last_seq(conn, conversation_id, bump)
+    if rows:
+        number(rows, last - len(rows) + 1, now)
+        _insert_messages(conn, conversation_id, rows)
+    if run is not None:
+        answers = [r.id for r in rows if r.role is MsgRole.ASSISTANT]
+        run.assistant_message_id = answers[-1] if answers else run.assistant_message_id
+        _settle_run(conn, run, now)
+    return True
+
+
+def _settle_run(conn: Connection, run: RunRecord, now: datetime) -> None:
+    """The run's latest answer row; once it has ended, how (a running run stays open)."""
+    params: dict[str, Any] = {"_rid": run.run_id, "assistant_message_id": run.assistant_message_id}
+    if run.status != RunStatus.RUNNING:  # a plain string from some callers
+        run.finished_at = run.finished_at or now
+        params.update(status=str(run.status), finished_at=run.finished_at, error=run.error)
+    conn.execute(_SETTLE_RUN, params)
 
 
 def flush_answers(conn: Connection, flushes: Sequence[dict[str, Any]]) -> list[bool]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.components.message import bubble, markdown, message_item, user_text
+from lumina_app.ui.components.message import answer_body, bubble, message_item, user_text
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.sidebar import SidebarState
@@ -88,8 +88,8 @@ def live_turn() -> rx.Component:
                 ChatState.agent_name,
                 "",
                 rx.cond(
-                    ChatState.stream_text != "",
-                    markdown(ChatState.stream_text),
+                    (ChatState.stream_text != "") | (ChatState.live_tools.length() > 0),
+                    answer_body(ChatState.stream_text, ChatState.live_tools),
                     rx.hstack(rx.spinner(size="1"), rx.text("Thinking…", size="2", color="gray")),
                 ),
                 "streaming",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.ui.components.context import context_button
+from lumina_app.ui.components.tool_card import tool_cards
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.views import MessageView
 
@@ -80,6 +81,11 @@ def user_text(text) -> rx.Component:
     return rx.text(text, white_space="pre-wrap", overflow_wrap="anywhere", size="3")
 
 
+def answer_body(text, tools) -> rx.Component:
+    """An answer's text (Markdown) and the cards of the tools it called."""
+    return rx.fragment(rx.cond(text != "", markdown(text)), tool_cards(tools))
+
+
 def message_item(msg: MessageView) -> rx.Component:
     is_user = msg["role"] == "user"
     return rx.box(
@@ -87,7 +93,7 @@ def message_item(msg: MessageView) -> rx.Component:
             msg["role"],
             rx.cond(is_user, "You", ChatState.agent_name),
             msg["time"],
-            rx.cond(is_user, user_text(msg["content"]), markdown(msg["content"])),
+            rx.cond(is_user, user_text(msg["content"]), answer_body(msg["content"], msg["tools"])),
             msg["status"],
             msg["error"],
             "message",

@@ -16,21 +16,20 @@ import reflex as rx
 
 from lumina_app.domain import (
     AgentNotFound,
-    AnswerChunk,
     LuminaError,
     NotFound,
     RunEvent,
-    RunFinished,
     RunNotFound,
-    SessionStarted,
     utcnow,
 )
 from lumina_app.domain.views import iso_ms
+from lumina_app.ui.live_turn import LiveTurn
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.history import MAX_VISIBLE, HistoryState
 from lumina_app.ui.state.sidebar import SidebarState
-from lumina_app.ui.views import explain, finished_turn, no_events
+from lumina_app.ui.tool_views import ToolView
+from lumina_app.ui.views import MessageView, explain, no_events
 
 FLUSH_SECONDS = 0.05
 
@@ -41,6 +40,7 @@ class ChatState(HistoryState):
     pending_user: str = ""
     pending_time: str = ""
     stream_text: str = ""
+    live_tools: list[ToolView] = []  # the cards of the step being streamed
     streaming: bool = False
     run_id: str = ""
     error: str = ""
@@ -88,8 +88,11 @@ class ChatState(HistoryState):
         run_id = await services.runs.running_in(caller, conversation.uuid)
         if run_id is None:
             return scroll
-        # Its answer is shown as it streams, not as a stored row.
-        self.messages = [m for m in self.messages if m["status"] != "streaming"]
+        if not self.has_newer:  # its answers are shown from its events, not stored rows
+            last_question = max(
+                (i for i, m in enumerate(self.messages) if m["role"] == "user"), default=-1
+            )
+            self.messages = self.messages[: last_question + 1]
         self.streaming, self.run_id = True, run_id
         return [ChatState.follow_run, *([scroll] if scroll else [])]
 
@@ -147,33 +150,37 @@ class ChatState(HistoryState):
             yield update
 
     async def _follow(self, events: AsyncIterator[RunEvent | None] | None, ticket: int):
-        session, result, pending = None, None, []
+        async with self:
+            turn = LiveTurn(self.pending_user, {m["id"] for m in self.messages})
         last_flush = time.monotonic()
         try:
             async for event in events or no_events():
-                payload = event.payload if event is not None else None
-                if isinstance(payload, SessionStarted):
-                    session = payload
-                elif isinstance(payload, AnswerChunk):
-                    pending.append(payload.text)
-                elif isinstance(payload, RunFinished):
-                    result = payload
-                if pending and (result or time.monotonic() - last_flush >= FLUSH_SECONDS):
+                turn.feed(event.payload if event is not None else None)
+                if turn.dirty and (turn.result or time.monotonic() - last_flush >= FLUSH_SECONDS):
                     async with self:
                         if self._ticket != ticket:
                             return
-                        self.stream_text += "".join(pending)
-                    pending.clear()
+                        self._show(turn, turn.take())
                     last_flush = time.monotonic()
         finally:
             async with self:
                 if self._ticket == ticket:
-                    self._settle(session, result)
+                    self._settle(turn.finish())
         yield SidebarState.refresh
 
-    def _settle(self, session: SessionStarted | None, result: RunFinished | None) -> None:
-        """Move the finished turn into the list (one list update per turn)."""
-        turn = finished_turn(self.messages, session, result, self.pending_user)
+    def _show(self, turn: LiveTurn, rows: list[MessageView]) -> None:
+        """The live step as it is now; steps done move into the list (once each)."""
+        if rows:
+            self.messages = self.messages + rows
+        if turn.question_listed:
+            self.pending_user = ""
+        if self.stream_text != turn.text:
+            self.stream_text = turn.text
+        if self.live_tools != turn.cards:
+            self.live_tools = turn.cards
+
+    def _settle(self, turn: list[MessageView]) -> None:
+        """Move the rest of the finished turn into the list (one list update)."""
         kept = (self.messages + turn)[-MAX_VISIBLE:]
         if len(kept) < len(self.messages) + len(turn):
             self.has_older = True  # trimmed off the top: reachable again by paging
@@ -182,7 +189,7 @@ class ChatState(HistoryState):
 
     def _reset_stream(self) -> None:
         self.streaming, self.run_id, self.stream_text = False, "", ""
-        self.pending_user, self.pending_time = "", ""
+        self.pending_user, self.pending_time, self.live_tools = "", "", []
 
     @rx.event(background=True)
     async def stop(self):

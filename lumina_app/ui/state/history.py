@@ -9,6 +9,7 @@ import reflex as rx
 from lumina_app.domain import ConversationInfo
 from lumina_app.services.conversations import MessagePage
 from lumina_app.ui.state.base import AppState
+from lumina_app.ui.tool_views import pair_results
 from lumina_app.ui.views import MessageView, message_view
 
 PAGE_SIZE = 40
@@ -25,7 +26,7 @@ class HistoryState(AppState):
     focus_seq: int = 0  # the message a search opened, highlighted until the next page load
 
     def _show(self, page: MessagePage, *, newest: bool) -> None:
-        self.messages = [message_view(m) for m in page.items]
+        self.messages = pair_results([message_view(m) for m in page.items])
         self.has_older = page.next_before is not None
         self.has_newer = not newest and page.next_after is not None
 
@@ -59,7 +60,7 @@ class HistoryState(AppState):
                 before=self.messages[0]["seq"],
             )
             self.has_older = page.next_before is not None
-            self.messages = [message_view(m) for m in page.items] + self.messages
+            self.messages = pair_results([message_view(m) for m in page.items] + self.messages)
 
     @rx.event
     async def load_newer(self) -> None:
@@ -71,7 +72,7 @@ class HistoryState(AppState):
                 after=self.messages[-1]["seq"],
             )
             self.has_newer = page.next_after is not None
-            self.messages = self.messages + [message_view(m) for m in page.items]
+            self.messages = pair_results(self.messages + [message_view(m) for m in page.items])
 
     async def _jump_to_latest(self) -> None:
         """Before a new turn is added at the end: the end must be what is on screen."""

@@ -1,0 +1,76 @@
+"""Tool calls in the chat UI, with the shipped ``assistant`` agent on the offline demo
+model: a collapsible card per call inside the answer, while the run is live, after a
+reload during the run, and after a reload once it is stored."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.test_chat_ui import answers, open_new, send, shot
+
+pytestmark = pytest.mark.e2e
+
+QUESTION = "What time is it in Europe/Paris, and calculate (17 * 23) ^ 2?"
+
+
+def cards(page: Page):
+    return page.get_by_test_id("tool-card")
+
+
+def wait_idle(page: Page, new_answers: int) -> None:
+    """A tool turn adds two answers: the one that asked, and the one after the results."""
+    expect(answers(page)).to_have_count(page.answers_before + new_answers, timeout=20_000)
+    expect(page.get_by_test_id("send-button")).to_be_visible()
+
+
+def check_cards(page: Page) -> None:
+    clock, calculator = cards(page).nth(0), cards(page).nth(1)
+    expect(clock).to_have_attribute("data-tool", "current_time")
+    expect(clock).to_have_attribute("data-status", "done")
+    expect(calculator).to_have_attribute("data-tool", "calculator")
+    clock.locator("summary").click()  # collapsed until opened
+    expect(clock.get_by_test_id("tool-arguments")).to_contain_text('"timezone": "Europe/Paris"')
+    expect(clock.get_by_test_id("tool-result")).to_contain_text(re.compile(r"\+0[12]:00"))
+    expect(clock).to_contain_text(re.compile(r"\d+ ms"))
+    calculator.locator("summary").click()
+    expect(calculator.get_by_test_id("tool-result")).to_have_text("152881")
+
+
+def test_tool_cards_live_and_after_a_reload(page: Page, app_server) -> None:
+    open_new(page, app_server.url)
+    send(page, QUESTION + " /long")
+    # Live: the step with its calls is in the list while the answer still streams.
+    expect(page.get_by_test_id("streaming-message")).to_contain_text("word3")
+    expect(cards(page)).to_have_count(2)
+    expect(cards(page).first).to_have_attribute("data-status", "done")
+    # A reload during the run finds the same cards (rebuilt from the run's events).
+    page.reload()
+    expect(page.get_by_test_id("streaming-message")).to_contain_text("word")
+    expect(cards(page)).to_have_count(2)
+    wait_idle(page, 2)
+    expect(answers(page).last).to_contain_text("calculator said: 152881")
+    check_cards(page)
+    # After the run: the same cards, from the stored answer and TOOL rows.
+    page.reload()
+    expect(answers(page)).to_have_count(2)
+    expect(cards(page)).to_have_count(2)
+    check_cards(page)
+
+
+def test_a_tool_error_is_shown_as_such(page: Page, app_server) -> None:
+    open_new(page, app_server.url)
+    send(page, QUESTION)
+    wait_idle(page, 2)
+    check_cards(page)
+    shot(page, "tool-card")
+    send(page, "What time is it in Mars/Olympus?")
+    wait_idle(page, 2)
+    card = cards(page).last
+    expect(card).to_have_attribute("data-status", "error")
+    card.locator("summary").click()
+    expect(card.get_by_test_id("tool-result")).to_contain_text("unknown timezone 'Mars/Olympus'")
+    page.reload()
+    expect(cards(page).last).to_have_attribute("data-status", "error")

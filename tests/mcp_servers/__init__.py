@@ -1,0 +1,1 @@
+"""MCP servers the tool tests start (built with the official SDK)."""
