@@ -177,4 +177,5 @@ def session_started(run: ActiveRun) -> SessionStarted:
         model=run.record.model,
         user_seq=run.user.seq,
         created_at=iso_ms(run.user.created_at) if run.user.created_at else "",
+        answer_seq=run.assistant.seq,
     )

@@ -287,3 +287,35 @@ async def test_superseded_answers_survive_export_and_import(api_on, tmp_path) ->
         before[4]["content"],
         "third",
     ]
+
+
+async def test_a_summary_reaching_the_question_goes(api_on) -> None:
+    conv = await two_turns(api_on)
+    memory = current().memory
+    source = await memory.get_conversation(conv)
+    await memory.write_summary(source, covered_to_seq=2, text="Lisbon.", model="t")
+    await memory.write_summary(source, covered_to_seq=4, text="Lisbon, Porto: old.", model="t")
+    await regenerate(api_on, conv)
+    kept = await memory.summaries_of(await memory.get_conversation(conv))
+    assert [(s.covered_to_seq, s.text) for s in kept] == [(2, "Lisbon.")]
+    view = await memory.load_view(await memory.get_conversation(conv))
+    assert view.summary.text == "Lisbon."
+
+
+async def test_the_in_process_window_too(api_factory, sqlite_database) -> None:
+    _services, api = await api_factory(database_url=sqlite_database.url, redis_url=None)
+    conv = (await new_conversation(api))["uuid"]
+    for text in ("first: Lisbon", "second: Porto"):
+        await say(api, text, conv)
+    resp = await api.post(f"/api/v1/conversations/{conv}/regenerate", json={"stream": False})
+    assert resp.status_code == 200, resp.text
+    memory = current().memory
+    assert memory.hot_backend == "memory"
+    conversation = await memory.get_conversation(conv)
+    hits = memory.stats.hits
+    hot = await memory.load(conversation)
+    assert memory.stats.hits == hits + 1
+    assert [(m.id, m.status) for m in hot] == [
+        (m.id, m.status) for m in await memory.rebuild(conversation)
+    ]
+    assert [m.seq for m in hot] == [1, 2, 3, 5]
