@@ -367,6 +367,9 @@ def recaller(data_dir, fake_llm):
     }
     write_agent(data_dir / "agents", "recaller", config, SYSTEM_PROMPT_PARTS)
     write_agent(data_dir / "agents", "offline", {"name": "Offline", "memory": {"recall": True}})
+    write_agent(
+        data_dir / "agents", "listed", {"name": "Listed", "tools": ["recall", "calculator"]}
+    )
 
 
 async def test_recall_finds_what_left_the_context_but_not_the_question_itself(
@@ -430,3 +433,11 @@ async def test_recall_searches_only_the_callers_own_conversation(
     events = [event async for event in stream]
     (result,) = of_type(events, EventType.TOOL_RESULT)
     assert result["content"] == "Nothing earlier in this conversation matches 'heliotrope'."
+
+
+async def test_recall_can_also_be_named_among_the_built_ins(services, recaller) -> None:
+    info = await services.agents.info("listed")
+    assert [(t.name, t.source, t.available) for t in info.tools] == [
+        ("calculator", "builtin", True),
+        ("recall", "builtin", True),
+    ]

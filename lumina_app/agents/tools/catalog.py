@@ -1,5 +1,5 @@
-"""Each agent's tools: the built-ins its config names, ``recall`` if its memory config
-turns it on, and the tools of its MCP servers.
+"""Each agent's tools: the built-ins its config names (``recall`` among them, also turned
+on by ``"memory": {"recall": true}``), and the tools of its MCP servers.
 
 A server is started when its agent first needs it (a run, or the agent's info), shared by
 the agent's runs, replaced when its config changes, and shut down by ``close()``. Servers
@@ -45,9 +45,11 @@ class ToolCatalog:
         and what it may not, with why."""
         toolbox = Toolbox()
         for name in agent.tools.builtins:
-            tool = builtin_tool(name)
-            toolbox.tools[tool.name] = tool
-        if agent.memory.recall and self.recall is not None:
+            if name != RECALL:
+                tool = builtin_tool(name)
+                toolbox.tools[tool.name] = tool
+        wants_recall = agent.memory.recall or RECALL in agent.tools.builtins
+        if wants_recall and self.recall is not None:
             toolbox.tools[RECALL] = self.recall.tool()
         servers = self._servers_of(agent)
         if not servers:
