@@ -71,9 +71,12 @@ def _match(dialect: str, words: Sequence[str]) -> tuple[sa.ColumnElement, sa.Col
 # ("+what +plan" finds no row). Such words are matched with LIKE beside the index instead.
 _INNODB_MIN_TOKEN = 3
 _INNODB_STOPWORDS = frozenset(
-    "a about an are as at be by com de en for from how i in is it la of on or that the this "
-    "to was what when where who will with und www".split()
-)
+    {
+        "a", "about", "an", "are", "as", "at", "be", "by", "com", "de", "en", "for", "from",
+        "how", "i", "in", "is", "it", "la", "of", "on", "or", "that", "the", "this", "to",
+        "was", "what", "when", "where", "who", "will", "with", "und", "www",
+    }
+)  # fmt: skip
 
 
 def _innodb_indexes(word: str) -> bool:
