@@ -392,6 +392,13 @@ class MemoryManager:
             ]
         return number_versions(rows)
 
+    async def turn_rows(self, conversation_id: int, after_seq: int, before_seq: int) -> list[Msg]:
+        """Every stored row strictly between two seqs, in order (a run's tool steps)."""
+        rows = await self.cold.page_messages(
+            conversation_id, after_seq=after_seq, limit=max(0, before_seq - after_seq - 1)
+        )
+        return [m for m in rows if m.seq < before_seq]
+
     async def search(
         self,
         words: Sequence[str],
