@@ -233,6 +233,9 @@ async def test_after_a_tool_using_turn(api_on, data_dir, fake_llm) -> None:
     assert last[-1]["tool_call_id"] == "call_b"
     got = (await api_on.get(f"/api/v1/conversations/{conv}", headers=ALICE)).json()
     assert got["toolCallCount"] == 2
+    context = (await api_on.get(f"/api/v1/runs/{result['runId']}/context", headers=ALICE)).json()
+    shown = [(m["role"], m["content"]) for m in context["messages"] if m["role"] != "system"]
+    assert shown == [("user", "6*7?"), ("assistant", "Again."), ("tool", "4")]
 
 
 async def test_the_hot_window_equals_a_rebuilt_one(api_on) -> None:
