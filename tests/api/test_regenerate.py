@@ -22,7 +22,7 @@ from tests.api.helpers import (
     wait_for_text,
     wait_run,
 )
-from tests.conftest import write_agent
+from tests.api.test_tools_api import tooled  # noqa: F401 - the agent with a calculator
 from tests.fake_llm import Call, Reply
 
 KEYS = "alice:ka,bob:kb"
@@ -193,17 +193,8 @@ async def test_after_a_failed_answer(api_on, fake_llm) -> None:
     assert fake_llm.requests[-1]["messages"][-1] == {"role": "user", "content": "third"}
 
 
-async def test_after_a_tool_using_turn(api_on, data_dir, fake_llm) -> None:
-    config = {
-        "name": "Tooled",
-        "provider": "openai",
-        "base_url": fake_llm.base_url,
-        "model": "fake-1",
-        "tools": ["calculator"],
-    }
-    write_agent(data_dir / "agents", "tooled", config)
-    call = Call("call_a", "calculator", '{"expression": "6 * 7"}')
-    fake_llm.script.replies = [Reply(chunks=["Let me check."], calls=[call])]
+@pytest.mark.usefixtures("tooled")
+async def test_after_a_tool_using_turn(api_on, fake_llm) -> None:
     conv = (await new_conversation(api_on, agent="tooled", headers=ALICE))["uuid"]
     await say(api_on, "6*7?", conv, agent="tooled", headers=ALICE)
     assert [m["role"] for m in await messages(api_on, conv, headers=ALICE)] == [
