@@ -384,7 +384,9 @@ class HistoryEntry(BaseModel):
 
     @classmethod
     def of(cls, msg: Msg) -> HistoryEntry:
-        return cls(**history_entry(msg), id=msg.id or 0, seq=msg.seq, status=msg.status.value)
+        # history_entry names the status of a superseded answer itself (the archive's form)
+        entry = {**history_entry(msg), "status": msg.status.value}
+        return cls(**entry, id=msg.id or 0, seq=msg.seq)
 
 
 class ConversationDetail(BaseModel):

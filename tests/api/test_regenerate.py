@@ -313,3 +313,12 @@ async def test_the_in_process_window_too(api_factory, sqlite_database) -> None:
         (m.id, m.status) for m in await memory.rebuild(conversation)
     ]
     assert [m.seq for m in hot] == [1, 2, 3, 5]
+
+
+async def test_family_b_shows_superseded_answers(api_on) -> None:
+    conv = await two_turns(api_on)
+    await regenerate(api_on, conv)
+    resp = await api_on.get(f"/api/agent/demo/conversations/{conv}", headers=ALICE)
+    assert resp.status_code == 200, resp.text
+    statuses = [m["status"] for m in resp.json()["messages"]]
+    assert statuses == ["complete", "complete", "complete", "superseded", "complete"]
