@@ -289,6 +289,9 @@ class ColdStore:
         bump["updated_at"] = now
         if status is not None:
             bump["status"] = status.value
+        if self.db.dialect == "postgresql" and writes.one_statement_accept(msgs, bump, run):
+            await self.db.transact_one(writes.accept, conversation_id, msgs, bump, run)
+            return list(msgs)
         await self.db.transact(writes.append_messages, conversation_id, msgs, bump, run)
         return list(msgs)
 
@@ -327,6 +330,12 @@ class ColdStore:
             settle = {"_cid": conversation_id, "_tools": tool_calls, "updated_at": now}
             if conversation_status is not None:
                 settle["status"] = conversation_status.value
+        if (
+            only_streaming
+            and self.db.dialect == "postgresql"
+            and writes.one_statement_final(values, settle, run)
+        ):
+            return await self.db.transact_one(writes.final_write, values, settle, run)
         return await self.db.transact(
             writes.update_message, values, only_streaming=only_streaming, settle=settle, run=run
         )
