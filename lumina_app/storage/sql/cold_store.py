@@ -133,6 +133,9 @@ class ColdStore:
         conversation.last_seq = conversation.message_count = count
         if status is not None:
             conversation.status = status
+        if self.db.dialect == "postgresql" and run is not None and msgs:
+            await self.db.transact_one(writes.start, conversation, msgs, run)
+            return list(msgs)
         await self.db.transact(writes.start_conversation, conversation, msgs, run)
         return list(msgs)
 

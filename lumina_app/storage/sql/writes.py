@@ -176,6 +176,89 @@ def _accept(count: int) -> sa.Select:
 
 
 _ACCEPTS: dict[int, sa.Select] = {}
+_STARTS: dict[int, sa.Select] = {}
+
+
+def _start(count: int) -> sa.Select:
+    """PostgreSQL's ``start_conversation`` with a run as one statement, for ``count`` rows
+    numbered 1…count: the conversation, its rows and the run, as data-modifying CTEs;
+    returns the conversation's id and the rows' (seq, id)."""
+
+    def bind(name: str, column: sa.Column) -> sa.BindParameter:
+        return sa.bindparam(name, type_=column.type)
+
+    created = (
+        sa.insert(C)
+        .values({name: bind(f"c_{name}", C.c[name]) for name in _CONVERSATION_FIELDS})
+        .returning(C.c.id)
+        .cte("created")
+    )
+    selects = [
+        sa.select(
+            created.c.id,
+            sa.literal(i + 1, M.c.seq.type),
+            *(bind(f"m{i}_{name}", M.c[name]) for name in _MESSAGE_FIELDS),
+        )
+        for i in range(count)
+    ]
+    rows = (
+        sa.insert(M)
+        .from_select(["conversation_id", "seq", *_MESSAGE_FIELDS], sa.union_all(*selects))
+        .returning(M.c.conversation_id, M.c.seq, M.c.id)
+        .cte("inserted")
+    )
+
+    def row_id(seq: int) -> sa.ScalarSelect:
+        return sa.select(rows.c.id).where(rows.c.seq == seq).scalar_subquery()
+
+    computed = {
+        "conversation_id": created.c.id,
+        "user_message_id": row_id(1),
+        "assistant_message_id": row_id(count),
+    }
+    run_columns = [c.name for c in R.columns]
+    run = (
+        sa.insert(R)
+        .from_select(
+            run_columns,
+            sa.select(
+                *(computed.get(name, bind(f"r_{name}", R.c[name])) for name in run_columns)
+            ).select_from(created),
+        )
+        .returning(R.c.run_id)
+        .cte("run")
+    )
+    return sa.select(rows.c.conversation_id, rows.c.seq, rows.c.id).add_cte(run)
+
+
+def start(
+    conn: Connection, conversation: ConversationInfo, msgs: Sequence[Msg], run: RunRecord
+) -> None:
+    """``start_conversation`` as one statement (``_start``), for a backend whose INSERTs
+    can be CTEs (PostgreSQL); the same rows and values. Sets the conversation's ``id``."""
+    count = len(msgs)
+    statement = _STARTS.get(count)
+    if statement is None:
+        statement = _STARTS[count] = _start(count)
+    now = conversation.updated_at
+    number(msgs, 1, now)
+    params: dict[str, Any] = {
+        f"c_{name}": getattr(conversation, name) for name in _CONVERSATION_FIELDS
+    }
+    params["c_status"] = conversation.status.value
+    for i, msg in enumerate(msgs):
+        params.update({f"m{i}_{name}": getattr(msg, name) for name in _MESSAGE_FIELDS})
+        params[f"m{i}_role"], params[f"m{i}_status"] = msg.role.value, msg.status.value
+    run.started_at = run.started_at or now
+    params.update({f"r_{name}": value for name, value in run_values(run).items()})
+    result = conn.execute(statement, params).all()
+    conversation.id = result[0][0]
+    ids = {seq: row_id for _, seq, row_id in result}
+    for msg in msgs:
+        msg.id = ids[msg.seq]
+    run.conversation_id = conversation.id
+    run.user_message_id = msgs[0].id
+    run.assistant_message_id = msgs[-1].id
 
 
 def one_statement_accept(msgs: Sequence[Msg], bump: dict[str, Any], run: RunRecord | None) -> bool:
