@@ -40,9 +40,7 @@ from lumina_app.storage.sql.runs import run_values
 _CONVERSATION_FIELDS = [c.name for c in C.columns if c.name != "id"]
 _INSERT_CONVERSATION = sa.insert(C)
 _INSERT_MESSAGE = sa.insert(M)
-# RETURNING rows may come in any order (SQLite batches only unsorted): ids are matched to
-# rows by seq, unique within the conversation.
-_INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.seq, M.c.id)
+_INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)
 _INSERT_RUN = sa.insert(R)
 _BUMP = (
     sa.update(C)
@@ -475,7 +473,7 @@ def _bump_last_seq(conn: Connection, conversation_id: int, params: dict[str, Any
 
 
 def _insert_messages(conn: Connection, conversation_id: int, msgs: Sequence[Msg]) -> None:
-    """One INSERT … RETURNING for all rows where supported (SQLAlchemy's insertmanyvalues)."""
+    """One INSERT … RETURNING for all rows (ids in parameter order) where supported."""
     rows = [
         {
             "conversation_id": conversation_id,
@@ -490,13 +488,13 @@ def _insert_messages(conn: Connection, conversation_id: int, msgs: Sequence[Msg]
         }
         for msg in msgs
     ]
-    if len(rows) == 1 or not conn.dialect.insert_executemany_returning:
+    if len(rows) == 1 or not conn.dialect.insert_executemany_returning_sort_by_parameter_order:
         for msg, row in zip(msgs, rows, strict=True):
             msg.id = conn.execute(_INSERT_MESSAGE, row).inserted_primary_key[0]
         return
-    ids = dict(conn.execute(_INSERT_MESSAGES_RETURNING, rows).all())
-    for msg in msgs:
-        msg.id = ids[msg.seq]
+    ids = conn.execute(_INSERT_MESSAGES_RETURNING, rows).scalars().all()
+    for msg, new_id in zip(msgs, ids, strict=True):
+        msg.id = new_id
 
 
 def _insert_run(
