@@ -79,14 +79,17 @@ class LangGraph:
     def config(thread: str) -> dict:
         return {"configurable": {"thread_id": thread}}
 
-    async def fill(self, thread: str, texts: list[str]) -> None:
-        """``len(texts)`` stored messages (question first, alternating), one checkpoint."""
+    async def fill(self, thread: str, texts: list[str]) -> dict:
+        """``len(texts)`` stored messages (question first, alternating), one checkpoint;
+        returns that checkpoint's config (see :meth:`turn`)."""
         msgs = [HumanMessage(t) if i % 2 == 0 else AIMessage(t) for i, t in enumerate(texts)]
-        if msgs:
-            await self.graph.aupdate_state(self.config(thread), {"messages": msgs})
+        return await self.graph.aupdate_state(self.config(thread), {"messages": msgs})
 
-    async def turn(self, thread: str, question: str) -> None:
-        await self.graph.ainvoke({"messages": [HumanMessage(question)]}, self.config(thread))
+    async def turn(self, thread: str, question: str, at: dict | None = None) -> None:
+        """One turn on the thread's latest checkpoint, or from the checkpoint ``at`` (a
+        fork: the history stays the size it was, whatever the number of timed turns)."""
+        config = at or self.config(thread)
+        await self.graph.ainvoke({"messages": [HumanMessage(question)]}, config)
 
     async def load(self, thread: str, n: int = 20) -> list[AnyMessage]:
         state = await self.graph.aget_state(self.config(thread))
