@@ -7,8 +7,9 @@ The app's services in process (bench/_app.py ``App``) on a throw-away SQLite dat
 window in process (``--redis``: on a private redis-server), an agent with
 ``"memory": {"summary": true, "recall": true}``.
 
-1. Context build, at each size (10, 20: the first full window, 100,000), in a conversation holding a summary (the same ~1.5 KB
-   text at both sizes, covering everything before the window), timed as a *resume* run
+1. Context build, at each size (10; 20, the first full window; 100,000), in a
+   conversation holding a summary (the same ~1.5 KB text at every size, covering
+   everything before the window), timed as a *resume* run
    builds it (``TurnPreparer.prepare``): the conversation read fresh, ``load_view`` (the
    window and the summary), ``build_context`` (system prompt, summary message, window,
    input). Three ways: window current in the hot tier; rebuilt from SQL (hot window
