@@ -53,6 +53,8 @@ CLIENTS = 10
 
 FIRST_BYTE_P50_MS = 15.0
 FIRST_BYTE_P99_MS = 50.0
+OVERHEAD_P50_MS, OVERHEAD_P99_MS = 5.0, 20.0  # #18: what Lumina adds over the anchor
+CPU_PER_STREAM_MAX = 2.0  # #18: server CPU per short stream / the anchor's
 GAP_P99_MS = 25.0
 IDLE_KB_PER_STREAM = 40.0
 
@@ -361,6 +363,20 @@ def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idl
             f"server overhead to the first byte (Lumina - anchor) p{p} <= {target:.0f} ms: "
             f"{fmt_ms(overhead)} ms",
         )
+
+    for p, target in ((50, OVERHEAD_P50_MS), (99, OVERHEAD_P99_MS)):
+        overhead = lum.ms(p) - anc.ms(p)
+        checks.add(
+            overhead <= target,
+            f"#18: first-byte overhead over the anchor at {CLIENTS} clients, p{p} <= "
+            f"{target:.0f} ms: {fmt_ms(overhead)} ms",
+        )
+    cpu = lum.cpu_ms() / anc.cpu_ms()
+    checks.add(
+        cpu <= CPU_PER_STREAM_MAX,
+        f"#18: server CPU per short stream <= {CPU_PER_STREAM_MAX:.0f}x the anchor: "
+        f"{fmt_ratio(cpu)} ({fmt_ms(lum.cpu_ms())} vs {fmt_ms(anc.cpu_ms())} ms)",
+    )
 
     lum, anc = cad["lumina"], cad["anchor"]
     print(f"\n2. Cadence: {args.streams} concurrent streams, a frame every {CADENCE_MS} ms\n")
