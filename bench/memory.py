@@ -587,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
             measure(sync_url, redis_url, admin, sizes, plan, anchors, probe)
         )
         graph = None
-        if not args.no_langgraph:
+        if not args.no_langgraph and args.db != "mariadb":  # no LangGraph saver for it
             graph = asyncio.run(
                 langgraph_rows(sync_url, redis_url, sizes, plan.turns, args.langgraph_budget)
             )
