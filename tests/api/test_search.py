@@ -73,6 +73,34 @@ async def test_every_word_must_match_and_the_last_is_a_prefix(api_on) -> None:
     assert await search(api_on, "budget elephant") == []
 
 
+async def test_short_words_and_stopwords_are_found_on_every_backend(api_on) -> None:
+    """MariaDB's index leaves out words under 3 letters and its stopwords, and a required
+    word it left out would make the whole query match nothing."""
+    await say(api_on, "What about the AI plan with the UN?", headers=ALICE)
+    await say(api_on, "a plan without acronyms", headers=ALICE)
+    for q, found in (("ai", 1), ("what plan", 1), ("plan with", 2), ("UN", 1), ("the ai pl", 1)):
+        users = [h for h in await search(api_on, q) if h["role"] == "USER"]
+        assert len(users) == found, (q, users)
+    assert await search(api_on, "ai elephant") == []
+    assert [h for h in await search(api_on, "x_y") if h["role"] == "USER"] == []
+
+
+async def test_words_of_scripts_without_spaces_are_found_inside_the_text(api_on) -> None:
+    """No index here splits Chinese or Japanese text into words: such a word is looked
+    for inside the text, alone or beside indexed words."""
+    await say(api_on, "这是一个测试消息, about the budget", headers=ALICE)
+    await say(api_on, "明日は東京に行きます", headers=ALICE)
+    for q, expected in (
+        ("测试", "这是一个<mark>测试</mark>消息"),
+        ("测试 budget", "<mark>budget</mark>"),
+        ("東京", "明日は<mark>東京</mark>に行きます"),
+    ):
+        users = [h for h in await search(api_on, q) if h["role"] == "USER"]
+        assert len(users) == 1 and expected in users[0]["snippet"], (q, users)
+    assert await search(api_on, "测试 elephant") == []
+    assert await search(api_on, "大阪") == []
+
+
 async def test_snippets_escape_html(api_on) -> None:
     await say(api_on, "<script>alert('x')</script> findme & <b>bold</b>", headers=ALICE)
     (hit,) = [h for h in await search(api_on, "findme") if h["role"] == "USER"]
