@@ -22,7 +22,7 @@ from lumina_app.domain import (
     utcnow,
 )
 from lumina_app.domain.search import terms as search_terms
-from lumina_app.storage.sql import forks, writes
+from lumina_app.storage.sql import forks, writes, writes_pg
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.flush_batch import FlushBatch
 from lumina_app.storage.sql.models import conversations as C
@@ -134,7 +134,7 @@ class ColdStore:
         if status is not None:
             conversation.status = status
         if self.db.dialect == "postgresql" and run is not None and msgs:
-            await self.db.transact_one(writes.start, conversation, msgs, run)
+            await self.db.transact_one(writes_pg.start, conversation, msgs, run)
             return list(msgs)
         await self.db.transact(writes.start_conversation, conversation, msgs, run)
         return list(msgs)
@@ -292,8 +292,8 @@ class ColdStore:
         bump["updated_at"] = now
         if status is not None:
             bump["status"] = status.value
-        if self.db.dialect == "postgresql" and writes.one_statement_accept(msgs, bump, run):
-            await self.db.transact_one(writes.accept, conversation_id, msgs, bump, run)
+        if self.db.dialect == "postgresql" and writes_pg.one_statement_accept(msgs, bump, run):
+            await self.db.transact_one(writes_pg.accept, conversation_id, msgs, bump, run)
             return list(msgs)
         await self.db.transact(writes.append_messages, conversation_id, msgs, bump, run)
         return list(msgs)
@@ -336,9 +336,9 @@ class ColdStore:
         if (
             only_streaming
             and self.db.dialect == "postgresql"
-            and writes.one_statement_final(values, settle, run)
+            and writes_pg.one_statement_final(values, settle, run)
         ):
-            return await self.db.transact_one(writes.final_write, values, settle, run)
+            return await self.db.transact_one(writes_pg.final_write, values, settle, run)
         return await self.db.transact(
             writes.update_message, values, only_streaming=only_streaming, settle=settle, run=run
         )
