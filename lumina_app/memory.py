@@ -20,6 +20,7 @@ from lumina_app.domain import (
     ImportOutcome,
     MessageStatus,
     Msg,
+    MsgRole,
     Principal,
     RunRecord,
     StoreUnavailable,
@@ -28,8 +29,9 @@ from lumina_app.domain import (
 from lumina_app.domain.access import is_conversation_id
 from lumina_app.domain.search import MessageHit
 from lumina_app.domain.text import check_storable_text
+from lumina_app.domain.versions import AnswerRow, number_versions
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
-from lumina_app.storage.sql import archive_rows, search, summaries
+from lumina_app.storage.sql import archive_rows, regenerate, search, summaries
 from lumina_app.storage.sql.cold_store import ColdStore
 
 log = logging.getLogger(__name__)
@@ -170,6 +172,23 @@ class MemoryManager:
         await self._hot(self.hot.replace(conversation.uuid, [saved_user], saved_user.seq))
         return saved_user, saved_assistant
 
+    async def begin_regenerate(
+        self, conversation: ConversationInfo, question: Msg, assistant: Msg, run: RunRecord
+    ) -> Msg:
+        """Answer ``question`` (the newest) again: what followed it becomes ``superseded``
+        and a ``streaming`` answer row opens after it, with the run, in one transaction.
+        The window is reinstalled without the superseded rows, its mark on the row just
+        before the new answer (which then extends it like any answer)."""
+        assistant.status = MessageStatus.STREAMING
+        await self.cold.answer_again(
+            conversation.id, question, assistant, status=ConversationStatus.RUNNING, run=run
+        )
+        view = await self._from_sql(conversation)
+        await self._hot(
+            self.hot.replace(conversation.uuid, view.messages, assistant.seq - 1, view.summary)
+        )
+        return assistant
+
     async def flush_answer(self, message_id: int, content: str) -> bool:
         """Persist a growing answer, fenced like the final write; committed together with
         other runs' flushes of the same moment (``storage.flush_batch``)."""
@@ -269,8 +288,14 @@ class MemoryManager:
     def _is_current(self, msgs: Sequence[Msg], high_water: int, conv: ConversationInfo) -> bool:
         if high_water < conv.last_seq:
             return False
-        # A window shorter than it should be (e.g. N was raised) is rebuilt, not trusted.
-        return len(msgs) >= min(self.window, conv.message_count) or high_water > conv.last_seq
+        # A window shorter than it should be (e.g. N was raised) is rebuilt, not trusted;
+        # one that starts at seq 1 holds everything (``message_count`` also counts the
+        # superseded rows no window holds, so it alone would rebuild such a window forever).
+        return (
+            len(msgs) >= min(self.window, conv.message_count)
+            or high_water > conv.last_seq
+            or (bool(msgs) and msgs[0].seq == 1)
+        )
 
     async def rebuild(self, conversation: ConversationInfo) -> list[Msg]:
         """Reinstall the window (and its summary) from SQL and return the messages."""
@@ -283,6 +308,17 @@ class MemoryManager:
             self.hot.replace(conversation.uuid, view.messages, high_water, view.summary)
         )
         return view
+
+    async def last_question(self, conversation: ConversationInfo) -> Msg | None:
+        """The newest user message: what a regenerate answers again."""
+        return await self.cold.last_question(conversation.id)
+
+    async def view_before(self, conversation: ConversationInfo, seq: int) -> MemoryView:
+        """What a context for the message at ``seq`` is built from, read from SQL: the last
+        N messages before it a context can hold, and the newest summary covering less."""
+        msgs = await self.cold.last_messages(conversation.id, self.window, before_seq=seq)
+        summary = await summaries.latest(self.cold.db, conversation.id, before_seq=seq)
+        return MemoryView(msgs, summary)
 
     async def _from_sql(self, conversation: ConversationInfo) -> MemoryView:
         """One indexed query for the last N, one for the newest summary."""
@@ -336,6 +372,25 @@ class MemoryManager:
         return await self.cold.page_messages(
             conversation.id, limit=limit, after_seq=after_seq, before_seq=before_seq
         )
+
+    async def versions(
+        self, conversation: ConversationInfo, msgs: Sequence[Msg]
+    ) -> dict[int, tuple[int, int]]:
+        """``seq -> (version, versions)`` for the answer rows among ``msgs`` (a page in seq
+        order). Only a page with superseded rows, or one starting inside a turn, needs
+        one more query (for the turns' rows off the page); otherwise each answer is the
+        only version of its turn."""
+        answers = [m for m in msgs if m.role is not MsgRole.USER]
+        off_page = msgs and msgs[0].role is not MsgRole.USER and msgs[0].seq > 1
+        if off_page or any(m.status is MessageStatus.SUPERSEDED for m in answers):
+            turns = sorted({m.turn_id for m in answers})
+            rows = await regenerate.answer_rows(self.cold.db, conversation.id, turns)
+        else:
+            rows = [
+                AnswerRow(m.seq, m.turn_id, m.role is MsgRole.ASSISTANT, m.meta.get("runId"))
+                for m in answers
+            ]
+        return number_versions(rows)
 
     async def turn_rows(self, conversation_id: int, after_seq: int, before_seq: int) -> list[Msg]:
         """Every stored row strictly between two seqs, in order (a run's tool steps)."""

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 
 from redis.exceptions import RedisError
@@ -164,6 +164,23 @@ class ChatEngine:
             asyncio.ensure_future(self._accept(agent, text, conversation_uuid, principal, title))
         )
 
+    async def regenerate(
+        self, *, conversation_uuid: str, principal: Principal = LOCAL
+    ) -> ActiveRun:
+        """Answer the conversation's last user message again, under the same run slot as
+        a send (busy: ConversationBusy), the old answer kept as ``superseded``. When this
+        returns the new answer row is committed and the run is on; shielded like
+        :meth:`start`."""
+        conversation = await self.memory.find_visible(principal, conversation_uuid)
+        agent = self._agent(conversation.agent_id)
+
+        async def prepare(run_id: str, current: ConversationInfo) -> ActiveRun:
+            return await self.turns.prepare_regenerate(run_id, agent, current, principal)
+
+        return await asyncio.shield(
+            asyncio.ensure_future(self._in_slot(agent, conversation.uuid, principal, prepare))
+        )
+
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """Follow a run this caller started; if the caller leaves and the settings say
         so, the run is interrupted, otherwise it carries on to the end (and the
@@ -285,11 +302,29 @@ class ChatEngine:
         title: str | None,
     ) -> ActiveRun:
         created = conversation_uuid is None
-        if created:  # stored together with the first turn, in _prepare
+        conversation = None
+        if created:  # stored together with the first turn, in prepare
             conversation = ConversationInfo.new(
                 agent_id=agent.id, title=title or _title_from(text), owner=principal.owner
             )
             conversation_uuid = conversation.uuid
+
+        async def prepare(run_id: str, current: ConversationInfo) -> ActiveRun:
+            return await self.turns.prepare(run_id, agent, current, text, principal, created)
+
+        return await self._in_slot(agent, conversation_uuid, principal, prepare, conversation)
+
+    async def _in_slot(
+        self,
+        agent: AgentDefinition,
+        conversation_uuid: str,
+        principal: Principal,
+        prepare: Callable[[str, ConversationInfo], Awaitable[ActiveRun]],
+        conversation: ConversationInfo | None = None,
+    ) -> ActiveRun:
+        """Take the conversation's run slot (here and, with shared locks, everywhere),
+        read it under the lock unless it is new (``conversation``), ``prepare`` the run,
+        and start generating. Busy: ConversationBusy; someone else's: not found."""
         run_id = "run-" + secrets.token_hex(8)
         busy = self._by_conversation.get(conversation_uuid)
         if busy is not None:
@@ -304,11 +339,9 @@ class ChatEngine:
                 await self._visible(conversation_uuid, principal, agent)
                 raise ConversationBusy(conversation_uuid, holder)
             try:
-                if not created:  # read under the lock: no other instance can move it now
+                if conversation is None:  # read under the lock: no other instance moves it
                     conversation = await self._visible(conversation_uuid, principal, agent)
-                run = await self.turns.prepare(
-                    run_id, agent, conversation, text, principal, created
-                )
+                run = await prepare(run_id, conversation)
             except BaseException:
                 await self.locks.release(conversation_uuid, run_id)
                 raise

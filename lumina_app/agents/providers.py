@@ -122,6 +122,10 @@ class DemoProvider:
                 yield call
             yield Finish("tool_calls")
             return
+        if "/think" in user_input:  # a reasoning model's thoughts, before the answer
+            for word in _WORDS.findall(f"The user asked “{_quote(user_input, 80)}”. I'll answer."):
+                await asyncio.sleep(self.delay)
+                yield ThinkingDelta(word)
         answer = demo_answer(self.agent_name, messages)
         words = _WORDS.findall(answer)
         fail_at = len(words) // 2 if "/fail" in user_input else None

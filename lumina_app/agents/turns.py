@@ -3,6 +3,8 @@ itself, and the accept transaction that commits the question before generation."
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from lumina_app.agents.context import BuiltContext, build_context
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
@@ -11,6 +13,7 @@ from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.agents.sessions import SessionPool
 from lumina_app.domain import (
     ConversationInfo,
+    InvalidInput,
     Msg,
     Principal,
     RunRecord,
@@ -57,6 +60,57 @@ class TurnPreparer:
             scenario, view = Scenario.NEW, MemoryView([])
         else:
             scenario, view = Scenario.RESUME, await self.memory.load_view(conversation)
+        begin = self.memory.begin_conversation if created else self.memory.begin_turn
+        turn_id = new_turn_id()
+
+        async def commit(record: RunRecord, meta: dict) -> tuple[Msg, Msg]:
+            question = Msg.user(text, turn_id=turn_id)
+            return await begin(
+                conversation, question, Msg.assistant("", turn_id=turn_id, meta=meta), record
+            )
+
+        return await self._accept(
+            run_id, agent, conversation, principal, scenario, view, text, commit
+        )
+
+    async def prepare_regenerate(
+        self,
+        run_id: str,
+        agent: AgentDefinition,
+        conversation: ConversationInfo,
+        principal: Principal,
+    ) -> ActiveRun:
+        """Answer the conversation's last question again: its context is what came before
+        that question (never the answer being replaced), read from SQL; the accept
+        transaction supersedes the old answer and opens the new one in the same turn."""
+        question = await self.memory.last_question(conversation)
+        if question is None:
+            raise InvalidInput("this conversation has no user message to answer again")
+        self.sessions.drop(agent.id, conversation.uuid)  # its history holds the old answer
+        view = await self.memory.view_before(conversation, question.seq)
+
+        async def commit(record: RunRecord, meta: dict) -> tuple[Msg, Msg]:
+            answer = Msg.assistant("", turn_id=question.turn_id, meta=meta)
+            return question, await self.memory.begin_regenerate(
+                conversation, question, answer, record
+            )
+
+        return await self._accept(
+            run_id, agent, conversation, principal, Scenario.RESUME, view, question.content, commit
+        )
+
+    async def _accept(
+        self,
+        run_id: str,
+        agent: AgentDefinition,
+        conversation: ConversationInfo,
+        principal: Principal,
+        scenario: Scenario,
+        view: MemoryView,
+        text: str,
+        commit: Callable[[RunRecord, dict], Awaitable[tuple[Msg, Msg]]],
+    ) -> ActiveRun:
+        """Build the context for ``text`` on ``view``, record it, and ``commit`` the turn."""
         history = view.messages
         context = build_context(
             agent.system_prompt,
@@ -82,15 +136,8 @@ class TurnPreparer:
             context=await self._recipe(agent, context),
             trimmed=context.trimmed,
         )
-        turn_id = new_turn_id()
         meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
-        begin = self.memory.begin_conversation if created else self.memory.begin_turn
-        user, assistant = await begin(
-            conversation,
-            Msg.user(text, turn_id=turn_id),
-            Msg.assistant("", turn_id=turn_id, meta=meta),
-            record,
-        )
+        user, assistant = await commit(record, meta)
         return ActiveRun(
             run_id=run_id,
             conversation=conversation,
@@ -130,4 +177,5 @@ def session_started(run: ActiveRun) -> SessionStarted:
         model=run.record.model,
         user_seq=run.user.seq,
         created_at=iso_ms(run.user.created_at) if run.user.created_at else "",
+        answer_seq=run.assistant.seq,
     )

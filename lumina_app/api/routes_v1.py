@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query, Response
+from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import LastEventId, ServicesDep, stream_response
@@ -21,6 +22,7 @@ from lumina_app.api.schemas import (
     MessageOut,
     MessagePage,
     NoNul,
+    RegenerateBody,
     RenameConversation,
     RunAccepted,
     SyncResult,
@@ -107,6 +109,56 @@ async def fork_conversation(
     return await idempotent(services, caller.owner, idempotency_key, "fork", request, fork)
 
 
+@router.post(
+    "/conversations/{conversation_id}/regenerate",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {
+                "text/event-stream": {},
+                "application/json": {"schema": {"$ref": "#/components/schemas/SyncResult"}},
+            },
+            "description": 'SSE as execute/stream; with {"stream": false}, the execute/sync JSON',
+        },
+        **error_responses(409, 429),
+    },
+)
+async def regenerate(
+    conversation_id: str,
+    services: ServicesDep,
+    caller: Caller,
+    slot: StreamSlotDep,
+    body: Annotated[RegenerateBody | None, Body()] = None,
+    idempotency_key: IdempotencyKey = None,
+    last_event_id: LastEventId = 0,
+) -> Response:
+    """Answer the conversation's last user message again; the previous answer stays
+    stored as ``superseded`` (an earlier version). 409 while a run is active, 422 when
+    there is no user message."""
+    body = body or RegenerateBody()
+    request = {"conversation": conversation_id, "stream": body.stream}
+    if not body.stream:
+        slot.release()  # nothing streams
+
+        async def run() -> dict:
+            result = await services.runs.regenerate_sync(caller, conversation_id)
+            return SyncResult.of(result).model_dump()
+
+        answer = await idempotent(
+            services, caller.owner, idempotency_key, "regenerate", request, run
+        )
+        return JSONResponse(answer)
+
+    async def start() -> str:
+        return (await services.runs.regenerate(caller, conversation_id)).run_id
+
+    run_id, retry = await idempotent_run(
+        services, caller.owner, idempotency_key, "regenerate", request, start
+    )
+    events = await services.runs.events(caller, run_id, after=last_event_id if retry else 0)
+    return stream_response(services, events, v1_frames, slot.release)
+
+
 @router.delete("/conversations/{conversation_id}", status_code=204)
 async def delete_conversation(
     conversation_id: str, services: ServicesDep, caller: Caller
@@ -131,7 +183,7 @@ async def list_messages(
         caller, conversation_id, limit=limit, after=after, before=before
     )
     return MessagePage(
-        items=[MessageOut.of(m) for m in page.items],
+        items=[MessageOut.of(m, page.versions.get(m.seq)) for m in page.items],
         nextAfter=page.next_after,
         nextBefore=page.next_before,
     )

@@ -11,6 +11,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    StrictBool,
 )
 from pydantic_core import core_schema
 
@@ -99,6 +100,10 @@ class ForkConversation(StrictBody):
     title: Annotated[str | None, NoNul] = Field(default=None, max_length=255)
 
 
+class RegenerateBody(StrictBody):
+    stream: StrictBool = True  # false: wait and answer in the execute/sync shape
+
+
 class ExecuteBody(StrictBody):
     task: Annotated[str | None, Unicode, TaskText] = None
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
@@ -154,10 +159,17 @@ class MessageOut(BaseModel):
     createdAt: str
     updatedAt: str
     meta: dict[str, Any]
+    # An answer row's version among its turn's answers (1-based, seq order) and how many
+    # the turn has; a regenerate adds one, the earlier ones are ``superseded``. Null on
+    # questions.
+    version: int | None = None
+    versions: int | None = None
 
     @classmethod
-    def of(cls, msg: Msg) -> MessageOut:
+    def of(cls, msg: Msg, version: tuple[int, int] | None = None) -> MessageOut:
         return cls(
+            version=version[0] if version else None,
+            versions=version[1] if version else None,
             id=msg.id or 0,
             seq=msg.seq,
             turnId=msg.turn_id,
@@ -372,7 +384,9 @@ class HistoryEntry(BaseModel):
 
     @classmethod
     def of(cls, msg: Msg) -> HistoryEntry:
-        return cls(**history_entry(msg), id=msg.id or 0, seq=msg.seq, status=msg.status.value)
+        # history_entry names the status of a superseded answer itself (the archive's form)
+        entry = {**history_entry(msg), "status": msg.status.value}
+        return cls(**entry, id=msg.id or 0, seq=msg.seq)
 
 
 class ConversationDetail(BaseModel):

@@ -102,6 +102,7 @@ class SessionStarted:
     # Not on the wire: what the UI needs to show the question as a stored row.
     user_seq: int = 0
     created_at: str = ""
+    answer_seq: int = 0  # after a regenerate it is not user_seq + 1
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -117,7 +118,12 @@ class SessionStarted:
         }
 
     def record(self) -> dict[str, Any]:
-        return {**self.wire(), "userSeq": self.user_seq, "createdAt": self.created_at}
+        return {
+            **self.wire(),
+            "userSeq": self.user_seq,
+            "createdAt": self.created_at,
+            "answerSeq": self.answer_seq,
+        }
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> SessionStarted:
@@ -133,6 +139,7 @@ class SessionStarted:
             model=data["model"],
             user_seq=data.get("userSeq", 0),
             created_at=data.get("createdAt", ""),
+            answer_seq=data.get("answerSeq", 0),
         )
 
 

@@ -6,7 +6,7 @@ Every method takes the calling :class:`Principal` and goes through the one visib
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -32,6 +32,9 @@ class MessagePage:
     items: list[Msg]
     next_after: int | None
     next_before: int | None
+    # seq -> (version, versions) of each answer row: a regenerated turn has several
+    # versions, the superseded ones first (``domain.versions``).
+    versions: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +103,7 @@ class ConversationService:
         source = await self.get(principal, conversation_id)
         if at_seq is None:
             at_seq = source.last_seq
-        elif not 1 <= at_seq <= source.last_seq:
+        elif not 0 <= at_seq <= source.last_seq:  # 0 (none of it) only from the UI's edit
             where = f"1-{source.last_seq}" if source.last_seq else "it has no messages yet"
             raise InvalidInput(f"atSeq must be a seq of this conversation ({where})")
         if title is None:
@@ -147,7 +150,8 @@ class ConversationService:
         upper = conversation.last_seq if before is None else min(conversation.last_seq, before - 1)
         next_after = msgs[-1].seq if msgs and msgs[-1].seq < upper else None
         next_before = msgs[0].seq if msgs and msgs[0].seq > (after or 0) + 1 else None
-        return MessagePage(msgs, next_after, next_before)
+        versions = await self.memory.versions(conversation, msgs)
+        return MessagePage(msgs, next_after, next_before, versions)
 
     async def latest(
         self, principal: Principal, conversation_id: str, *, limit: int, agent_id: str | None

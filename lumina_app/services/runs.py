@@ -94,6 +94,14 @@ class RunService:
             title=title,
         )
 
+    async def regenerate(self, principal: Principal, conversation_id: str) -> ActiveRun:
+        """Answer the conversation's last user message again (DESIGN §6): the previous
+        answer stays stored as ``superseded``. Same run slot, events and durability as
+        :meth:`start`; no user message is an InvalidInput."""
+        if not is_conversation_id(conversation_id):
+            raise ConversationNotFound(conversation_id)
+        return await self.engine.regenerate(conversation_uuid=conversation_id, principal=principal)
+
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """The events of a run the caller just started (``None``: a keepalive is due)."""
         return self.engine.follow(run, after)
@@ -113,7 +121,15 @@ class RunService:
 
     async def execute_sync(self, principal: Principal, **start: str | None) -> RunFinished:
         """Start a run and wait for its result."""
-        run = await self.start(principal, **start)  # type: ignore[arg-type]
+        return await self.result(await self.start(principal, **start))  # type: ignore[arg-type]
+
+    async def regenerate_sync(self, principal: Principal, conversation_id: str) -> RunFinished:
+        """Regenerate and wait for the new answer."""
+        return await self.result(await self.regenerate(principal, conversation_id))
+
+    @staticmethod
+    async def result(run: ActiveRun) -> RunFinished:
+        """Wait for a run this caller started to end (it ends whether or not anyone waits)."""
         await run.done.wait()
         assert run.result is not None
         return run.result

@@ -11,11 +11,12 @@ from lumina_app.domain import (
     RunFinished,
     RunPayload,
     SessionStarted,
+    ThinkingChunk,
     ToolCallFinished,
     ToolCallRequested,
 )
 from lumina_app.ui.tool_views import ToolView, live_card, live_result
-from lumina_app.ui.views import MessageView, answer_view, question_view
+from lumina_app.ui.views import UNARRANGED, MessageView, answer_view, question_view
 
 
 @dataclass
@@ -25,6 +26,7 @@ class LiveTurn:
     session: SessionStarted | None = None
     result: RunFinished | None = None
     text: str = ""  # the live step's text
+    thinking: str = ""  # the live step's reasoning (models that stream it)
     cards: list[ToolView] = field(default_factory=list)  # the live step's calls
     rows: list[MessageView] = field(default_factory=list)  # done, for the list
     dirty: bool = False
@@ -34,10 +36,14 @@ class LiveTurn:
 
     def feed(self, payload: RunPayload | None) -> None:
         if isinstance(payload, SessionStarted):
-            self.session, self._next_seq = payload, payload.user_seq + 1
+            self.session = payload
+            self._next_seq = payload.answer_seq or payload.user_seq + 1
         elif isinstance(payload, AnswerChunk):
             self._close_step()
             self._parts.append(payload.text)
+        elif isinstance(payload, ThinkingChunk):
+            self._close_step()
+            self.thinking += payload.text
         elif isinstance(payload, ToolCallRequested):
             if (payload.message_id, payload.seq) != self._step:
                 self._close_step()
@@ -76,7 +82,8 @@ class LiveTurn:
         if result is not None and result.message_id not in self.known:
             cards = self.cards if result.message_id == self._step[0] else []
             time = self.session.created_at if self.session else ""
-            answer = answer_view(result, self._step[1] if cards else self._next_seq, time)
+            seq = self._step[1] if cards else self._next_seq
+            answer = answer_view(result, seq, time, self.thinking)
             self._add(MessageView(**{**answer, "tools": cards}))
         return self.take()
 
@@ -99,10 +106,13 @@ class LiveTurn:
             time=time,
             run=self.session.run_id if self.session else "",
             tools=self.cards,
+            turn=self.session.turn_id if self.session else "",
+            thinking=self.thinking,
+            **UNARRANGED,
         )
         self._add(step)
         self._next_seq = seq + len(self.cards) + 1
-        self.text, self.cards = "", []
+        self.text, self.thinking, self.cards = "", "", []
 
     def _add_question(self) -> None:
         session = self.session

@@ -33,6 +33,21 @@ class MessageView(TypedDict):
     time: str
     run: str  # the run that wrote an answer ("" for questions): its context can be shown
     tools: list[ToolView]  # an answer's calls; a TOOL row's own result (until paired)
+    turn: str  # the turn id shared by a question and every version of its answer
+    thinking: str  # what a reasoning model thought before this answer ("" if nothing)
+    # Set by ``ui.versions.arrange``: this row's version of its turn's answer, how many
+    # there are, whether it is hidden (another version is shown), whether it carries the
+    # "n / m" switcher (the last row shown of a turn with several), and whether it is the
+    # last answer on the page (the one regenerate replaces).
+    version: int
+    versions: int
+    hidden: bool
+    switcher: bool
+    last: bool
+
+
+# What a row says about versions until ``ui.versions.arrange`` has looked at its page.
+UNARRANGED = {"version": 1, "versions": 1, "hidden": False, "switcher": False, "last": False}
 
 
 class HitView(TypedDict):
@@ -52,6 +67,7 @@ class ConversationView(TypedDict):
     status: str
     updated: str
     count: int
+    forked: bool  # a fork of another conversation (marked in the list)
 
 
 def message_view(msg: Msg) -> MessageView:
@@ -66,6 +82,9 @@ def message_view(msg: Msg) -> MessageView:
         time=iso_ms(msg.created_at) if msg.created_at else "",
         run=str(msg.meta.get("runId") or "") if msg.role is MsgRole.ASSISTANT else "",
         tools=stored_cards(msg),
+        turn=msg.turn_id,
+        thinking=str(msg.meta.get("thinking") or ""),
+        **UNARRANGED,
     )
 
 
@@ -82,6 +101,9 @@ def question_view(session: SessionStarted, text: str) -> MessageView:
         time=session.created_at,
         run="",
         tools=[],
+        turn=session.turn_id,
+        thinking="",
+        **UNARRANGED,
     )
 
 
@@ -91,7 +113,7 @@ async def no_events() -> AsyncIterator[RunEvent | None]:
     yield
 
 
-def answer_view(result: RunFinished, seq: int, time: str) -> MessageView:
+def answer_view(result: RunFinished, seq: int, time: str, thinking: str = "") -> MessageView:
     """The finished answer of a run, from its ``result`` event."""
     return MessageView(
         key=f"m{result.message_id}",
@@ -104,6 +126,9 @@ def answer_view(result: RunFinished, seq: int, time: str) -> MessageView:
         time=time,
         run=result.run_id,
         tools=[],
+        turn=result.turn_id,
+        thinking=thinking,
+        **UNARRANGED,
     )
 
 
@@ -114,6 +139,7 @@ def conversation_view(conv: ConversationInfo) -> ConversationView:
         status=conv.status.value,
         updated=iso_ms(conv.updated_at),
         count=conv.message_count,
+        forked=conv.parent_uuid is not None,
     )
 
 

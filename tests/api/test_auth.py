@@ -31,6 +31,7 @@ def routes(
         ("PATCH", f"/api/v1/conversations/{conv}", {"json": {"title": "mine now"}}),
         ("DELETE", f"/api/v1/conversations/{conv}", {}),
         ("POST", f"/api/v1/conversations/{conv}/fork", {"json": {"atSeq": 1}}),
+        ("POST", f"/api/v1/conversations/{conv}/regenerate", {"json": {"stream": False}}),
         ("GET", f"/api/v1/conversations/{conv}/messages", {}),
         ("GET", f"/api/v1/conversations/{conv}/export", {}),
         ("POST", "/api/v1/agents/tester/execute/stream", {"params": {"task": "x"}}),
@@ -126,7 +127,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 15
+    assert len(with_bodies) == 16
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 

@@ -22,7 +22,7 @@ from lumina_app.domain import (
     utcnow,
 )
 from lumina_app.domain.search import terms as search_terms
-from lumina_app.storage.sql import forks, writes, writes_pg
+from lumina_app.storage.sql import forks, regenerate, writes, writes_pg
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.flush_batch import FlushBatch
 from lumina_app.storage.sql.models import conversations as C
@@ -373,18 +373,50 @@ class ColdStore:
             bump["status"] = conversation_status.value
         return await self.db.transact(writes.settle_with_rows, values, rows, bump, run)
 
-    async def last_messages(self, conversation_id: int, n: int) -> list[Msg]:
+    async def last_messages(
+        self, conversation_id: int, n: int, *, before_seq: int | None = None
+    ) -> list[Msg]:
         """The last ``n`` messages a context can hold (final, not superseded), in seq
-        order: one indexed query, newest first."""
-        query = (
-            sa.select(M)
-            .where(M.c.conversation_id == conversation_id, M.c.status.not_in(_OUT_OF_CONTEXT))
-            .order_by(M.c.seq.desc())
-            .limit(n)
+        order, optionally only those before a seq: one indexed query, newest first."""
+        query = sa.select(M).where(
+            M.c.conversation_id == conversation_id, M.c.status.not_in(_OUT_OF_CONTEXT)
         )
+        if before_seq is not None:
+            query = query.where(M.c.seq < before_seq)
+        query = query.order_by(M.c.seq.desc()).limit(n)
         async with self.db.connect() as conn:
             rows = (await conn.execute(query)).all()
         return [_message(r) for r in reversed(rows)]
+
+    async def last_question(self, conversation_id: int) -> Msg | None:
+        """The newest USER message (what a regenerate answers again), if any."""
+        query = (
+            sa.select(M)
+            .where(M.c.conversation_id == conversation_id, M.c.role == MsgRole.USER.value)
+            .order_by(M.c.seq.desc())
+            .limit(1)
+        )
+        async with self.db.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return _message(row) if row else None
+
+    async def answer_again(
+        self,
+        conversation_id: int,
+        question: Msg,
+        answer: Msg,
+        *,
+        status: ConversationStatus,
+        run: RunRecord,
+    ) -> int:
+        """Supersede what follows ``question`` and open ``answer`` (``streaming``) after
+        it, with ``run``: one transaction (``regenerate``); how many rows were superseded."""
+        now = utcnow()
+        bump = {"_cid": conversation_id, "_n": 1, "_tools": 0, "updated_at": now}
+        bump["status"] = status.value
+        return await self.db.transact(
+            regenerate.answer_again, conversation_id, question, answer, run, bump
+        )
 
     async def page_messages(
         self,

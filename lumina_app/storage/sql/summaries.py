@@ -20,13 +20,14 @@ def _summary(row: sa.Row) -> Summary:
     )
 
 
-async def latest(db: SQLDatabase, conversation_id: int) -> Summary | None:
-    query = (
-        sa.select(S)
-        .where(S.c.conversation_id == conversation_id)
-        .order_by(S.c.covered_to_seq.desc(), S.c.id.desc())
-        .limit(1)
-    )
+async def latest(
+    db: SQLDatabase, conversation_id: int, *, before_seq: int | None = None
+) -> Summary | None:
+    """The newest summary (of those covering less than ``before_seq``, if given)."""
+    query = sa.select(S).where(S.c.conversation_id == conversation_id)
+    if before_seq is not None:
+        query = query.where(S.c.covered_to_seq < before_seq)
+    query = query.order_by(S.c.covered_to_seq.desc(), S.c.id.desc()).limit(1)
     async with db.connect() as conn:
         row = (await conn.execute(query)).first()
     return _summary(row) if row else None

@@ -77,9 +77,9 @@ def start_conversation(
     its counters are already set by the caller, so no seq bump is needed."""
     insert_conversation(conn, conversation)
     number(msgs, 1, conversation.updated_at)
-    _insert_messages(conn, conversation.id, msgs)
+    insert_messages(conn, conversation.id, msgs)
     if run is not None:
-        _insert_run(conn, run, conversation.id, msgs, conversation.updated_at)
+        insert_run(conn, run, conversation.id, msgs, conversation.updated_at)
 
 
 def append_messages(
@@ -92,11 +92,11 @@ def append_messages(
     """The next seqs for ``msgs``, taken under the conversation row's lock (so concurrent
     writers get strictly increasing, gapless seqs), then the rows and the run."""
     now = bump["updated_at"]
-    last = _bump_last_seq(conn, conversation_id, bump)
+    last = bump_last_seq(conn, conversation_id, bump)
     number(msgs, last - len(msgs) + 1, now)
-    _insert_messages(conn, conversation_id, msgs)
+    insert_messages(conn, conversation_id, msgs)
     if run is not None:
-        _insert_run(conn, run, conversation_id, msgs, now)
+        insert_run(conn, run, conversation_id, msgs, now)
 
 
 def update_message(
@@ -135,10 +135,10 @@ def settle_with_rows(
         return False
     conversation_id = bump["_cid"]
     now = bump["updated_at"]
-    last = _bump_last_seq(conn, conversation_id, bump)
+    last = bump_last_seq(conn, conversation_id, bump)
     if rows:
         number(rows, last - len(rows) + 1, now)
-        _insert_messages(conn, conversation_id, rows)
+        insert_messages(conn, conversation_id, rows)
     if run is not None:
         answers = [r.id for r in rows if r.role is MsgRole.ASSISTANT]
         run.assistant_message_id = answers[-1] if answers else run.assistant_message_id
@@ -169,7 +169,7 @@ def number(msgs: Sequence[Msg], first_seq: int, now: datetime) -> None:
         msg.updated_at = msg.updated_at or msg.created_at
 
 
-def _bump_last_seq(conn: Connection, conversation_id: int, params: dict[str, Any]) -> int:
+def bump_last_seq(conn: Connection, conversation_id: int, params: dict[str, Any]) -> int:
     """Advance ``last_seq`` and read it back (one statement where the backend has
     UPDATE … RETURNING; MariaDB needs a second)."""
     if conn.dialect.update_returning:
@@ -183,7 +183,7 @@ def _bump_last_seq(conn: Connection, conversation_id: int, params: dict[str, Any
     return last
 
 
-def _insert_messages(conn: Connection, conversation_id: int, msgs: Sequence[Msg]) -> None:
+def insert_messages(conn: Connection, conversation_id: int, msgs: Sequence[Msg]) -> None:
     """One INSERT … RETURNING for all rows (ids in parameter order) where supported."""
     rows = [
         {
@@ -208,7 +208,7 @@ def _insert_messages(conn: Connection, conversation_id: int, msgs: Sequence[Msg]
         msg.id = new_id
 
 
-def _insert_run(
+def insert_run(
     conn: Connection, run: RunRecord, conversation_id: int, msgs: Sequence[Msg], now: datetime
 ) -> None:
     """The run record, pointing at the question (first) and the answer (last)."""

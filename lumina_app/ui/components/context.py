@@ -19,7 +19,6 @@ def context_button(run_id) -> rx.Component:
             variant="ghost",
             color_scheme="gray",
             on_click=ContextState.show(run_id),
-            margin_left="3.2em",  # under the answer, past the avatar
             custom_attrs={"data-testid": "show-context"},
         ),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.ui.components.message import answer_body, bubble, message_item, user_text
+from lumina_app.ui.components.message_actions import edit_dialog
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.sidebar import SidebarState
@@ -27,7 +28,12 @@ def header() -> rx.Component:
                 class_name="lumina-ellipsis",
                 custom_attrs={"data-testid": "conversation-title"},
             ),
-            rx.text(ChatState.agent_name, size="1", color="gray"),
+            rx.hstack(
+                rx.text(ChatState.agent_name, size="1", color="gray"),
+                forked_from(),
+                spacing="2",
+                align="center",
+            ),
             spacing="0",
             min_width="0",
             flex="1",
@@ -38,6 +44,27 @@ def header() -> rx.Component:
         width="100%",
         padding="0.75em 1em",
         border_bottom="1px solid var(--gray-a5)",
+    )
+
+
+def forked_from() -> rx.Component:
+    """On a fork: where it came from, linked (plain text once the original is gone)."""
+    return rx.cond(
+        ChatState.parent_title != "",
+        rx.hstack(
+            rx.icon("git-fork", size=12, color="var(--gray-10)"),
+            rx.text("forked from", size="1", color="gray"),
+            rx.cond(
+                ChatState.parent_url != "",
+                rx.link(ChatState.parent_title, href=ChatState.parent_url, size="1"),
+                rx.text(ChatState.parent_title, size="1", color="gray"),
+            ),
+            spacing="1",
+            align="center",
+            min_width="0",
+            class_name="lumina-ellipsis",
+            custom_attrs={"data-testid": "forked-from"},
+        ),
     )
 
 
@@ -88,8 +115,12 @@ def live_turn() -> rx.Component:
                 ChatState.agent_name,
                 "",
                 rx.cond(
-                    (ChatState.stream_text != "") | (ChatState.live_tools.length() > 0),
-                    answer_body(ChatState.stream_text, ChatState.live_tools),
+                    (ChatState.stream_text != "")
+                    | (ChatState.stream_thinking != "")
+                    | (ChatState.live_tools.length() > 0),
+                    answer_body(
+                        ChatState.stream_text, ChatState.live_tools, ChatState.stream_thinking
+                    ),
                     rx.hstack(rx.spinner(size="1"), rx.text("Thinking…", size="2", color="gray")),
                 ),
                 "streaming",
@@ -227,7 +258,7 @@ def conversation_pane() -> rx.Component:
                 padding="4em",
                 flex="1",
             ),
-            rx.fragment(message_list(), composer()),
+            rx.fragment(message_list(), composer(), edit_dialog()),
         ),
         spacing="0",
         height="100dvh",

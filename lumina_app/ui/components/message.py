@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.components.context import context_button
+from lumina_app.ui.components.message_actions import message_actions, thinking_block
 from lumina_app.ui.components.tool_card import tool_cards
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.views import MessageView
 
-STATUS_COLORS = {"stopped": "amber", "interrupted": "orange", "failed": "red", "streaming": "blue"}
+STATUS_COLORS = {
+    "superseded": "gray",
+    "stopped": "amber",
+    "interrupted": "orange",
+    "failed": "red",
+    "streaming": "blue",
+}
 
 
 def _code_block(value: str, **props) -> rx.Component:
@@ -81,25 +87,34 @@ def user_text(text) -> rx.Component:
     return rx.text(text, white_space="pre-wrap", overflow_wrap="anywhere", size="3")
 
 
-def answer_body(text, tools) -> rx.Component:
-    """An answer's text (Markdown) and the cards of the tools it called."""
-    return rx.fragment(rx.cond(text != "", markdown(text)), tool_cards(tools))
+def answer_body(text, tools, thinking="") -> rx.Component:
+    """An answer's thinking (folded), its text (Markdown) and the cards of its tools."""
+    return rx.fragment(
+        thinking_block(thinking), rx.cond(text != "", markdown(text)), tool_cards(tools)
+    )
 
 
 def message_item(msg: MessageView) -> rx.Component:
     is_user = msg["role"] == "user"
-    return rx.box(
-        bubble(
-            msg["role"],
-            rx.cond(is_user, "You", ChatState.agent_name),
-            msg["time"],
-            rx.cond(is_user, user_text(msg["content"]), answer_body(msg["content"], msg["tools"])),
-            msg["status"],
-            msg["error"],
-            "message",
+    return rx.cond(
+        ~msg["hidden"],  # another version of this answer is the one shown
+        rx.box(
+            bubble(
+                msg["role"],
+                rx.cond(is_user, "You", ChatState.agent_name),
+                msg["time"],
+                rx.cond(
+                    is_user,
+                    user_text(msg["content"]),
+                    answer_body(msg["content"], msg["tools"], msg["thinking"]),
+                ),
+                msg["status"],
+                msg["error"],
+                "message",
+            ),
+            message_actions(msg),
+            # A search hit opens the conversation scrolled to this message, marked.
+            id="msg-" + msg["seq"].to_string(),
+            class_name=rx.cond(ChatState.focus_seq == msg["seq"], "lumina-focus", ""),
         ),
-        context_button(msg["run"]),
-        # A search hit opens the conversation scrolled to this message, marked.
-        id="msg-" + msg["seq"].to_string(),
-        class_name=rx.cond(ChatState.focus_seq == msg["seq"], "lumina-focus", ""),
     )

@@ -41,6 +41,18 @@ def conversation_item(conv: ConversationView) -> rx.Component:
                     class_name="lumina-ellipsis",
                 ),
                 rx.hstack(
+                    rx.cond(
+                        conv["forked"],
+                        rx.tooltip(
+                            rx.icon(
+                                "git-fork",
+                                size=12,
+                                color="var(--gray-10)",
+                                custom_attrs={"data-testid": "fork-mark"},
+                            ),
+                            content="A fork of another conversation",
+                        ),
+                    ),
                     rx.moment(conv["updated"], from_now=True, size="1", color="gray"),
                     rx.cond(
                         conv["status"] == "running",

@@ -29,6 +29,7 @@ from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.history import MAX_VISIBLE, HistoryState
 from lumina_app.ui.state.sidebar import SidebarState
 from lumina_app.ui.tool_views import ToolView
+from lumina_app.ui.versions import arrange, choices, retire_answer
 from lumina_app.ui.views import MessageView, explain, no_events
 
 FLUSH_SECONDS = 0.05
@@ -40,6 +41,7 @@ class ChatState(HistoryState):
     pending_user: str = ""
     pending_time: str = ""
     stream_text: str = ""
+    stream_thinking: str = ""  # a reasoning model's thoughts for the live step
     live_tools: list[ToolView] = []  # the cards of the step being streamed
     streaming: bool = False
     run_id: str = ""
@@ -62,6 +64,7 @@ class ChatState(HistoryState):
         self.error, self.not_found, self.messages = "", "", []
         self.has_older = self.has_newer = False
         self.conversation_id, self.title, self.focus_seq = "", "", 0
+        self.parent_title = self.parent_url = ""
         try:
             agent = services.agents.get(agent_id)
         except AgentNotFound:
@@ -84,6 +87,7 @@ class ChatState(HistoryState):
             self.not_found = "This conversation does not exist (it may have been deleted)."
             return None
         self.conversation_id, self.title = conversation.uuid, conversation.title
+        await self._link_parent(conversation)
         scroll = await self._open(conversation, _seq(self.router.url.query_parameters))
         run_id = await services.runs.running_in(caller, conversation.uuid)
         if run_id is None:
@@ -108,6 +112,18 @@ class ChatState(HistoryState):
         self._send_text, self.focus_seq = text, 0
         return ChatState.run_message
 
+    @rx.event
+    def regenerate(self):
+        """Answer the last question again: its shown answer leaves the list now and
+        returns as an earlier version once the new one is in."""
+        if self.streaming or not self.conversation_id:
+            return None
+        self._ticket += 1
+        self.error, self.focus_seq = "", 0
+        self.streaming, self.stream_text, self._send_text = True, "", ""
+        self.messages = retire_answer(self.messages)
+        return ChatState.run_message
+
     @rx.event(background=True)
     async def run_message(self):
         async with self:
@@ -116,14 +132,18 @@ class ChatState(HistoryState):
             text, caller = self._send_text, self._caller()
         runs = self._services().runs
         try:
-            run = await runs.start(
-                caller, agent_id=agent, message=text, conversation_id=conversation or None
-            )
+            if text:
+                run = await runs.start(
+                    caller, agent_id=agent, message=text, conversation_id=conversation or None
+                )
+            else:  # "" is a regenerate of the last question
+                run = await runs.regenerate(caller, conversation)
         except LuminaError as exc:
             async with self:
                 if self._ticket == ticket:
                     self._reset_stream()
                     self.error = explain(exc)
+                    self.messages = arrange(self.messages)  # a retired answer is back
             yield rx.set_value("composer", text)
             yield HealthState.check
             return
@@ -176,19 +196,21 @@ class ChatState(HistoryState):
             self.pending_user = ""
         if self.stream_text != turn.text:
             self.stream_text = turn.text
+        if self.stream_thinking != turn.thinking:
+            self.stream_thinking = turn.thinking
         if self.live_tools != turn.cards:
             self.live_tools = turn.cards
 
     def _settle(self, turn: list[MessageView]) -> None:
         """Move the rest of the finished turn into the list (one list update)."""
-        kept = (self.messages + turn)[-MAX_VISIBLE:]
+        kept = arrange(self.messages + turn, choices(self.messages))[-MAX_VISIBLE:]
         if len(kept) < len(self.messages) + len(turn):
             self.has_older = True  # trimmed off the top: reachable again by paging
         self.messages = kept
         self._reset_stream()
 
     def _reset_stream(self) -> None:
-        self.streaming, self.run_id, self.stream_text = False, "", ""
+        self.streaming, self.run_id, self.stream_text, self.stream_thinking = False, "", "", ""
         self.pending_user, self.pending_time, self.live_tools = "", "", []
 
     @rx.event(background=True)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.domain import ConversationInfo
+from lumina_app.domain import ConversationInfo, NotFound
 from lumina_app.services.conversations import MessagePage
+from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.base import AppState
 from lumina_app.ui.tool_views import pair_results
+from lumina_app.ui.versions import arrange, choices, show
 from lumina_app.ui.views import MessageView, message_view
 
 PAGE_SIZE = 40
@@ -24,9 +26,27 @@ class HistoryState(AppState):
     has_older: bool = False
     has_newer: bool = False
     focus_seq: int = 0  # the message a search opened, highlighted until the next page load
+    # A fork's original: its title and address ("" when not a fork; no address when the
+    # original was deleted).
+    parent_title: str = ""
+    parent_url: str = ""
+
+    async def _link_parent(self, conversation: ConversationInfo) -> None:
+        self.parent_title, self.parent_url = "", ""
+        if conversation.parent_uuid is None:
+            return
+        try:
+            parent = await self._services().conversations.get(
+                self._caller(), conversation.parent_uuid
+            )
+        except NotFound:
+            self.parent_title = "a deleted conversation"
+            return
+        self.parent_title = parent.title or "Untitled"
+        self.parent_url = chat_url(parent.agent_id, parent.uuid)
 
     def _show(self, page: MessagePage, *, newest: bool) -> None:
-        self.messages = pair_results([message_view(m) for m in page.items])
+        self.messages = arrange(pair_results([message_view(m) for m in page.items]))
         self.has_older = page.next_before is not None
         self.has_newer = not newest and page.next_after is not None
 
@@ -60,7 +80,8 @@ class HistoryState(AppState):
                 before=self.messages[0]["seq"],
             )
             self.has_older = page.next_before is not None
-            self.messages = pair_results([message_view(m) for m in page.items] + self.messages)
+            rows = pair_results([message_view(m) for m in page.items] + self.messages)
+            self.messages = arrange(rows, choices(self.messages))
 
     @rx.event
     async def load_newer(self) -> None:
@@ -72,7 +93,13 @@ class HistoryState(AppState):
                 after=self.messages[-1]["seq"],
             )
             self.has_newer = page.next_after is not None
-            self.messages = pair_results(self.messages + [message_view(m) for m in page.items])
+            rows = pair_results(self.messages + [message_view(m) for m in page.items])
+            self.messages = arrange(rows, choices(self.messages))
+
+    @rx.event
+    def show_version(self, turn: str, version: int) -> None:
+        """The "n / m" switcher: another version of an answer, read-only."""
+        self.messages = show(self.messages, turn, version)
 
     async def _jump_to_latest(self) -> None:
         """Before a new turn is added at the end: the end must be what is on screen."""

@@ -1,0 +1,167 @@
+"""The small row under a message: copy, fork here, edit (questions), regenerate (the
+last answer), the answer's context, and the "n / m" switcher of a regenerated
+answer; plus the one edit dialog of the page and an answer's collapsible thinking."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from lumina_app.ui.components.context import context_button
+from lumina_app.ui.state.actions import MessageActions
+from lumina_app.ui.state.chat import ChatState
+from lumina_app.ui.views import MessageView
+
+
+def _action(icon: str, label: str, testid: str, **props) -> rx.Component:
+    return rx.tooltip(
+        rx.icon_button(
+            rx.icon(icon, size=13),
+            size="1",
+            variant="ghost",
+            color_scheme="gray",
+            aria_label=label,
+            custom_attrs={"data-testid": testid},
+            **props,
+        ),
+        content=label,
+    )
+
+
+def version_switcher(msg: MessageView) -> rx.Component:
+    """Earlier versions of a regenerated answer, read-only; the newest is the live one."""
+    return rx.cond(
+        msg["switcher"],
+        rx.hstack(
+            rx.icon_button(
+                rx.icon("chevron-left", size=13),
+                size="1",
+                variant="ghost",
+                disabled=msg["version"] <= 1,
+                on_click=ChatState.show_version(msg["turn"], msg["version"] - 1),
+                aria_label="Previous version",
+                custom_attrs={"data-testid": "version-previous"},
+            ),
+            rx.text(
+                msg["version"].to_string() + " / " + msg["versions"].to_string(),
+                size="1",
+                color="gray",
+                custom_attrs={"data-testid": "version-label"},
+            ),
+            rx.icon_button(
+                rx.icon("chevron-right", size=13),
+                size="1",
+                variant="ghost",
+                disabled=msg["version"] >= msg["versions"],
+                on_click=ChatState.show_version(msg["turn"], msg["version"] + 1),
+                aria_label="Next version",
+                custom_attrs={"data-testid": "version-next"},
+            ),
+            spacing="1",
+            align="center",
+        ),
+    )
+
+
+def message_actions(msg: MessageView) -> rx.Component:
+    is_user = msg["role"] == "user"
+    idle = ~ChatState.streaming
+    return rx.hstack(
+        version_switcher(msg),
+        _action("copy", "Copy", "copy-message", on_click=rx.set_clipboard(msg["content"])),
+        rx.cond(
+            idle & ~MessageActions.busy,
+            rx.fragment(
+                rx.cond(
+                    is_user,
+                    _action(
+                        "pencil",
+                        "Edit (in a fork)",
+                        "edit-message",
+                        on_click=MessageActions.start_edit(msg["seq"], msg["content"]),
+                    ),
+                ),
+                _action(
+                    "git-fork",
+                    "Fork from here",
+                    "fork-message",
+                    on_click=MessageActions.fork_here(msg["seq"]),
+                ),
+                rx.cond(
+                    msg["last"] & (msg["status"] != "superseded"),
+                    _action(
+                        "refresh-cw",
+                        "Regenerate",
+                        "regenerate-message",
+                        on_click=ChatState.regenerate,
+                    ),
+                ),
+            ),
+        ),
+        context_button(msg["run"]),
+        spacing="2",
+        align="center",
+        margin_left="3.2em",  # under the message, past the avatar
+        class_name="lumina-actions",
+        custom_attrs={"data-testid": "message-actions"},
+    )
+
+
+def thinking_block(text) -> rx.Component:
+    """A reasoning model's thoughts before its answer, folded away until opened."""
+    return rx.cond(
+        text != "",
+        rx.el.details(
+            rx.el.summary(rx.text("Thinking", size="1", color="gray", as_="span")),
+            rx.text(text, size="2", color="gray", white_space="pre-wrap", padding_y="0.3em"),
+            custom_attrs={"data-testid": "thinking"},
+            margin_y="0.3em",
+        ),
+    )
+
+
+def edit_dialog() -> rx.Component:
+    """Edit a question: it is sent again, changed, in a fork made just before it."""
+    return rx.dialog.root(
+        rx.dialog.content(
+            rx.dialog.title("Edit message"),
+            rx.dialog.description(
+                "The edited message is sent in a new conversation forked just before it; "
+                "this one stays as it is.",
+                size="2",
+                color="gray",
+            ),
+            rx.form(
+                rx.vstack(
+                    rx.text_area(
+                        name="message",
+                        default_value=MessageActions.edit_text,
+                        auto_height=True,
+                        min_height="6em",
+                        width="100%",
+                        custom_attrs={"data-testid": "edit-text"},
+                    ),
+                    rx.cond(
+                        MessageActions.failed != "",
+                        rx.callout(MessageActions.failed, color_scheme="red", size="1"),
+                    ),
+                    rx.hstack(
+                        rx.dialog.close(rx.button("Cancel", variant="soft", color_scheme="gray")),
+                        rx.button(
+                            "Send in a fork",
+                            type="submit",
+                            loading=MessageActions.busy,
+                            custom_attrs={"data-testid": "edit-send"},
+                        ),
+                        justify="end",
+                        width="100%",
+                    ),
+                    spacing="3",
+                ),
+                on_submit=MessageActions.edit,
+                margin_top="0.75em",
+            ),
+            max_width="36em",
+        ),
+        open=MessageActions.editing,
+        on_open_change=MessageActions.set_editing,
+    )
