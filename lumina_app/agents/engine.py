@@ -38,6 +38,7 @@ from lumina_app.domain import (
     RunEvent,
     RunNotFound,
     RunStatus,
+    log_context,
     utcnow,
 )
 from lumina_app.domain.text import check_storable_text
@@ -153,16 +154,17 @@ class ChatEngine:
         conversation_uuid: str | None = None,
         principal: Principal = LOCAL,
         title: str | None = None,
+        system_prompt: str | None = None,
     ) -> ActiveRun:
         """Accept a message: when this returns, the question is committed and the run is on.
 
         Shielded, so a caller that goes away mid-accept cannot leave half a turn behind.
+        ``system_prompt`` replaces the agent's (a gateway client's, where the agent allows).
         """
         agent = self._agent(agent_id)
         text = self._check_message(message)
-        return await asyncio.shield(
-            asyncio.ensure_future(self._accept(agent, text, conversation_uuid, principal, title))
-        )
+        accept = self._accept(agent, text, conversation_uuid, principal, title, system_prompt)
+        return await asyncio.shield(asyncio.ensure_future(accept))
 
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """Follow a run this caller started; if the caller leaves and the settings say
@@ -283,6 +285,7 @@ class ChatEngine:
         conversation_uuid: str | None,
         principal: Principal,
         title: str | None,
+        system_prompt: str | None = None,
     ) -> ActiveRun:
         created = conversation_uuid is None
         if created:  # stored together with the first turn, in _prepare
@@ -291,6 +294,7 @@ class ChatEngine:
             )
             conversation_uuid = conversation.uuid
         run_id = "run-" + secrets.token_hex(8)
+        log_context.bind(run=run_id, conversation=conversation_uuid)  # the run's task inherits
         busy = self._by_conversation.get(conversation_uuid)
         if busy is not None:
             await self._visible(conversation_uuid, principal, agent)  # others' ids: 404, not 409
@@ -307,7 +311,7 @@ class ChatEngine:
                 if not created:  # read under the lock: no other instance can move it now
                     conversation = await self._visible(conversation_uuid, principal, agent)
                 run = await self.turns.prepare(
-                    run_id, agent, conversation, text, principal, created
+                    run_id, agent, conversation, text, principal, created, system_prompt
                 )
             except BaseException:
                 await self.locks.release(conversation_uuid, run_id)

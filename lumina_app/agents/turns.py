@@ -47,6 +47,7 @@ class TurnPreparer:
         text: str,
         principal: Principal,
         created: bool,
+        system_prompt: str | None = None,
     ) -> ActiveRun:
         """Build the run's context (scenario new / continue / resume) and commit the
         question with a ``streaming`` answer row and the run record, in one transaction."""
@@ -58,8 +59,9 @@ class TurnPreparer:
         else:
             scenario, view = Scenario.RESUME, await self.memory.load_view(conversation)
         history = view.messages
+        prompt = agent.system_prompt if system_prompt is None else system_prompt
         context = build_context(
-            agent.system_prompt,
+            prompt,
             history,
             text,
             window=self.settings.context_window,
@@ -79,7 +81,7 @@ class TurnPreparer:
             context_first_seq=first_seq,
             context_last_seq=last_seq,
             context_messages=len(context.history),
-            context=await self._recipe(agent, context),
+            context=await self._recipe(prompt, context),
             trimmed=context.trimmed,
         )
         turn_id = new_turn_id()
@@ -105,9 +107,9 @@ class TurnPreparer:
             summary=view.summary,
         )
 
-    async def _recipe(self, agent: AgentDefinition, context: BuiltContext) -> dict:
+    async def _recipe(self, system_prompt: str, context: BuiltContext) -> dict:
         """What the context was made of, to rebuild exactly what the provider is sent."""
-        prompt = await self.prompts.remember(agent.system_prompt)
+        prompt = await self.prompts.remember(system_prompt)
         return {
             "prompt": prompt,
             "summary": context.summary.id if context.summary else None,

@@ -82,7 +82,7 @@ def lumina_error_response(exc: LuminaError) -> JSONResponse:
     return response
 
 
-def _describe(errors: list[dict[str, Any]]) -> str:
+def describe_validation(errors: list[dict[str, Any]]) -> str:
     parts = []
     for err in errors[:5]:
         if err.get("type") == "json_invalid":  # loc is ("body", <character position>)
@@ -95,7 +95,7 @@ def _describe(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _unreadable_body(exc: StarletteHTTPException) -> str | None:
+def unreadable_body(exc: StarletteHTTPException) -> str | None:
     """FastAPI answers 400 "error parsing the body" when ``json.loads`` fails with something
     other than a JSON syntax error: the body is invalid input like any malformed JSON (422)."""
     if exc.status_code != 400 or exc.detail != "There was an error parsing the body":
@@ -149,11 +149,11 @@ def install_error_handlers(api: FastAPI) -> None:
 
     @api.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "invalid_input", _describe(list(exc.errors())))
+        return error_response(422, "invalid_input", describe_validation(list(exc.errors())))
 
     @api.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        unreadable = _unreadable_body(exc)
+        unreadable = unreadable_body(exc)
         if unreadable:
             return error_response(422, "invalid_input", unreadable)
         code = _HTTP_CODES.get(exc.status_code, "error")
