@@ -290,7 +290,7 @@ class ChatEngine:
         created = conversation_uuid is None
         if created:  # stored together with the first turn, in _prepare
             conversation = ConversationInfo.new(
-                agent_id=agent.id, title=title or _title_from(text), owner=principal.owner
+                agent_id=agent.id, title=title or title_from(text), owner=principal.owner
             )
             conversation_uuid = conversation.uuid
         run_id = "run-" + secrets.token_hex(8)
@@ -362,6 +362,7 @@ class ChatEngine:
             self.driver.request_stop(run, RunStatus.INTERRUPTED)
 
 
-def _title_from(text: str, limit: int = 60) -> str:
+def title_from(text: str, limit: int = 60) -> str:
+    """A conversation's default title: its first question, on one line, cut to ``limit``."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

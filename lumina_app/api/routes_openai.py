@@ -40,6 +40,7 @@ from lumina_app.domain import (
     SessionStarted,
 )
 from lumina_app.domain.tokens import estimate_text
+from lumina_app.observability import metrics
 from lumina_app.services.openai_gateway import ChatTurn, GatewayRun
 
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
@@ -117,6 +118,7 @@ async def chat_completions(
 
 
 def _described(started: GatewayRun) -> dict[str, Any]:
+    metrics.GATEWAY_REQUESTS.labels(started.found.value).inc()
     return {
         "runId": started.run.run_id,
         "conversationId": started.conversation_id,

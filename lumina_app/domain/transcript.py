@@ -26,19 +26,19 @@ def visible(msgs: Iterable[Msg]) -> list[Line]:
     """Questions and shown answers in seq order. The answer rows of one turn (a tool
     round splits an answer into the row that asked and the one that went on) make one
     line: the client got their text as one reply."""
-    lines: list[Line] = []
+    raw: list[list[str]] = []  # [role, text], texts of one answer joined before stripping
     answer_turn: str | None = None
     for msg in sorted(msgs, key=lambda m: m.seq):
         if msg.role is MsgRole.USER:
-            lines.append(Line("user", msg.content.strip()))
+            raw.append(["user", msg.content])
             answer_turn = None
         elif msg.role is MsgRole.ASSISTANT and msg.status in SHOWN_ANSWER:
-            if answer_turn is not None and answer_turn == msg.turn_id and lines:
-                lines[-1] = Line("assistant", (lines[-1].text + msg.content).strip())
+            if answer_turn is not None and answer_turn == msg.turn_id:
+                raw[-1][1] += msg.content
             else:
-                lines.append(Line("assistant", msg.content.strip()))
+                raw.append(["assistant", msg.content])
                 answer_turn = msg.turn_id
-    return lines
+    return [Line(role, text.strip()) for role, text in raw]
 
 
 def opening_hash(first_question: str) -> str:

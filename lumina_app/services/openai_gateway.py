@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from lumina_app.agents.engine import title_from
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.domain import ConversationInfo, InvalidInput, Msg, Principal, new_turn_id
 from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
@@ -35,6 +36,15 @@ class SystemPrompt(StrEnum):
     NONE = "none"  # none was sent, and none is on record
 
 
+class Found(StrEnum):
+    """How a request's conversation was found (a metric's label)."""
+
+    NAMED = "named"  # by the header or metadata.conversation_id
+    MATCHED = "matched"  # its earlier messages continue a stored conversation
+    CREATED = "created"  # a new conversation holding its earlier messages
+    NEW = "new"  # a first message: a new conversation
+
+
 @dataclass(frozen=True, slots=True)
 class ChatTurn:
     """A chat-completions request in Lumina's terms: the agent, the messages
@@ -49,6 +59,7 @@ class ChatTurn:
 class GatewayRun:
     run: ActiveRun
     system_prompt: SystemPrompt
+    found: Found
 
     @property
     def conversation_id(self) -> str:
@@ -79,15 +90,15 @@ class OpenAIGateway:
         system, dialogue = _split(turn.messages)
         question = dialogue[-1].text
         earlier = dialogue[:-1]
-        conversation: ConversationInfo | None
+        conversation: ConversationInfo | None = None
+        found = Found.NEW
         if turn.conversation_id is not None:
             conversation = await self.memory.find_visible(
                 principal, turn.conversation_id, agent_id=agent.id
             )
+            found = Found.NAMED
         elif earlier:
-            conversation = await self._continued(principal, agent.id, earlier)
-        else:
-            conversation = None
+            conversation, found = await self._continued(principal, agent.id, earlier)
         meta = await self.memory.gateway_meta(conversation) if conversation else {}
         if system is not None and meta.get("systemPrompt") != system:
             meta = {**meta, "systemPrompt": system}
@@ -111,11 +122,11 @@ class OpenAIGateway:
             outcome = SystemPrompt.IGNORED
         else:
             outcome = SystemPrompt.NONE
-        return GatewayRun(run, outcome)
+        return GatewayRun(run, outcome, found)
 
     async def _continued(
         self, principal: Principal, agent_id: str, earlier: list[Line]
-    ) -> ConversationInfo:
+    ) -> tuple[ConversationInfo, Found]:
         """The conversation ``earlier`` continues, with what it lacked stored; else a new
         one holding ``earlier``."""
         first = next((line.text for line in earlier if line.role == "user"), None)
@@ -129,17 +140,17 @@ class OpenAIGateway:
         if best is not None:
             uuid, size = best
             conversation = await self.memory.find_visible(principal, uuid, agent_id=agent_id)
-            rest = earlier[size:]
+            rest, found = earlier[size:], Found.MATCHED
         else:
             conversation = await self.memory.create_conversation(
-                agent_id=agent_id, title=_title(first), owner=principal.owner
+                agent_id=agent_id, title=title_from(first), owner=principal.owner
             )
             await self.memory.set_gateway_meta(conversation, opening=opening, meta={})
-            rest = earlier
+            rest, found = earlier, Found.CREATED
         if rest:
             await self.memory.append_history(conversation, _rows(rest))
             conversation = await self.memory.find_visible(principal, conversation.uuid)
-        return conversation
+        return conversation, found
 
 
 def _split(messages: list[Line]) -> tuple[str | None, list[Line]]:
@@ -167,8 +178,3 @@ def _rows(lines: list[Line]) -> list[Msg]:
         else:
             rows.append(Msg.assistant(line.text, turn_id=turn, meta=dict(meta)))
     return rows
-
-
-def _title(text: str, limit: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

@@ -63,7 +63,18 @@ def routes(
         ("POST", f"/api/v1/admin/users/{user}/enable", {}),
         ("POST", f"/api/v1/admin/users/{user}/password", {"json": {}}),
         ("GET", "/api/v1/admin/audit", {}),
+        ("GET", "/v1/models", {}),
+        ("POST", "/v1/chat/completions", {"json": chat_body()}),
+        ("GET", "/metrics", {}),
     ]
+
+
+def chat_body(conversation: str | None = None) -> dict:
+    """A chat completion for the gateway; naming ``conversation`` in its metadata."""
+    body: dict = {"model": "tester", "messages": [{"role": "user", "content": "x"}]}
+    if conversation is not None:
+        body["metadata"] = {"conversation_id": conversation}
+    return body
 
 
 PASSWORD_CHANGE = {"currentPassword": "not the password", "newPassword": "a brand new password"}
@@ -79,6 +90,7 @@ def foreign_routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
         ("POST", "/api/v1/agents/tester/execute/sync", {"params": on_conv}),
         ("POST", "/api/agent/tester/chat", {"json": {"message": "x", "conversationId": conv}}),
         ("GET", f"/api/v1/runs/{run}/stream", {"params": {"format": "v1"}}),
+        ("POST", "/v1/chat/completions", {"json": chat_body(conv)}),
     ]
 
 
@@ -126,7 +138,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 15
+    assert len(with_bodies) == 16
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 
