@@ -12,7 +12,7 @@ import pytest
 
 from lumina_app.domain import log_context
 from lumina_app.observability.logs import JsonFormatter, configure
-from lumina_app.settings import load_settings
+from lumina_app.settings import SettingsError, load_settings
 
 pytestmark = pytest.mark.unit
 
@@ -54,7 +54,7 @@ def test_a_line_is_one_object_with_the_run_ids() -> None:
 
 def test_the_setting_picks_the_format() -> None:
     assert load_settings(log_format="json").log_format == "json"
-    with pytest.raises(Exception, match="LOG_FORMAT|log_format"):
+    with pytest.raises(SettingsError, match=r"LOG_FORMAT"):
         load_settings(log_format="xml")
     root = logging.getLogger()
     before = [h.formatter for h in root.handlers]
