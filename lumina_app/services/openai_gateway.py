@@ -19,7 +19,15 @@ from typing import Any
 
 from lumina_app.agents.engine import title_from
 from lumina_app.agents.run_driver import ActiveRun
-from lumina_app.domain import ConversationInfo, InvalidInput, Msg, Principal, new_turn_id
+from lumina_app.domain import (
+    ConversationBusy,
+    ConversationInfo,
+    InvalidInput,
+    Msg,
+    Principal,
+    new_turn_id,
+)
+from lumina_app.domain.text import check_storable_text
 from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
 from lumina_app.memory import MemoryManager
 from lumina_app.services.agents import AgentService, AgentView
@@ -88,6 +96,8 @@ class OpenAIGateway:
         """Find or make the conversation, store what it lacks, start the run."""
         agent = self.agents.definition(turn.agent_id)
         system, dialogue = _split(turn.messages)
+        if system is not None:
+            check_storable_text(system, "system message")
         question = dialogue[-1].text
         earlier = dialogue[:-1]
         conversation: ConversationInfo | None = None
@@ -148,6 +158,10 @@ class OpenAIGateway:
             await self.memory.set_gateway_meta(conversation, opening=opening, meta={})
             rest, found = earlier, Found.CREATED
         if rest:
+            # Never slip rows in beside a running turn: its answer's seq is already taken.
+            running = await self.runs.running_in(principal, conversation.uuid)
+            if running is not None:
+                raise ConversationBusy(conversation.uuid, running)
             await self.memory.append_history(conversation, _rows(rest))
             conversation = await self.memory.find_visible(principal, conversation.uuid)
         return conversation, found

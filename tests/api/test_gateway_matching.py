@@ -5,7 +5,9 @@ another agent's conversation is never continued."""
 
 from __future__ import annotations
 
-from lumina_app.domain import MessageStatus, Msg, Principal
+import pytest
+
+from lumina_app.domain import ConversationBusy, MessageStatus, Msg, Principal
 from lumina_app.domain.access import Via
 from lumina_app.domain.transcript import Line, opening_hash
 from lumina_app.services.openai_gateway import ChatTurn, Found
@@ -93,3 +95,18 @@ async def test_never_someone_elses_or_another_agents(services) -> None:
     other_agent = await services.gateway.start(BOB, ChatTurn("tester", lines))
     await finish(other_agent)
     assert other_agent.conversation_id != theirs.uuid
+
+
+async def test_no_rows_slip_in_beside_a_running_turn(services, fake_llm) -> None:
+    first = await services.gateway.start(ALICE, ChatTurn("tester", [Line(U, "q1")]))
+    await finish(first)
+    answer = first.run.result.content
+    fake_llm.script.delay = 0.2
+    running = await services.gateway.start(ALICE, ChatTurn("tester", history("q1", answer, "q2")))
+    assert running.found is Found.MATCHED
+    resent = history("q1", answer, "q2", "an answer from elsewhere", "q3")
+    with pytest.raises(ConversationBusy):
+        await services.gateway.start(ALICE, ChatTurn("tester", resent))
+    await finish(running)
+    msgs = await services.memory.final_messages(running.run.conversation)
+    assert [m.content for m in msgs] == ["q1", answer, "q2", running.run.result.content]
