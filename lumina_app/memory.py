@@ -351,6 +351,13 @@ class MemoryManager:
             conversation.id, limit=limit, after_seq=after_seq, before_seq=before_seq
         )
 
+    async def turn_rows(self, conversation_id: int, after_seq: int, before_seq: int) -> list[Msg]:
+        """Every stored row strictly between two seqs, in order (a run's tool steps)."""
+        rows = await self.cold.page_messages(
+            conversation_id, after_seq=after_seq, limit=max(0, before_seq - after_seq - 1)
+        )
+        return [m for m in rows if m.seq < before_seq]
+
     async def search(
         self,
         words: Sequence[str],

@@ -2,7 +2,8 @@
 
 Asked "what time is it" (optionally "in Europe/Paris") it calls ``current_time`` (or an
 MCP server's ``get_current_time``); asked to "calculate 17 * 23" (or "what is 2 + 2") it
-calls ``calculator``; ``/tool <name> {json}`` calls any tool the agent has. Several in one
+calls ``calculator``; asked "what did I say about X" (or "do you remember X", "recall
+X") it calls ``recall`` with X; ``/tool <name> {json}`` calls any tool the agent has. Several in one
 message are called in parallel. Given the results, it answers with them.
 """
 
@@ -29,6 +30,11 @@ _MATH = re.compile(
     re.IGNORECASE,
 )
 _OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-(\d]")
+_RECALL = re.compile(
+    r"\b(?:what did (?:i|we) (?:say|tell you|write|mention) about|do you remember|recall)\s+"
+    r"(?:the\s+|my\s+)?([^?!.\n]{2,120})",
+    re.IGNORECASE,
+)
 _TOOL = re.compile(r"/tool\s+([A-Za-z0-9_-]+)\s*(\{.*\})?", re.DOTALL)
 
 
@@ -49,6 +55,9 @@ def demo_tool_calls(user_input: str, tools: Sequence[dict[str, Any]]) -> list[To
     math = _MATH.search(user_input)
     if math and _OPERATOR.search(math.group(1)) and "calculator" in offered:
         calls.append(("calculator", {"expression": math.group(1).strip().replace("^", "**")}))
+    remember = _RECALL.search(user_input)
+    if remember and "recall" in offered:
+        calls.append(("recall", {"query": remember.group(1).strip()}))
     return [ToolCall(name, json.dumps(args), _call_id()) for name, args in calls]
 
 

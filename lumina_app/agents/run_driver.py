@@ -176,7 +176,9 @@ class RunDriver:
         toolbox = await self.tools.toolbox(run.agent)  # may start the agent's MCP servers
         specs = toolbox.specs()
         limits = run.agent.tools
-        context = ToolContext(run.agent.id, run.conversation.uuid, run.owner, run.run_id)
+        context = ToolContext(
+            run.agent.id, run.conversation.uuid, run.owner, run.run_id, turn_seq=run.user.seq
+        )
         runner = ToolRunner(toolbox, context, timeout=limits.timeout)
         for number in itertools.count(1):
             status, error = await self._stream(run, step, specs)

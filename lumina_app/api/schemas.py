@@ -237,7 +237,13 @@ class RunContextOut(BaseModel):
     window: WindowOut
     trimmed: int
     tokens: int = Field(description="the estimated size of messages (docs/API.md)")
-    messages: list[dict[str, Any]] = Field(description="as sent to the provider")
+    messages: list[dict[str, Any]] = Field(
+        description="as sent to the provider's last call (with the tool calls and results)"
+    )
+    calls: list[int] = Field(
+        description="how many of messages each model call was sent, in order (tool steps "
+        "call the model again with more)"
+    )
 
     @classmethod
     def of(cls, context: RunContext) -> RunContextOut:
@@ -256,6 +262,7 @@ class RunContextOut(BaseModel):
             trimmed=context.trimmed,
             tokens=context.tokens,
             messages=context.messages,
+            calls=context.calls,
         )
 
 

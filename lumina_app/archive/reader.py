@@ -333,9 +333,55 @@ def _messages(path: Path, text: str, latest: datetime) -> list[Msg]:
                 status=status,
                 created_at=stamp,
                 updated_at=stamp,
+                meta=_tool_meta(fields, _ROLES[role]),
             )
         )
     return msgs
+
+
+MAX_TOOL_CALLS = 128
+MAX_TOOL_NAME = 128
+MAX_TOOL_ARGUMENTS = 65_536
+
+
+def _tool_meta(fields: _Fields, role: MsgRole) -> dict[str, Any]:
+    """A history entry's tool fields as message meta: an assistant's ``toolCalls``
+    (``[{id, name, arguments}]``), a tool result's ``toolCallId``, ``name``, ``isError``
+    and ``durationMs``. Other roles carry none."""
+    meta: dict[str, Any] = {}
+    if role is MsgRole.ASSISTANT and fields.data.get("toolCalls") is not None:
+        calls = fields.data["toolCalls"]
+        if not isinstance(calls, list) or not 0 < len(calls) <= MAX_TOOL_CALLS:
+            raise fields.fail("toolCalls", f"must be a list of 1 to {MAX_TOOL_CALLS} calls")
+        meta["toolCalls"] = [_tool_call(fields, n, call) for n, call in enumerate(calls)]
+    if role is MsgRole.TOOL:
+        for key in ("toolCallId", "name"):
+            value = fields.text(key, limit=MAX_TOOL_NAME)
+            if value is not None:
+                meta[key] = value
+        if (failed := fields.data.get("isError")) is not None:
+            if not isinstance(failed, bool):
+                raise fields.fail("isError", f"must be true or false, got {_show(failed)}")
+            meta["isError"] = failed
+        if (ms := fields.data.get("durationMs")) is not None:
+            if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_COUNT:
+                raise fields.fail("durationMs", f"must be a non-negative integer, got {_show(ms)}")
+            meta["durationMs"] = ms
+    return meta
+
+
+def _tool_call(fields: _Fields, index: int, call: Any) -> dict[str, str]:
+    if not isinstance(call, dict):
+        raise fields.fail(f"toolCalls[{index}]", f"must be an object, got {_kind(call)}")
+    one = _Fields(fields.path, call, fields.latest, f"{fields.where}toolCalls[{index}]: ")
+    limits = {"id": MAX_TOOL_NAME, "name": MAX_TOOL_NAME, "arguments": MAX_TOOL_ARGUMENTS}
+    out = {}
+    for key, limit in limits.items():
+        value = one.text(key, limit=limit)
+        if value is None:
+            raise one.fail(key, "is missing")
+        out[key] = value
+    return out
 
 
 def _mtime(path: Path, latest: datetime) -> datetime:

@@ -50,9 +50,16 @@ _ARCHIVE_ROLE = {
 }
 
 
+# What a TOOL row's history.json entry keeps of its meta: the call it answers and how it went.
+_TOOL_RESULT_KEYS = ("toolCallId", "name", "isError", "durationMs")
+
+
 def history_entry(msg: Msg) -> dict[str, Any]:
     """The archive's history.json entry shape. An answer replaced by a regenerated one
-    says so (``"status": "superseded"``), so an import keeps it out of contexts too."""
+    says so (``"status": "superseded"``), so an import keeps it out of contexts too. Tool
+    calls travel with their rows (``toolCalls`` on the answer that asked, ``toolCallId``,
+    ``name``, ``isError``, ``durationMs`` on each result), so an imported conversation's
+    calls still pair with their results in later contexts."""
     entry = {
         "role": _ARCHIVE_ROLE[msg.role],
         "content": msg.content,
@@ -61,4 +68,11 @@ def history_entry(msg: Msg) -> dict[str, Any]:
     }
     if msg.status is MessageStatus.SUPERSEDED:
         entry["status"] = MessageStatus.SUPERSEDED.value
+    if msg.tool_calls:
+        entry["toolCalls"] = [
+            {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments")}
+            for c in msg.tool_calls
+        ]
+    if msg.role is MsgRole.TOOL:
+        entry.update({k: msg.meta[k] for k in _TOOL_RESULT_KEYS if k in msg.meta})
     return entry

@@ -8,16 +8,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lumina_app.agents.context import render
+from lumina_app.agents.context import chat_message, render
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.domain import (
     ConversationNotFound,
+    Msg,
+    MsgRole,
     NotFound,
     Principal,
     RunEvent,
     RunFinished,
     RunNotFound,
+    RunRecord,
     RunStatus,
     Scenario,
     Summary,
@@ -59,6 +62,9 @@ class RunContext:
     trimmed: int
     tokens: int
     messages: list[dict[str, Any]]
+    # How many of ``messages`` each model call was sent, in order: a run that used tools
+    # called the model again with the calls and their results appended.
+    calls: list[int]
 
 
 class RunService:
@@ -177,6 +183,13 @@ class RunService:
         history = await self.memory.messages_by_id(record.conversation_id, recipe["ids"])
         question = await self.memory.get_message(record.user_message_id)
         messages = render(prompt, summary, history, question.content if question else "")
+        calls = [len(messages)]
+        for row in await self._steps(record, question):
+            if row.role is MsgRole.ASSISTANT and len(messages) > calls[-1]:
+                calls.append(len(messages))
+            messages.append(chat_message(row))
+        if len(messages) > calls[-1]:
+            calls.append(len(messages))
         return RunContext(
             run_id=run_id,
             scenario=record.scenario,
@@ -187,7 +200,24 @@ class RunService:
             trimmed=record.trimmed,
             tokens=recipe.get("tokens", 0),
             messages=messages,
+            calls=calls,
         )
+
+    async def _steps(self, record: RunRecord, question: Msg | None) -> list[Msg]:
+        """The rows of the run's tool steps (each answer that asked for tools, then its
+        results), sent to the model's later calls: the consecutive rows from the run's
+        first answer row up to, not including, its last one."""
+        last = record.assistant_message_id
+        if question is None or last is None:
+            return []
+        answer = await self.memory.get_message(last)
+        if answer is None or answer.seq <= question.seq + 1:
+            return []
+        rows = await self.memory.turn_rows(record.conversation_id, question.seq, answer.seq)
+        first = next(
+            (i for i, m in enumerate(rows) if (m.meta or {}).get("runId") == record.run_id), None
+        )
+        return [] if first is None else rows[first:]
 
     async def running_in(self, principal: Principal, conversation_id: str) -> str | None:
         """The live run of one of the caller's conversations (any instance), if any."""

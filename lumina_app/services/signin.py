@@ -66,6 +66,9 @@ class SignInService:
         self.limits = SignInLimits(
             per_address=settings.signin_attempts_per_minute,
             per_user=settings.signin_attempts_per_user_per_minute,
+            redis_url=settings.redis_url,
+            prefix=settings.redis_prefix,
+            socket_timeout=settings.redis_socket_timeout,
         )
 
     async def options(self) -> SignInOptions:

@@ -18,6 +18,7 @@ from lumina_app.domain import (
     Via,
 )
 from lumina_app.services.passwords import Passwords
+from lumina_app.services.signin_limits import SignInLimits
 from tests.accounts.conftest import PASSWORD, add_user, browser
 
 
@@ -142,3 +143,31 @@ async def test_there_is_nothing_to_sign_in_to_in_open_mode(accounts) -> None:
         await accounts.signin.with_password("alice", PASSWORD, browser())
     with pytest.raises(AccessDenied):
         await accounts.signin.with_key("anything", browser())
+
+
+async def test_limits_are_shared_by_every_worker_through_redis(open_on) -> None:
+    """Two processes of one deployment (same Redis, same prefix) count failures together:
+    a second worker gives an attacker no fresh allowance."""
+    first = await open_on(signin_attempts_per_user_per_minute=4)
+    second = await open_on(signin_attempts_per_user_per_minute=4)
+    await add_user(first, "alice")
+    for services in (first, second, first, second):
+        with pytest.raises(NotAuthenticated):
+            await services.signin.with_password("alice", "guess", browser("10.1.1.1"))
+    for services in (first, second):
+        with pytest.raises(TooManyAttempts):
+            await services.signin.with_password("alice", PASSWORD, browser("10.1.1.2"))
+
+
+async def test_with_redis_unreachable_sign_in_is_still_limited_in_process(caplog) -> None:
+    limits = SignInLimits(
+        per_address=10, per_user=2, redis_url="redis://127.0.0.1:1/0", socket_timeout=0.2
+    )
+    for _ in range(2):
+        await limits.check("10.2.2.2", "alice")
+        await limits.failed("10.2.2.2", "alice")
+    with pytest.raises(TooManyAttempts):
+        await limits.check("10.2.2.3", "alice")
+    await limits.succeeded("alice")
+    await limits.check("10.2.2.3", "alice")
+    assert any("Redis unavailable" in r.getMessage() for r in caplog.records)

@@ -331,3 +331,113 @@ async def test_the_demo_model_tells_the_time_with_its_tool(services, data_dir) -
     assert "+09:00" in result["content"] and "Asia/Tokyo" in result["content"]
     answer = events[-1].data["content"]
     assert "`current_time` said: " + result["content"] in answer
+
+
+async def test_the_context_of_a_tool_run_is_every_call_it_made(services, fake_llm, tooled) -> None:
+    earlier = await send(services, "hello")  # a turn before, so the window is not empty
+    conv = of_type(earlier, EventType.SESSION)[0]["conversationId"]
+    fake_llm.requests.clear()
+    fake_llm.script.replies = [
+        Reply(chunks=["First."], calls=[SIX_BY_SEVEN]),
+        Reply(chunks=["Then."], calls=[CLOCK]),
+    ]
+    events = await send(services, "compute, then the time", conv)
+    run_id = of_type(events, EventType.SESSION)[0]["runId"]
+    context = await services.runs.context(LOCAL, run_id)
+    assert len(fake_llm.requests) == 3 and len(context.calls) == 3
+    for request, size in zip(fake_llm.requests, context.calls, strict=True):
+        assert context.messages[:size] == request["messages"]  # each call, exactly
+    assert context.messages == fake_llm.requests[-1]["messages"]
+    assert [m["role"] for m in context.messages[context.calls[0] :]] == [
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
+
+
+@pytest.fixture
+def recaller(data_dir, fake_llm):
+    config = {
+        "name": "Recaller",
+        "provider": "openai",
+        "base_url": fake_llm.base_url,
+        "model": "fake-1",
+        "memory": {"recall": True},
+    }
+    write_agent(data_dir / "agents", "recaller", config, SYSTEM_PROMPT_PARTS)
+    write_agent(data_dir / "agents", "offline", {"name": "Offline", "memory": {"recall": True}})
+    write_agent(
+        data_dir / "agents", "listed", {"name": "Listed", "tools": ["recall", "calculator"]}
+    )
+
+
+async def test_recall_finds_what_left_the_context_but_not_the_question_itself(
+    services, fake_llm, recaller
+) -> None:
+    async def say(text: str, conversation: str | None) -> list[RunEvent]:
+        stream = services.runs.stream(
+            LOCAL, agent_id="recaller", message=text, conversation_id=conversation
+        )
+        return [event async for event in stream]
+
+    first = await say("my locker code is 4711, keep it for me", None)
+    conv = of_type(first, EventType.SESSION)[0]["conversationId"]
+    for n in range(3):
+        await say(f"small talk {n}", conv)
+    assert [t["function"]["name"] for t in fake_llm.requests[-1]["tools"]] == ["recall"]
+    query = Call("call_r", "recall", '{"query": "locker code"}')
+    fake_llm.script.replies = [Reply(calls=[query])]
+    events = await say("what is my locker code?", conv)
+    (result,) = of_type(events, EventType.TOOL_RESULT)
+    assert not result["isError"]
+    assert "[#1 user " in result["content"] and "my locker code is 4711" in result["content"]
+    assert "what is my locker code?" not in result["content"]  # the turn's own question
+    # A phrase whose words never meet in one message falls back to its longest words.
+    fake_llm.script.replies = [Reply(calls=[Call("call_s", "recall", '{"query": "code zebra"}')])]
+    (fallback,) = of_type(await say("again?", conv), EventType.TOOL_RESULT)
+    assert "4711" in fallback["content"]
+    fake_llm.script.replies = [Reply(calls=[Call("call_t", "recall", '{"query": "zebra"}')])]
+    (nothing,) = of_type(await say("and zebras?", conv), EventType.TOOL_RESULT)
+    assert nothing["content"] == "Nothing earlier in this conversation matches 'zebra'."
+    fake_llm.script.replies = [Reply(calls=[Call("call_u", "recall", '{"query": "?!"}')])]
+    (bad,) = of_type(await say("and punctuation?", conv), EventType.TOOL_RESULT)
+    assert bad["isError"] and "no words" in bad["content"]
+
+
+async def test_the_demo_model_recalls_with_the_tool_offline(services, recaller) -> None:
+    async def say(text: str, conversation: str | None) -> list[RunEvent]:
+        stream = services.runs.stream(
+            LOCAL, agent_id="offline", message=text, conversation_id=conversation
+        )
+        return [event async for event in stream]
+
+    first = await say("I keep bees on the roof.", None)
+    conv = of_type(first, EventType.SESSION)[0]["conversationId"]
+    events = await say("What did I say about bees?", conv)
+    (call,) = of_type(events, EventType.TOOL_CALL)
+    assert call["name"] == "recall" and json.loads(call["arguments"]) == {"query": "bees"}
+    answer = of_type(events, EventType.RESULT)[0]
+    assert "I keep bees on the roof." in answer["content"]
+
+
+async def test_recall_searches_only_the_callers_own_conversation(
+    services, fake_llm, recaller
+) -> None:
+    other = await services.runs.execute_sync(
+        LOCAL, agent_id="recaller", message="the secret word is heliotrope"
+    )
+    assert other.status.value == "complete"
+    fake_llm.script.replies = [Reply(calls=[Call("call_h", "recall", '{"query": "heliotrope"}')])]
+    stream = services.runs.stream(LOCAL, agent_id="recaller", message="a fresh conversation")
+    events = [event async for event in stream]
+    (result,) = of_type(events, EventType.TOOL_RESULT)
+    assert result["content"] == "Nothing earlier in this conversation matches 'heliotrope'."
+
+
+async def test_recall_can_also_be_named_among_the_built_ins(services, recaller) -> None:
+    info = await services.agents.info("listed")
+    assert [(t.name, t.source, t.available) for t in info.tools] == [
+        ("calculator", "builtin", True),
+        ("recall", "builtin", True),
+    ]

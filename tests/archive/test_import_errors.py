@@ -74,6 +74,30 @@ CASES = {
         "history.json",
         "entry 1: 'status' must be one of complete, superseded",
     ),
+    "toolCalls not a list": (
+        {},
+        _bad_entry(toolCalls={"id": "c"}),
+        "history.json",
+        "'toolCalls' must be a list of 1 to 128 calls",
+    ),
+    "toolCalls without a name": (
+        {},
+        _bad_entry(toolCalls=[{"id": "c", "arguments": "{}"}]),
+        "history.json",
+        "entry 1: toolCalls[0]: 'name' is missing",
+    ),
+    "tool isError a string": (
+        {},
+        [GOOD_HISTORY[0], {"role": "tool", "content": "42", "isError": "no"}],
+        "history.json",
+        "'isError' must be true or false",
+    ),
+    "tool durationMs negative": (
+        {},
+        [GOOD_HISTORY[0], {"role": "tool", "content": "42", "durationMs": -3}],
+        "history.json",
+        "'durationMs' must be a non-negative integer",
+    ),
     "forkedFrom a string": ({"forkedFrom": "x"}, GOOD_HISTORY, "meta.json", "'forkedFrom' must"),
     "forkedFrom bad id": (
         {"forkedFrom": {"conversationId": "../x", "atSeq": 1}},
@@ -161,3 +185,42 @@ async def test_a_superseded_answer_stays_out_of_contexts(sqlite_archive, tmp_pat
     assert [m.status.value for m in stored] == ["complete", "superseded", "complete"]
     document = await sqlite_archive.document(conversation)
     assert [e.get("status") for e in document["history"]] == [None, "superseded", None]
+
+
+async def test_tool_calls_survive_the_archive_and_still_pair(sqlite_archive, tmp_path) -> None:
+    """An exported tool turn imports with its calls and results, so a later context sends
+    them together (not the answer's text alone, as when the pairing is lost)."""
+    call = {"id": "call_a", "name": "calculator", "arguments": '{"expression": "6 * 7"}'}
+    history = [
+        GOOD_HISTORY[0],
+        dict(GOOD_HISTORY[1], content="Let me see.", toolCalls=[call]),
+        {
+            "role": "tool",
+            "content": "42",
+            "messageId": "msg-a",
+            "toolCallId": "call_a",
+            "name": "calculator",
+            "isError": False,
+            "durationMs": 3,
+        },
+        dict(GOOD_HISTORY[1], content="It is 42."),
+    ]
+    write_conversation(tmp_path, "conv-good0001", GOOD_META, history)
+    assert (await sqlite_archive.import_path(tmp_path)).count(ImportOutcome.CREATED) == 1
+    memory = sqlite_archive.memory
+    conversation = await memory.cold.get_conversation("conv-good0001")
+    window = await memory.load(conversation)
+    assert [(m.role.value, m.tool_calls, m.tool_call_id) for m in window] == [
+        ("USER", [], None),
+        ("ASSISTANT", [call], None),
+        ("TOOL", [], "call_a"),
+        ("ASSISTANT", [], None),
+    ]
+    document = await sqlite_archive.document(conversation)
+    assert document["history"][1]["toolCalls"] == [call]
+    assert {k: document["history"][2][k] for k in ("toolCallId", "name", "isError")} == {
+        "toolCallId": "call_a",
+        "name": "calculator",
+        "isError": False,
+    }
+    assert document["history"][2]["durationMs"] == 3

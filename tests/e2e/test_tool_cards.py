@@ -74,3 +74,21 @@ def test_a_tool_error_is_shown_as_such(page: Page, app_server) -> None:
     expect(card.get_by_test_id("tool-result")).to_contain_text("unknown timezone 'Mars/Olympus'")
     page.reload()
     expect(cards(page).last).to_have_attribute("data-status", "error")
+
+
+def test_recall_reaches_back_and_the_context_shows_each_model_call(page: Page, app_server) -> None:
+    open_new(page, app_server.url)
+    send(page, "My bike is a green Brompton.")
+    wait_idle(page, 1)
+    send(page, "What did I say about my bike?")
+    wait_idle(page, 2)
+    expect(cards(page)).to_have_count(1)
+    expect(cards(page).first).to_have_attribute("data-tool", "recall")
+    expect(answers(page).last).to_contain_text("My bike is a green Brompton.")
+    page.get_by_test_id("show-context").last.click()
+    dialog = page.get_by_test_id("context-dialog")
+    expect(dialog.get_by_test_id("context-call")).to_have_text("model call 2")
+    expect(dialog).to_contain_text('→ recall({"query": "bike"})')
+    expect(dialog).to_contain_text("2 model calls (tool steps)")
+    page.wait_for_timeout(400)  # the dialog's fade-in, for the picture
+    shot(page, "context-tool-steps")

@@ -11,6 +11,9 @@ from typing import Any
 import simple_websocket
 
 NAMESPACE = "/_event"
+# How long the server may take to open a socket: generous, as a loaded CI machine (two
+# cores, servers and browsers of other tests) can take seconds; a refusal is immediate.
+OPEN_TIMEOUT = 20
 
 
 class HandshakeRefused(Exception):
@@ -39,14 +42,14 @@ class RawSocket:
             self.ws = _Client.connect(url, headers=headers)
         except (simple_websocket.ConnectionError, simple_websocket.ConnectionClosed) as exc:
             raise HandshakeRefused(str(exc)) from exc
-        opened = self.ws.receive(timeout=5)
+        opened = self.ws.receive(timeout=OPEN_TIMEOUT)
         if not opened or not str(opened).startswith("0"):
             raise HandshakeRefused(f"no Engine.IO open packet: {opened!r}")
         self.ws.send(f"40{NAMESPACE},")
         self._expect_connect()
 
     def _expect_connect(self) -> None:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + OPEN_TIMEOUT
         while time.monotonic() < deadline:
             packet = self._receive(deadline - time.monotonic())
             if packet is None:

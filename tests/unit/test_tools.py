@@ -108,7 +108,7 @@ def test_a_broken_tool_config_makes_the_agent_unavailable_with_the_reason(tmp_pa
     agent = AgentRegistry(tmp_path / "agents", recheck_seconds=0).get("x")
     assert agent is not None and not agent.available
     assert agent.error == (
-        "config.json: unknown built-in tool 'nope' (built-ins: calculator, current_time)"
+        "config.json: unknown built-in tool 'nope' (built-ins: calculator, current_time, recall)"
     )
     (folder / "config.json").write_text(json.dumps({"name": "X", "tools": ["calculator"]}))
     agent = AgentRegistry(tmp_path / "agents", recheck_seconds=0).get("x")

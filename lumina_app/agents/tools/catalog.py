@@ -1,4 +1,5 @@
-"""Each agent's tools: the built-ins its config names and the tools of its MCP servers.
+"""Each agent's tools: the built-ins its config names (``recall`` among them, also turned
+on by ``"memory": {"recall": true}``), and the tools of its MCP servers.
 
 A server is started when its agent first needs it (a run, or the agent's info), shared by
 the agent's runs, replaced when its config changes, and shut down by ``close()``. Servers
@@ -14,6 +15,8 @@ from functools import partial
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.tools.builtin import builtin_tool
 from lumina_app.agents.tools.mcp import McpServer, McpUnavailable
+from lumina_app.agents.tools.recall import NAME as RECALL
+from lumina_app.agents.tools.recall import Recall
 from lumina_app.agents.tools.schema import spec_problem
 from lumina_app.agents.tools.spec import Tool, Toolbox, ToolInfo, ToolSpec
 
@@ -22,8 +25,16 @@ ALL_TOOLS = "*"
 
 
 class ToolCatalog:
-    def __init__(self, *, start_timeout: float, retry_seconds: float, clock=time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        start_timeout: float,
+        retry_seconds: float,
+        recall: Recall | None = None,
+        clock=time.monotonic,
+    ) -> None:
         self.start_timeout = start_timeout
+        self.recall = recall
         self.retry_seconds = retry_seconds
         self._clock = clock
         self._servers: dict[tuple[str, str], McpServer] = {}
@@ -34,8 +45,12 @@ class ToolCatalog:
         and what it may not, with why."""
         toolbox = Toolbox()
         for name in agent.tools.builtins:
-            tool = builtin_tool(name)
-            toolbox.tools[tool.name] = tool
+            if name != RECALL:
+                tool = builtin_tool(name)
+                toolbox.tools[tool.name] = tool
+        wants_recall = agent.memory.recall or RECALL in agent.tools.builtins
+        if wants_recall and self.recall is not None:
+            toolbox.tools[RECALL] = self.recall.tool()
         servers = self._servers_of(agent)
         if not servers:
             return toolbox

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lumina_app.agents.tools.builtin import BUILTINS
+from lumina_app.agents.tools.recall import NAME as RECALL
 
 DEFAULT_MAX_STEPS = 8
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -72,8 +73,8 @@ def _builtins(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ToolConfigError("'tools' must be a list of built-in tool names")
     for name in value:
-        if name not in BUILTINS:
-            known = ", ".join(sorted(BUILTINS))
+        if name not in BUILTINS and name != RECALL:
+            known = ", ".join(sorted([*BUILTINS, RECALL]))
             raise ToolConfigError(f"unknown built-in tool {name!r} (built-ins: {known})")
     if len(set(value)) != len(value):
         raise ToolConfigError("'tools' names a built-in twice")

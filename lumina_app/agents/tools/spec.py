@@ -27,6 +27,9 @@ class ToolContext:
     conversation_id: str
     owner: str
     run_id: str
+    # The seq of the question the run answers: tools that search the conversation leave
+    # that turn out.
+    turn_seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ async def final_messages(db: SQLDatabase, conversation_id: int) -> list[Msg]:
     """Every final message of a conversation in seq order (a ``streaming`` answer is left
     out until it ends): one indexed query."""
     query = (
-        sa.select(M.c.seq, M.c.role, M.c.content, M.c.turn_id, M.c.status, M.c.created_at)
+        sa.select(M.c.seq, M.c.role, M.c.content, M.c.turn_id, M.c.status, M.c.created_at, M.c.meta)
         .where(M.c.conversation_id == conversation_id, M.c.status != MessageStatus.STREAMING.value)
         .order_by(M.c.seq)
     )
@@ -48,6 +48,7 @@ async def final_messages(db: SQLDatabase, conversation_id: int) -> list[Msg]:
             turn_id=r.turn_id,
             status=MessageStatus(r.status),
             created_at=r.created_at,
+            meta=r.meta or {},  # tool calls and results travel with their rows
         )
         for r in rows
     ]

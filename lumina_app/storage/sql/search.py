@@ -55,9 +55,36 @@ def _match(dialect: str, words: Sequence[str]) -> tuple[sa.ColumnElement, sa.Col
             "WHERE lumina_message_fts MATCH :fts_query)"
         ).bindparams(fts_query=_fts_phrase(words))
         return rows, sa.literal(0.0)
-    boolean = " ".join("+" + w for w in words) + "*"
+    indexed = [w for w in words if _innodb_indexes(w)]
+    unindexed = [M.c.content.like(f"%{_like_escaped(w)}%", escape="\\") for w in words
+                 if not _innodb_indexes(w)]  # fmt: skip
+    if not indexed:  # only short words or stopwords: a scan, within the caller's scope
+        return sa.and_(*unindexed), sa.literal(0.0)
+    last = "*" if indexed[-1] == words[-1] else ""
+    boolean = " ".join("+" + w for w in indexed) + last
     relevance = mysql_match(M.c.content, against=boolean).in_boolean_mode()
-    return relevance, relevance
+    return sa.and_(relevance, *unindexed), relevance
+
+
+# InnoDB's FULLTEXT leaves out words shorter than innodb_ft_min_token_size (3) and its
+# default stopwords, and a required word it left out makes a whole query match nothing
+# ("+what +plan" finds no row). Such words are matched with LIKE beside the index instead.
+_INNODB_MIN_TOKEN = 3
+_INNODB_STOPWORDS = frozenset(
+    {
+        "a", "about", "an", "are", "as", "at", "be", "by", "com", "de", "en", "for", "from",
+        "how", "i", "in", "is", "it", "la", "of", "on", "or", "that", "the", "this", "to",
+        "was", "what", "when", "where", "who", "will", "with", "und", "www",
+    }
+)  # fmt: skip
+
+
+def _innodb_indexes(word: str) -> bool:
+    return len(word) >= _INNODB_MIN_TOKEN and word not in _INNODB_STOPWORDS
+
+
+def _like_escaped(word: str) -> str:
+    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def matching_conversations(dialect: str, words: Sequence[str]) -> sa.Select:

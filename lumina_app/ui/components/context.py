@@ -27,6 +27,16 @@ def context_button(run_id) -> rx.Component:
 
 def _message(message: dict) -> rx.Component:
     return rx.box(
+        rx.cond(
+            message["call"] != "",
+            rx.text(
+                message["call"],
+                size="1",
+                color="var(--gray-11)",
+                weight="medium",
+                custom_attrs={"data-testid": "context-call"},
+            ),
+        ),
         rx.badge(
             message["role"],
             color_scheme=rx.match(message["role"], *ROLE_COLORS.items(), "gray"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.domain import NotFound
+from lumina_app.ui.context_rows import context_rows
 from lumina_app.ui.state.base import AppState
 
 
@@ -33,13 +34,11 @@ class ContextState(AppState):
             f"window: {window}",
             f"~{context.tokens} tokens",
             *([f"{context.trimmed} left out by the token budget"] if context.trimmed else []),
+            *([f"{len(context.calls)} model calls (tool steps)"] if len(context.calls) > 1 else []),
         ]
         if context.summary is not None:
             self.summary = f"summary of messages 1–{context.summary.covered_to_seq}"
-        self.messages = [
-            {"role": str(m.get("role", "")), "content": str(m.get("content") or "")}
-            for m in context.messages
-        ]
+        self.messages = context_rows(context.messages, context.calls)
         self.loading = False
 
     @rx.event
