@@ -113,14 +113,16 @@ def unreadable_body(exc: StarletteHTTPException) -> str | None:
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
-def _allowed_methods(request: Request) -> str | None:
+def allowed_methods(request: Request, catch_all: Any = None) -> str | None:
     """The methods some API route serves at this path (all of them: GET, PATCH and DELETE of
-    a conversation are three routes). Mounts (Reflex's app at "") are not API routes."""
+    a conversation are three routes). Mounts (Reflex's app at "") are not API routes, nor
+    the catch-alls (``unmatched``, and ``catch_all`` if given)."""
     allowed = []
+    skipped = (unmatched, catch_all)
     for method in _METHODS:
         scope = {**request.scope, "method": method}
         for route in request.app.router.routes:
-            if isinstance(route, Mount) or getattr(route, "endpoint", None) is unmatched:
+            if isinstance(route, Mount) or getattr(route, "endpoint", None) in skipped:
                 continue
             if route.matches(scope)[0] is Match.FULL:
                 allowed.append(method)
@@ -132,7 +134,7 @@ async def unmatched(request: Request) -> JSONResponse:
     """What no API route serves. Registered last under /api/ (and /healthz): on the real
     server Reflex mounts its app at "" after these routes, so without this an unknown path
     or method got Reflex's plain-text 404 instead of a JSON error."""
-    allowed = _allowed_methods(request)
+    allowed = allowed_methods(request)
     if allowed is None:
         return error_response(404, "not_found", f"no such endpoint: {request.url.path}")
     response = error_response(

@@ -17,7 +17,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lumina_app.api.auth import AuthenticatedRoute
-from lumina_app.api.errors import describe_validation, status_for, unreadable_body
+from lumina_app.api.errors import (
+    allowed_methods,
+    describe_validation,
+    status_for,
+    unreadable_body,
+)
 from lumina_app.domain import ConversationBusy, LuminaError, NotAuthenticated
 
 OPENAI_PREFIX = "/v1/"
@@ -98,5 +103,12 @@ class OpenAIRoute(AuthenticatedRoute):
 
 
 async def openai_unmatched(request: Request) -> JSONResponse:
-    """What no route under /v1/ serves, in OpenAI's shape."""
-    return openai_error(404, f"no such endpoint: {request.method} {request.url.path}", None)
+    """What no route under /v1/ serves, in OpenAI's shape: 405 (with ``Allow``) for a
+    method a path does not take, else 404."""
+    allowed = allowed_methods(request, catch_all=openai_unmatched)
+    if allowed is None:
+        return openai_error(404, f"no such endpoint: {request.method} {request.url.path}", None)
+    message = f"{request.method} is not allowed here (allowed: {allowed})"
+    response = openai_error(405, message, "method_not_allowed")
+    response.headers["Allow"] = allowed
+    return response

@@ -5,45 +5,71 @@ tools, n > 1, non-text content) is refused with a clear 400."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lumina_app.api.schemas import NoNul
-from lumina_app.domain import InvalidInput
 from lumina_app.domain.transcript import Line
+
+CLIENT_TOOLS = (
+    "client-side tools are not supported; the agent's own tools run server-side "
+    "(configure them in its config.json)"
+)
+TOOL_MESSAGES = (
+    "tool calls and results from the client are not supported (Lumina's agents run their "
+    "tools server-side)"
+)
+
+
+def _refuse_if_given(message: str) -> Callable[[object], object]:
+    """A field the schema allows only empty: anything in it is refused with ``message``
+    (clearer than "at most 0 items")."""
+
+    def check(value: object) -> object:
+        if value:
+            raise ValueError(message)
+        return value
+
+    return check
 
 
 class TextPart(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    type: str = Field(max_length=64)
-    text: Annotated[str | None, NoNul] = None
+    type: Literal["text"]
+    text: Annotated[str, NoNul]
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _text_only(cls, value: object) -> object:
+        if value != "text":
+            raise ValueError("only text content parts are supported")
+        return value
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    role: Literal["system", "developer", "user", "assistant"]
     content: Annotated[str, NoNul] | list[TextPart] | None = None
     name: str | None = Field(default=None, max_length=256)
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=0)
 
-    def line(self, index: int) -> Line:
-        """This message as a transcript line; what the gateway cannot take is a 400."""
-        where = f"messages[{index}]"
-        if self.role in ("tool", "function") or self.tool_calls:
-            raise InvalidInput(
-                f"{where}: tool calls and results from the client are not supported "
-                "(Lumina's agents run their tools server-side)"
-            )
+    @field_validator("role", mode="before")
+    @classmethod
+    def _no_tool_role(cls, value: object) -> object:
+        if value in ("tool", "function"):
+            raise ValueError(TOOL_MESSAGES)
+        return value
+
+    _no_tool_calls = field_validator("tool_calls", mode="before")(_refuse_if_given(TOOL_MESSAGES))
+
+    def line(self) -> Line:
+        """This message as a transcript line (text parts joined; developer is system)."""
         if isinstance(self.content, list):
-            parts = []
-            for part in self.content:
-                if part.type != "text" or part.text is None:
-                    raise InvalidInput(f"{where}: only text content parts are supported")
-                parts.append(part.text)
-            text = "".join(parts)
+            text = "".join(part.text for part in self.content)
         else:
             text = self.content or ""
         role = "system" if self.role == "developer" else self.role
@@ -67,19 +93,14 @@ class ChatCompletionRequest(BaseModel):
     stream: bool | None = False
     stream_options: StreamOptions | None = None
     metadata: dict[str, Annotated[str, NoNul]] | None = None
-    n: int | None = Field(default=None, ge=1, le=128)
-    tools: list[dict[str, Any]] | None = None
-    functions: list[dict[str, Any]] | None = None
+    n: int | None = Field(default=None, ge=1, le=1)  # one choice per request
+    tools: list[dict[str, Any]] | None = Field(default=None, max_length=0)
+    functions: list[dict[str, Any]] | None = Field(default=None, max_length=0)
+
+    _no_tools = field_validator("tools", "functions", mode="before")(_refuse_if_given(CLIENT_TOOLS))
 
     def lines(self) -> list[Line]:
-        if self.tools or self.functions:
-            raise InvalidInput(
-                "tools: client-side tools are not supported; the agent's own tools run "
-                "server-side (configure them in its config.json)"
-            )
-        if self.n not in (None, 1):
-            raise InvalidInput("n: only one choice per request is supported")
-        return [message.line(i) for i, message in enumerate(self.messages)]
+        return [message.line() for message in self.messages]
 
 
 class Model(BaseModel):

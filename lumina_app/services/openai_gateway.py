@@ -108,7 +108,7 @@ class OpenAIGateway:
             )
             found = Found.NAMED
         elif earlier:
-            conversation, found = await self._continued(principal, agent.id, earlier)
+            conversation, found = await self._continued(principal, agent.id, earlier, question)
         meta = await self.memory.gateway_meta(conversation) if conversation else {}
         if system is not None and meta.get("systemPrompt") != system:
             meta = {**meta, "systemPrompt": system}
@@ -135,13 +135,13 @@ class OpenAIGateway:
         return GatewayRun(run, outcome, found)
 
     async def _continued(
-        self, principal: Principal, agent_id: str, earlier: list[Line]
+        self, principal: Principal, agent_id: str, earlier: list[Line], question: str
     ) -> tuple[ConversationInfo, Found]:
         """The conversation ``earlier`` continues, with what it lacked stored; else a new
         one holding ``earlier``."""
-        first = next((line.text for line in earlier if line.role == "user"), None)
-        if first is None:
-            raise InvalidInput("messages: the history before the last message has no user message")
+        # What a conversation opened with; a history that starts with the assistant (a
+        # greeting) and has no question yet opens with this request's.
+        first = next((line.text for line in earlier if line.role == "user"), question)
         opening = opening_hash(first)
         found = await self.memory.opened_with(
             owner=principal.owner, agent_id=agent_id, opening=opening, limit=MATCH_CANDIDATES

@@ -110,3 +110,17 @@ async def test_no_rows_slip_in_beside_a_running_turn(services, fake_llm) -> None
     await finish(running)
     msgs = await services.memory.final_messages(running.run.conversation)
     assert [m.content for m in msgs] == ["q1", answer, "q2", running.run.result.content]
+
+
+async def test_a_history_that_opens_with_a_greeting(services) -> None:
+    greeting = Line(A, "Hi! How can I help?")
+    first = await services.gateway.start(ALICE, ChatTurn("demo", [greeting, Line(U, "hello 77")]))
+    await finish(first)
+    assert first.found is Found.CREATED
+    answer = first.run.result.content
+    lines = [greeting, Line(U, "hello 77"), Line(A, answer), Line(U, "next")]
+    second = await services.gateway.start(ALICE, ChatTurn("demo", lines))
+    await finish(second)
+    assert second.found is Found.MATCHED and second.conversation_id == first.conversation_id
+    msgs = await services.memory.final_messages(second.run.conversation)
+    assert [m.content for m in msgs[:4]] == ["Hi! How can I help?", "hello 77", answer, "next"]
