@@ -118,7 +118,7 @@ def allowed_methods(request: Request, catch_all: Any = None) -> str | None:
     a conversation are three routes). Mounts (Reflex's app at "") are not API routes, nor
     the catch-alls (``unmatched``, and ``catch_all`` if given)."""
     allowed = []
-    skipped = (unmatched, catch_all)
+    skipped = {unmatched} if catch_all is None else {unmatched, catch_all}
     for method in _METHODS:
         scope = {**request.scope, "method": method}
         for route in request.app.router.routes:

@@ -260,6 +260,8 @@ def test_errors_in_openai_shape(client: openai.OpenAI, server: AppServer) -> Non
     assert huge.status_code == 413 and huge.json()["error"]["type"] == "invalid_request_error"
     unknown = httpx.get(server.url + "/v1/embeddings")
     assert unknown.status_code == 404 and unknown.json()["error"]["message"]
+    wrong_method = httpx.put(server.url + "/v1/models")
+    assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "GET"
 
 
 def test_one_active_run_per_conversation(

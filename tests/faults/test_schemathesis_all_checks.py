@@ -117,7 +117,8 @@ def asks_a_question(body: object) -> bool:
     last = messages[-1]
     content = last.get("content")
     if isinstance(content, list):
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        content = "".join(t for t in texts if isinstance(t, str))
     return last.get("role") == "user" and isinstance(content, str) and bool(content.strip())
 
 
