@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import json
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +23,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from lumina_app.agents.context import BuiltContext as BuiltContext
+from lumina_app.agents.context import build_context as build_context
+from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.tools.builtin import builtin_tool as builtin_tool
 from lumina_app.agents.tools.config import McpServerConfig as McpServerConfig
 from lumina_app.agents.tools.mcp import McpServer as McpServer
@@ -360,6 +364,37 @@ class App:
         else:
             settings.flush_chars, settings.flush_interval_ms = 10**12, 10**9
             self.wrap_writes(lambda phase, fn: fn if phase == "accept" else _written)
+
+    def agent(self, agent_id: str) -> AgentDefinition:
+        agent = self.services.registry.get(agent_id)
+        assert agent is not None, agent_id
+        return agent
+
+    def time_summaries(self) -> Any:
+        """Time every ``SummaryKeeper.catch_up`` from now on; returns the Samples it fills
+        (bench/_common.Samples: nanoseconds)."""
+        from _common import Samples
+
+        keeper = self.services.chat.summaries
+        real, out = keeper.catch_up, Samples()
+
+        async def timed(agent: AgentDefinition, conversation_uuid: str) -> Any:
+            t0 = time.perf_counter_ns()
+            try:
+                return await real(agent, conversation_uuid)
+            finally:
+                out.ns.append(time.perf_counter_ns() - t0)
+
+        keeper.catch_up = timed
+        return out
+
+    async def summaries_idle(self) -> None:
+        """Until the summaries being written after the last runs are written."""
+        await self.services.chat.summaries.wait()
+
+    async def summaries_of(self, conversation: str) -> int:
+        conv = await self.memory.get_conversation(conversation)
+        return len(await self.memory.summaries_of(conv))
 
     async def drop_runs(self, run_ids: Sequence[str]) -> None:
         """Finished runs' event buffers (kept for resuming), so they do not pile up."""

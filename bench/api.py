@@ -53,6 +53,11 @@ CLIENTS = 10
 
 FIRST_BYTE_P50_MS = 15.0
 FIRST_BYTE_P99_MS = 50.0
+OVERHEAD_P50_MS, OVERHEAD_P99_MS = 5.0, 20.0  # #18: what Lumina adds over the anchor
+CPU_PER_STREAM_MAX = 2.0  # #18: server CPU per short stream / the anchor's
+# Every loopback client is one owner, capped at 32 open streams (docs/SECURITY.md): the
+# cadence and idle-memory tests hold 100 and 200 at once.
+STREAM_CAP = {"LUMINA_MAX_STREAMS_PER_OWNER": "1000"}
 GAP_P99_MS = 25.0
 IDLE_KB_PER_STREAM = 40.0
 
@@ -362,6 +367,20 @@ def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idl
             f"{fmt_ms(overhead)} ms",
         )
 
+    for p, target in ((50, OVERHEAD_P50_MS), (99, OVERHEAD_P99_MS)):
+        overhead = lum.ms(p) - anc.ms(p)
+        checks.add(
+            overhead <= target,
+            f"#18: first-byte overhead over the anchor at {CLIENTS} clients, p{p} <= "
+            f"{target:.0f} ms: {fmt_ms(overhead)} ms",
+        )
+    cpu = lum.cpu_ms() / anc.cpu_ms()
+    checks.add(
+        cpu <= CPU_PER_STREAM_MAX,
+        f"#18: server CPU per short stream <= {CPU_PER_STREAM_MAX:.0f}x the anchor: "
+        f"{fmt_ratio(cpu)} ({fmt_ms(lum.cpu_ms())} vs {fmt_ms(anc.cpu_ms())} ms)",
+    )
+
     lum, anc = cad["lumina"], cad["anchor"]
     print(f"\n2. Cadence: {args.streams} concurrent streams, a frame every {CADENCE_MS} ms\n")
     rows = [
@@ -423,7 +442,7 @@ async def measure(args, tmp: Path, db_url: str | None) -> Checks:
     per_client = max(1, args.samples // CLIENTS // 2)
     solo = max(10, args.samples // 6)
     with contextlib.ExitStack() as stack:
-        env = {"LUMINA_DEMO_DELAY_MS": "0"}
+        env = {"LUMINA_DEMO_DELAY_MS": "0", **STREAM_CAP}
         lumina = stack.enter_context(app_server(tmp / "instant", env=env, database_url=db_url))
         frames = {"short": record_frames(lumina.url, SHORT_TASK)}
         frames["long"] = record_frames(lumina.url, LONG_TASK)
@@ -442,11 +461,11 @@ async def measure(args, tmp: Path, db_url: str | None) -> Checks:
         cad = {"anchor": await cadence(anchor, "/stream", params, args.streams, long, apgid)}
         anchor_mem = await idle_memory(anchor, apgid, args.idle, args.settle, anchor_idle)
     note("first byte, anchor cadence and idle memory done")
-    env = {"LUMINA_DEMO_DELAY_MS": str(CADENCE_MS)}
+    env = {"LUMINA_DEMO_DELAY_MS": str(CADENCE_MS), **STREAM_CAP}
     with app_server(tmp / "cadence", env=env, database_url=db_url) as lumina:
         where = (lumina.url, f"{V1}/execute/stream", {"task": LONG_TASK})
         cad["lumina"] = await cadence(*where, args.streams, long, lumina.proc.pid)
-    env = {"LUMINA_DEMO_DELAY_MS": "600000"}  # runs never get past their first event
+    env = {"LUMINA_DEMO_DELAY_MS": "600000", **STREAM_CAP}  # runs never pass their first event
     with app_server(tmp / "idle", env=env, database_url=db_url) as lumina:
         mem = await idle_memory(lumina.url, lumina.proc.pid, args.idle, args.settle, lumina_runs)
     mem = {"lumina": mem, "anchor": anchor_mem}

@@ -344,7 +344,10 @@ class ChatEngine:
     def _forget_run(self, run: ActiveRun) -> None:
         self._runs.pop(run.run_id, None)
         self._by_conversation.pop(run.conversation.uuid, None)
-        self.summaries.after_run(run.agent, run.conversation.uuid)
+        # The session this run just left holds its last row's seq (none if not stored).
+        session = self.sessions.get(run.agent.id, run.conversation.uuid)
+        last_seq = session.last_seq if session is not None else None
+        self.summaries.after_run(run.agent, run.conversation.uuid, last_seq=last_seq)
 
     async def _drop_run_buffers(self, run_ids: list[str]) -> None:
         for run_id in run_ids:

@@ -46,9 +46,15 @@ class SummaryKeeper:
         self.written = 0
         self._busy: dict[str, asyncio.Task] = {}
 
-    def after_run(self, agent: AgentDefinition, conversation_uuid: str) -> None:
-        """A run of ``agent`` ended on this conversation: catch the summary up, later."""
+    def after_run(
+        self, agent: AgentDefinition, conversation_uuid: str, *, last_seq: int | None = None
+    ) -> None:
+        """A run of ``agent`` ended on this conversation: catch the summary up, later.
+        ``last_seq``, the run's last row: below ``every`` fewer messages than that exist at
+        all, so nothing is due and the reads are skipped (most short conversations)."""
         if not agent.memory.summary or conversation_uuid in self._busy:
+            return
+        if last_seq is not None and last_seq < self.every:
             return
         task = asyncio.create_task(self._catch_up(agent, conversation_uuid), name="summary")
         self._busy[conversation_uuid] = task

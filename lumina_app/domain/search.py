@@ -10,6 +10,13 @@ from lumina_app.domain.types import MsgRole
 
 MAX_TERMS = 16
 _WORD = re.compile(r"\w+", re.UNICODE)
+# Scripts written without spaces between words (CJK ideographs, kana, Thai, Lao, Khmer,
+# Myanmar; Hangul too, whose particles attach to words): no full-text index here splits
+# them into words, so a search looks for such a word inside the text.
+UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f]"
+)
 
 
 @dataclass(frozen=True, slots=True)

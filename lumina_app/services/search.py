@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lumina_app.domain import InvalidInput, Principal
-from lumina_app.domain.search import MessageHit, terms
+from lumina_app.domain.search import UNSPACED, MessageHit, terms
 from lumina_app.memory import MemoryManager
 
 MAX_QUERY_CHARS = 200
@@ -82,9 +82,8 @@ def snippet(text: str, words: Sequence[str], width: int = SNIPPET_CHARS) -> str:
     match of a word (the last as a prefix) wrapped in ``<mark>``."""
     if not words:
         return html.escape(text[:width])
-    alternatives = [re.escape(w) + r"\w*" if i == len(words) - 1 else re.escape(w) + r"\b"
-                    for i, w in enumerate(words)]  # fmt: skip
-    pattern = re.compile(r"\b(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
+    pattern = re.compile("|".join(_marked(w, i == len(words) - 1) for i, w in enumerate(words)),
+                         re.IGNORECASE)  # fmt: skip
     first = pattern.search(text)
     start = max(0, (first.start() if first else 0) - width // 3)
     if start:
@@ -100,3 +99,11 @@ def snippet(text: str, words: Sequence[str], width: int = SNIPPET_CHARS) -> str:
     prefix = "…" if start else ""
     suffix = "…" if start + width < len(text) else ""
     return prefix + "".join(out).replace("\n", " ") + suffix
+
+
+def _marked(word: str, last: bool) -> str:
+    """The pattern of one word: whole (the last as a prefix); inside the text for words of
+    scripts written without spaces, as the search found them."""
+    if UNSPACED.search(word):
+        return re.escape(word)
+    return r"\b" + re.escape(word) + (r"\w*" if last else r"\b")

@@ -85,6 +85,22 @@ async def test_short_words_and_stopwords_are_found_on_every_backend(api_on) -> N
     assert [h for h in await search(api_on, "x_y") if h["role"] == "USER"] == []
 
 
+async def test_words_of_scripts_without_spaces_are_found_inside_the_text(api_on) -> None:
+    """No index here splits Chinese or Japanese text into words: such a word is looked
+    for inside the text, alone or beside indexed words."""
+    await say(api_on, "这是一个测试消息, about the budget", headers=ALICE)
+    await say(api_on, "明日は東京に行きます", headers=ALICE)
+    for q, expected in (
+        ("测试", "这是一个<mark>测试</mark>消息"),
+        ("测试 budget", "<mark>budget</mark>"),
+        ("東京", "明日は<mark>東京</mark>に行きます"),
+    ):
+        users = [h for h in await search(api_on, q) if h["role"] == "USER"]
+        assert len(users) == 1 and expected in users[0]["snippet"], (q, users)
+    assert await search(api_on, "测试 elephant") == []
+    assert await search(api_on, "大阪") == []
+
+
 async def test_snippets_escape_html(api_on) -> None:
     await say(api_on, "<script>alert('x')</script> findme & <b>bold</b>", headers=ALICE)
     (hit,) = [h for h in await search(api_on, "findme") if h["role"] == "USER"]

@@ -22,7 +22,7 @@ from lumina_app.domain import (
     utcnow,
 )
 from lumina_app.domain.search import terms as search_terms
-from lumina_app.storage.sql import forks, writes
+from lumina_app.storage.sql import forks, writes, writes_pg
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.flush_batch import FlushBatch
 from lumina_app.storage.sql.models import conversations as C
@@ -133,6 +133,9 @@ class ColdStore:
         conversation.last_seq = conversation.message_count = count
         if status is not None:
             conversation.status = status
+        if self.db.dialect == "postgresql" and run is not None and msgs:
+            await self.db.transact_one(writes_pg.start, conversation, msgs, run)
+            return list(msgs)
         await self.db.transact(writes.start_conversation, conversation, msgs, run)
         return list(msgs)
 
@@ -289,6 +292,9 @@ class ColdStore:
         bump["updated_at"] = now
         if status is not None:
             bump["status"] = status.value
+        if self.db.dialect == "postgresql" and writes_pg.one_statement_accept(msgs, bump, run):
+            await self.db.transact_one(writes_pg.accept, conversation_id, msgs, bump, run)
+            return list(msgs)
         await self.db.transact(writes.append_messages, conversation_id, msgs, bump, run)
         return list(msgs)
 
@@ -327,6 +333,12 @@ class ColdStore:
             settle = {"_cid": conversation_id, "_tools": tool_calls, "updated_at": now}
             if conversation_status is not None:
                 settle["status"] = conversation_status.value
+        if (
+            only_streaming
+            and self.db.dialect == "postgresql"
+            and writes_pg.one_statement_final(values, settle, run)
+        ):
+            return await self.db.transact_one(writes_pg.final_write, values, settle, run)
         return await self.db.transact(
             writes.update_message, values, only_streaming=only_streaming, settle=settle, run=run
         )

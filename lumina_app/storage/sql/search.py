@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match as mysql_match
 
 from lumina_app.domain import MessageStatus, MsgRole
-from lumina_app.domain.search import MessageHit
+from lumina_app.domain.search import UNSPACED, MessageHit
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
@@ -31,44 +31,58 @@ _UNSEARCHED = (MessageStatus.STREAMING.value, "superseded")
 _FTS = sa.table("lumina_message_fts", sa.column("rowid"))
 
 
-def _fts_phrase(words: Sequence[str]) -> str:
+def _fts_phrase(words: Sequence[str], prefix: bool) -> str:
     """FTS5: every word as a quoted string (no operator can come through), all required,
-    the last one as a prefix (what is still being typed)."""
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words) + "*"
+    the last one as a prefix if it is what is still being typed."""
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words) + ("*" if prefix else "")
 
 
-def _pg_query(words: Sequence[str]) -> str:
+def _pg_query(words: Sequence[str], prefix: bool) -> str:
     """A to_tsquery of quoted words (``\\w`` only: no quote or operator inside), all
-    required, the last one as a prefix."""
-    return " & ".join(f"'{w}'" for w in words) + ":*"
+    required, the last one as a prefix if it is what is still being typed."""
+    return " & ".join(f"'{w}'" for w in words) + (":*" if prefix else "")
+
+
+def _split(dialect: str, words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(words the index can find, words matched by a scan of the text instead).
+
+    No index here splits Chinese, Japanese or Thai text into words (a run of such
+    characters is one token), so a word in such a script is looked for inside the text.
+    InnoDB's FULLTEXT also leaves out words shorter than innodb_ft_min_token_size (3) and
+    its default stopwords, and a required word it left out makes a whole query match
+    nothing ("+what +plan" finds no row).
+    """
+    indexed, scanned = [], []
+    for word in words:
+        unindexed = UNSPACED.search(word) or (
+            dialect not in ("postgresql", "sqlite") and not _innodb_indexes(word)
+        )
+        (scanned if unindexed else indexed).append(word)
+    return indexed, scanned
 
 
 def _match(dialect: str, words: Sequence[str]) -> tuple[sa.ColumnElement, sa.ColumnElement]:
     """(filter on lumina_message rows, relevance: higher is better) for ``words``; on
     SQLite the filter is an id subquery (see :func:`search_messages` for its ranking)."""
+    indexed, scanned = _split(dialect, words)
+    likes = [M.c.content.like(f"%{_like_escaped(w)}%", escape="\\") for w in scanned]
+    if not indexed:  # a scan, within the caller's scope (owner, conversation, agent)
+        return sa.and_(*likes), sa.literal(0.0)
+    prefix = indexed[-1] == words[-1]
     if dialect == "postgresql":
-        query = sa.func.to_tsquery(_PG_CONFIG, _pg_query(words))
-        return _PG_DOCUMENT.op("@@")(query), sa.func.ts_rank(_PG_DOCUMENT, query)
+        query = sa.func.to_tsquery(_PG_CONFIG, _pg_query(indexed, prefix))
+        return sa.and_(_PG_DOCUMENT.op("@@")(query), *likes), sa.func.ts_rank(_PG_DOCUMENT, query)
     if dialect == "sqlite":
         rows = sa.text(
             "lumina_message.id IN (SELECT rowid FROM lumina_message_fts "
             "WHERE lumina_message_fts MATCH :fts_query)"
-        ).bindparams(fts_query=_fts_phrase(words))
-        return rows, sa.literal(0.0)
-    indexed = [w for w in words if _innodb_indexes(w)]
-    unindexed = [M.c.content.like(f"%{_like_escaped(w)}%", escape="\\") for w in words
-                 if not _innodb_indexes(w)]  # fmt: skip
-    if not indexed:  # only short words or stopwords: a scan, within the caller's scope
-        return sa.and_(*unindexed), sa.literal(0.0)
-    last = "*" if indexed[-1] == words[-1] else ""
-    boolean = " ".join("+" + w for w in indexed) + last
+        ).bindparams(fts_query=_fts_phrase(indexed, prefix))
+        return sa.and_(rows, *likes), sa.literal(0.0)
+    boolean = " ".join("+" + w for w in indexed) + ("*" if prefix else "")
     relevance = mysql_match(M.c.content, against=boolean).in_boolean_mode()
-    return sa.and_(relevance, *unindexed), relevance
+    return sa.and_(relevance, *likes), relevance
 
 
-# InnoDB's FULLTEXT leaves out words shorter than innodb_ft_min_token_size (3) and its
-# default stopwords, and a required word it left out makes a whole query match nothing
-# ("+what +plan" finds no row). Such words are matched with LIKE beside the index instead.
 _INNODB_MIN_TOKEN = 3
 _INNODB_STOPWORDS = frozenset(
     {
@@ -107,15 +121,17 @@ async def search_messages(
     if not words:
         return []
     columns = (C.c.uuid, C.c.title, M.c.id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
-    if db.dialect == "sqlite":  # from the FTS table itself, so bm25() ranks (lower: better)
+    indexed, scanned = _split(db.dialect, words)
+    if db.dialect == "sqlite" and indexed:  # from the FTS table, so bm25() ranks (lower: better)
         rank = -sa.func.bm25(sa.literal_column("lumina_message_fts"))
+        fts_query = _fts_phrase(indexed, indexed[-1] == words[-1])
+        likes = [M.c.content.like(f"%{_like_escaped(w)}%", escape="\\") for w in scanned]
         query = (
             sa.select(*columns, rank.label("score"))
             .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
             .where(
-                sa.text("lumina_message_fts MATCH :fts_query").bindparams(
-                    fts_query=_fts_phrase(words)
-                )
+                sa.text("lumina_message_fts MATCH :fts_query").bindparams(fts_query=fts_query),
+                *likes,
             )
         )
     else:

@@ -39,12 +39,12 @@ from lumina_app.storage.sql.runs import run_values
 
 # The gateway's own columns (history matching, client meta) are set by history_match.py.
 _GATEWAY_COLUMNS = ("opening_hash", "meta")
-_CONVERSATION_FIELDS = [c.name for c in C.columns if c.name not in ("id", *_GATEWAY_COLUMNS)]
+CONVERSATION_FIELDS = [c.name for c in C.columns if c.name not in ("id", *_GATEWAY_COLUMNS)]
 _INSERT_CONVERSATION = sa.insert(C)
 _INSERT_MESSAGE = sa.insert(M)
 _INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)
 _INSERT_RUN = sa.insert(R)
-_BUMP = (
+BUMP = (
     sa.update(C)
     .where(C.c.id == sa.bindparam("_cid"))
     .values(
@@ -53,7 +53,7 @@ _BUMP = (
         tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"),
     )
 )
-_BUMP_RETURNING = _BUMP.returning(C.c.last_seq)
+_BUMP_RETURNING = BUMP.returning(C.c.last_seq)
 _LAST_SEQ = sa.select(C.c.last_seq).where(C.c.id == sa.bindparam("_cid"))
 _UPDATE_MESSAGE = sa.update(M).where(M.c.id == sa.bindparam("_mid"))
 _UPDATE_STREAMING_MESSAGE = _UPDATE_MESSAGE.where(M.c.status == MessageStatus.STREAMING.value)
@@ -67,7 +67,7 @@ _SETTLE_RUN = sa.update(R).where(R.c.run_id == sa.bindparam("_rid"))
 
 def insert_conversation(conn: Connection, conversation: ConversationInfo) -> None:
     """Insert a conversation built with ``ConversationInfo.new``; sets its ``id``."""
-    row = {name: getattr(conversation, name) for name in _CONVERSATION_FIELDS}
+    row = {name: getattr(conversation, name) for name in CONVERSATION_FIELDS}
     row["status"] = conversation.status.value
     conversation.id = conn.execute(_INSERT_CONVERSATION, row).inserted_primary_key[0]
 
@@ -178,7 +178,7 @@ def _bump_last_seq(conn: Connection, conversation_id: int, params: dict[str, Any
         last = conn.execute(_BUMP_RETURNING, params).scalar_one_or_none()
     else:
         last = None
-        if conn.execute(_BUMP, params).rowcount:
+        if conn.execute(BUMP, params).rowcount:
             last = conn.scalar(_LAST_SEQ, {"_cid": conversation_id})
     if last is None:
         raise ConversationNotFound(str(conversation_id))

@@ -160,7 +160,7 @@ class ChatState(HistoryState):
                     async with self:
                         if self._ticket != ticket:
                             return
-                        self._show(turn, turn.take())
+                        self._show_live(turn, turn.take())
                     last_flush = time.monotonic()
         finally:
             async with self:
@@ -168,7 +168,7 @@ class ChatState(HistoryState):
                     self._settle(turn.finish())
         yield SidebarState.refresh
 
-    def _show(self, turn: LiveTurn, rows: list[MessageView]) -> None:
+    def _show_live(self, turn: LiveTurn, rows: list[MessageView]) -> None:
         """The live step as it is now; steps done move into the list (once each)."""
         if rows:
             self.messages = self.messages + rows
