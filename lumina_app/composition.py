@@ -27,12 +27,14 @@ from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
 from lumina_app.memory import MemoryManager
+from lumina_app.observability import hooks as metric_hooks
 from lumina_app.services.accounts import AccountService
 from lumina_app.services.agents import AgentService
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
+from lumina_app.services.openai_gateway import OpenAIGateway
 from lumina_app.services.passwords import Passwords
 from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
@@ -80,6 +82,7 @@ class Services:
     users: UserAdminService
     archive: ArchiveService
     idempotency: IdempotencyStore
+    gateway: OpenAIGateway
     # the machinery behind them
     db: SQLDatabase
     memory: MemoryManager
@@ -237,11 +240,12 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         mirror.attach()
     agents = AgentService(registry, settings, tools)
     auth, signin, accounts, users = _access(settings, db)
+    runs = RunService(chat, records, memory)
     services = Services(
         settings=settings,
         agents=agents,
         conversations=ConversationService(memory, agents, archive),
-        runs=RunService(chat, records, memory),
+        runs=runs,
         health=HealthService(memory),
         search=SearchService(memory),
         auth=auth,
@@ -250,6 +254,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         users=users,
         archive=archive,
         idempotency=IdempotencyStore(db),
+        gateway=OpenAIGateway(agents, runs, memory),
         db=db,
         memory=memory,
         registry=registry,
@@ -258,6 +263,13 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         events=events,
         tools=tools,
         mirror=mirror,
+    )
+    metric_hooks.install(
+        run_observers=chat.driver.observers,
+        window_listeners=memory.stats.listeners,
+        breaker_listeners=hot.breaker.listeners if isinstance(hot, RedisHotWindow) else None,
+        summary_hooks=summaries.on_written,
+        engines=db.engines,
     )
     if recover:
         await chat.recover()

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from lumina_app.composition import install, open_services
+from lumina_app.observability import logs, multiproc
 from lumina_app.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,9 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
     registered with ``app.register_lifespan_task``. At start-up, runs that a crashed
     process left ``streaming`` are closed as ``interrupted``.
     """
-    services = await open_services(get_settings())
+    settings = get_settings()
+    logs.configure(settings.log_format)
+    services = await open_services(settings)
     problem = await services.auth.exposure_problem()
     if problem is not None:
         await services.close()
@@ -40,3 +43,4 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
     finally:
         install(None)
         await services.close()
+        multiproc.worker_exited()

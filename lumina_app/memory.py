@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lumina_app.domain import (
@@ -31,7 +31,7 @@ from lumina_app.domain.search import MessageHit
 from lumina_app.domain.text import check_storable_text
 from lumina_app.domain.versions import AnswerRow, number_versions
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
-from lumina_app.storage.sql import archive_rows, regenerate, search, summaries
+from lumina_app.storage.sql import archive_rows, history_match, regenerate, search, summaries
 from lumina_app.storage.sql.cold_store import ColdStore
 
 log = logging.getLogger(__name__)
@@ -51,9 +51,23 @@ class MemoryView:
 
 @dataclass(slots=True)
 class WindowStats:
+    """Hot-window reads by result; ``listeners`` (metrics) hear each one as it happens."""
+
     hits: int = 0
     rebuilds: int = 0
     fallbacks: int = 0
+    listeners: list[Callable[[str], None]] = field(default_factory=list)
+
+    def count(self, result: str) -> None:
+        """``hit``, ``rebuild`` or ``fallback``."""
+        if result == "hit":
+            self.hits += 1
+        elif result == "rebuild":
+            self.rebuilds += 1
+        else:
+            self.fallbacks += 1
+        for listener in self.listeners:
+            listener(result)
 
     @property
     def hit_rate(self) -> float:
@@ -275,14 +289,14 @@ class MemoryManager:
         try:
             window = await self.hot.read(conversation.uuid)
         except HotWindowUnavailable:
-            self.stats.fallbacks += 1
+            self.stats.count("fallback")
             return await self._from_sql(conversation)
         if window is not None and self._is_current(
             window.messages, window.high_water, conversation
         ):
-            self.stats.hits += 1
+            self.stats.count("hit")
             return MemoryView(window.messages[-self.window :], window.summary)
-        self.stats.rebuilds += 1
+        self.stats.count("rebuild")
         return await self._rebuild(conversation)
 
     def _is_current(self, msgs: Sequence[Msg], high_water: int, conv: ConversationInfo) -> bool:
@@ -432,6 +446,41 @@ class MemoryManager:
     async def conversation_uuid(self, conversation_id: int) -> str | None:
         return await self.cold.conversation_uuid(conversation_id)
 
+    # -- the OpenAI-compatible gateway ---------------------------------------------
+
+    async def opened_with(
+        self, *, owner: str, agent_id: str, opening: str, limit: int
+    ) -> dict[str, list[Msg]]:
+        """Conversations of ``owner`` and ``agent_id`` that opened with a question of that
+        hash (most recent first, at most ``limit``): the rows a client saw of each, by uuid."""
+        ids = dict(
+            await history_match.candidates(
+                self.cold.db, owner=owner, agent_id=agent_id, opening=opening, limit=limit
+            )
+        )
+        rows = await history_match.seen_rows(self.cold.db, list(ids))
+        return {uuid: rows.get(cid, []) for cid, uuid in ids.items()}
+
+    async def append_history(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
+        """Store messages a client brings along (earlier turns it had elsewhere): final rows,
+        the next seqs, one transaction; then windowed like any final rows."""
+        for msg in msgs:
+            check_storable_text(msg.content, "message")
+        saved = await self.cold.append_messages(conversation.id, msgs)
+        if saved:
+            await self._window(conversation, saved)
+            await self._finalised(conversation, saved)
+
+    async def gateway_meta(self, conversation: ConversationInfo) -> dict[str, Any]:
+        return await history_match.gateway_meta(self.cold.db, conversation.id)
+
+    async def set_gateway_meta(
+        self, conversation: ConversationInfo, *, opening: str | None, meta: dict[str, Any]
+    ) -> None:
+        await history_match.set_gateway_meta(
+            self.cold.db, conversation.id, opening=opening, meta=meta
+        )
+
     # -- archive import ------------------------------------------------------------
 
     async def import_conversation(
@@ -475,12 +524,12 @@ class MemoryManager:
         try:
             if not await self.hot.append(conversation.uuid, msgs):
                 current = await self.cold.get_conversation(conversation.uuid)
-                self.stats.rebuilds += 1
+                self.stats.count("rebuild")
                 await self.rebuild(current)
         except ConversationNotFound:
             pass  # deleted meanwhile (e.g. during its own run): nothing to window
         except HotWindowUnavailable:
-            self.stats.fallbacks += 1
+            self.stats.count("fallback")
         except StoreUnavailable as exc:  # the write itself is committed; the window can wait
             log.warning("hot window not rebuilt after a write: %s", exc)
 
@@ -489,4 +538,4 @@ class MemoryManager:
         try:
             await operation
         except HotWindowUnavailable:
-            self.stats.fallbacks += 1
+            self.stats.count("fallback")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -60,6 +61,7 @@ class Settings(BaseSettings):
     sse_keepalive_seconds: float = Field(15.0, gt=0)
     sse_send_timeout_seconds: float = Field(30.0, gt=0)
     archive_mirror: bool = False
+    log_format: Literal["text", "json"] = "text"  # json: one object per line, with run ids
     mcp_start_timeout_seconds: float = Field(20.0, gt=0)  # an MCP server's start-up
     mcp_retry_seconds: float = Field(30.0, ge=0)  # before starting a failed server again
 

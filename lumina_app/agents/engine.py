@@ -38,6 +38,7 @@ from lumina_app.domain import (
     RunEvent,
     RunNotFound,
     RunStatus,
+    log_context,
     utcnow,
 )
 from lumina_app.domain.text import check_storable_text
@@ -153,16 +154,17 @@ class ChatEngine:
         conversation_uuid: str | None = None,
         principal: Principal = LOCAL,
         title: str | None = None,
+        system_prompt: str | None = None,
     ) -> ActiveRun:
         """Accept a message: when this returns, the question is committed and the run is on.
 
         Shielded, so a caller that goes away mid-accept cannot leave half a turn behind.
+        ``system_prompt`` replaces the agent's (a gateway client's, where the agent allows).
         """
         agent = self._agent(agent_id)
         text = self._check_message(message)
-        return await asyncio.shield(
-            asyncio.ensure_future(self._accept(agent, text, conversation_uuid, principal, title))
-        )
+        accept = self._accept(agent, text, conversation_uuid, principal, title, system_prompt)
+        return await asyncio.shield(asyncio.ensure_future(accept))
 
     async def regenerate(
         self, *, conversation_uuid: str, principal: Principal = LOCAL
@@ -300,17 +302,20 @@ class ChatEngine:
         conversation_uuid: str | None,
         principal: Principal,
         title: str | None,
+        system_prompt: str | None = None,
     ) -> ActiveRun:
         created = conversation_uuid is None
         conversation = None
         if created:  # stored together with the first turn, in prepare
             conversation = ConversationInfo.new(
-                agent_id=agent.id, title=title or _title_from(text), owner=principal.owner
+                agent_id=agent.id, title=title or title_from(text), owner=principal.owner
             )
             conversation_uuid = conversation.uuid
 
         async def prepare(run_id: str, current: ConversationInfo) -> ActiveRun:
-            return await self.turns.prepare(run_id, agent, current, text, principal, created)
+            return await self.turns.prepare(
+                run_id, agent, current, text, principal, created, system_prompt
+            )
 
         return await self._in_slot(agent, conversation_uuid, principal, prepare, conversation)
 
@@ -326,6 +331,7 @@ class ChatEngine:
         read it under the lock unless it is new (``conversation``), ``prepare`` the run,
         and start generating. Busy: ConversationBusy; someone else's: not found."""
         run_id = "run-" + secrets.token_hex(8)
+        log_context.bind(run=run_id, conversation=conversation_uuid)  # the run's task inherits
         busy = self._by_conversation.get(conversation_uuid)
         if busy is not None:
             await self._visible(conversation_uuid, principal, agent)  # others' ids: 404, not 409
@@ -394,6 +400,7 @@ class ChatEngine:
             self.driver.request_stop(run, RunStatus.INTERRUPTED)
 
 
-def _title_from(text: str, limit: int = 60) -> str:
+def title_from(text: str, limit: int = 60) -> str:
+    """A conversation's default title: its first question, on one line, cut to ``limit``."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

@@ -22,6 +22,7 @@ PROMPT_FILES = ("agent.md", "soul.md", "identity.md", "user.md", "tools.md")
 AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _OVERRIDES = ("provider", "base_url", "model", "temperature", "api_key")
 _TOOL_KEYS = ("tools", "mcpServers", "maxToolSteps", "toolTimeoutSeconds")
+_CLIENT_SYSTEM = "allowClientSystemPrompt"
 
 
 @dataclass(slots=True)
@@ -42,6 +43,8 @@ class AgentDefinition:
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    # The OpenAI-compatible gateway: may a client's ``system`` message replace the prompt?
+    allow_client_system_prompt: bool = False
 
     @property
     def available(self) -> bool:
@@ -141,7 +144,7 @@ class AgentRegistry:
         memory = parse_memory(config, summary_prompt)
         if isinstance(memory, str):
             return AgentDefinition(id=agent_id, name=name, error=memory)
-        known = {"name", "description", "memory", *_OVERRIDES, *_TOOL_KEYS}
+        known = {"name", "description", "memory", _CLIENT_SYSTEM, *_OVERRIDES, *_TOOL_KEYS}
         return AgentDefinition(
             id=agent_id,
             name=name,
@@ -156,6 +159,7 @@ class AgentRegistry:
             folder=folder,
             extra={k: v for k, v in config.items() if k not in known},
             memory=memory,
+            allow_client_system_prompt=config.get(_CLIENT_SYSTEM, False),
         )
 
 
@@ -172,4 +176,6 @@ def _check_config(config: dict[str, Any]) -> str | None:
         or not 0 <= temperature <= 2
     ):
         return "config.json: 'temperature' must be a number from 0 to 2"
+    if not isinstance(config.get(_CLIENT_SYSTEM, False), bool):
+        return f"config.json: {_CLIENT_SYSTEM!r} must be true or false"
     return None

@@ -110,10 +110,14 @@ class RunDriver:
         self.events = events
         self.locks = locks
         self.on_end = on_end
+        # Called with each event's run and payload as it is published (metrics).
+        self.observers: list[Callable[[ActiveRun, RunPayload], None]] = []
 
     async def publish(self, run: ActiveRun, payload: RunPayload) -> None:
         event = RunEvent(run.next_event_id, payload)
         run.next_event_id += 1
+        for observe in self.observers:  # metrics: quick, synchronous, never raising
+            observe(run, payload)
         await self.events.publish(run.run_id, event)
 
     def request_stop(self, run: ActiveRun, reason: RunStatus) -> None:

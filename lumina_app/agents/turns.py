@@ -50,6 +50,7 @@ class TurnPreparer:
         text: str,
         principal: Principal,
         created: bool,
+        system_prompt: str | None = None,
     ) -> ActiveRun:
         """Build the run's context (scenario new / continue / resume) and commit the
         question with a ``streaming`` answer row and the run record, in one transaction."""
@@ -70,7 +71,7 @@ class TurnPreparer:
             )
 
         return await self._accept(
-            run_id, agent, conversation, principal, scenario, view, text, commit
+            run_id, agent, conversation, principal, scenario, view, text, commit, system_prompt
         )
 
     async def prepare_regenerate(
@@ -109,11 +110,15 @@ class TurnPreparer:
         view: MemoryView,
         text: str,
         commit: Callable[[RunRecord, dict], Awaitable[tuple[Msg, Msg]]],
+        system_prompt: str | None = None,
     ) -> ActiveRun:
-        """Build the context for ``text`` on ``view``, record it, and ``commit`` the turn."""
+        """Build the context for ``text`` on ``view`` (with the agent's system prompt, or
+        the one a gateway client sent where the agent allows it), record it, and
+        ``commit`` the turn."""
         history = view.messages
+        prompt = agent.system_prompt if system_prompt is None else system_prompt
         context = build_context(
-            agent.system_prompt,
+            prompt,
             history,
             text,
             window=self.settings.context_window,
@@ -133,7 +138,7 @@ class TurnPreparer:
             context_first_seq=first_seq,
             context_last_seq=last_seq,
             context_messages=len(context.history),
-            context=await self._recipe(agent, context),
+            context=await self._recipe(prompt, context),
             trimmed=context.trimmed,
         )
         meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
@@ -152,9 +157,9 @@ class TurnPreparer:
             summary=view.summary,
         )
 
-    async def _recipe(self, agent: AgentDefinition, context: BuiltContext) -> dict:
+    async def _recipe(self, system_prompt: str, context: BuiltContext) -> dict:
         """What the context was made of, to rebuild exactly what the provider is sent."""
-        prompt = await self.prompts.remember(agent.system_prompt)
+        prompt = await self.prompts.remember(system_prompt)
         return {
             "prompt": prompt,
             "summary": context.summary.id if context.summary else None,

@@ -12,6 +12,8 @@ from lumina_app.api import (
     routes_auth,
     routes_export,
     routes_health,
+    routes_metrics,
+    routes_openai,
     routes_runs,
     routes_search,
     routes_v1,
@@ -21,6 +23,7 @@ from lumina_app.api.docs import install_docs
 from lumina_app.api.errors import install_error_handlers, unmatched
 from lumina_app.api.guard import GuardMiddleware
 from lumina_app.api.limits import BodyLimitMiddleware
+from lumina_app.api.openai_errors import openai_unmatched
 from lumina_app.api.schemas import error_responses
 from lumina_app.api.sse import StreamsAfterRouting
 from lumina_app.settings import Settings
@@ -57,9 +60,17 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     api.include_router(routes_auth.checked, responses=error_responses(401, 403))
     for module in (routes_account, routes_admin):
         api.include_router(module.router, responses=errors)
+    # The OpenAI-compatible gateway: errors in OpenAI's shape (401 ... 503, 400 for input).
+    api.include_router(
+        routes_openai.router, responses=error_responses(401, 403, 404, 409, 413, 503)
+    )
+    api.include_router(routes_metrics.router, responses=error_responses(401, 403))
     api.include_router(routes_health.router, responses=error_responses(503))
     for path in ("/api/{_rest:path}", "/healthz"):  # last: only what nothing above serves
         api.add_api_route(path, unmatched, methods=list(ALL_METHODS), include_in_schema=False)
+    api.add_api_route(
+        "/v1/{_rest:path}", openai_unmatched, methods=list(ALL_METHODS), include_in_schema=False
+    )
     return api
 
 

@@ -82,7 +82,7 @@ def lumina_error_response(exc: LuminaError) -> JSONResponse:
     return response
 
 
-def _describe(errors: list[dict[str, Any]]) -> str:
+def describe_validation(errors: list[dict[str, Any]]) -> str:
     parts = []
     for err in errors[:5]:
         if err.get("type") == "json_invalid":  # loc is ("body", <character position>)
@@ -95,7 +95,7 @@ def _describe(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _unreadable_body(exc: StarletteHTTPException) -> str | None:
+def unreadable_body(exc: StarletteHTTPException) -> str | None:
     """FastAPI answers 400 "error parsing the body" when ``json.loads`` fails with something
     other than a JSON syntax error: the body is invalid input like any malformed JSON (422)."""
     if exc.status_code != 400 or exc.detail != "There was an error parsing the body":
@@ -113,14 +113,16 @@ def _unreadable_body(exc: StarletteHTTPException) -> str | None:
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
-def _allowed_methods(request: Request) -> str | None:
+def allowed_methods(request: Request, catch_all: Any = None) -> str | None:
     """The methods some API route serves at this path (all of them: GET, PATCH and DELETE of
-    a conversation are three routes). Mounts (Reflex's app at "") are not API routes."""
+    a conversation are three routes). Mounts (Reflex's app at "") are not API routes, nor
+    the catch-alls (``unmatched``, and ``catch_all`` if given)."""
     allowed = []
+    skipped = {unmatched} if catch_all is None else {unmatched, catch_all}
     for method in _METHODS:
         scope = {**request.scope, "method": method}
         for route in request.app.router.routes:
-            if isinstance(route, Mount) or getattr(route, "endpoint", None) is unmatched:
+            if isinstance(route, Mount) or getattr(route, "endpoint", None) in skipped:
                 continue
             if route.matches(scope)[0] is Match.FULL:
                 allowed.append(method)
@@ -132,7 +134,7 @@ async def unmatched(request: Request) -> JSONResponse:
     """What no API route serves. Registered last under /api/ (and /healthz): on the real
     server Reflex mounts its app at "" after these routes, so without this an unknown path
     or method got Reflex's plain-text 404 instead of a JSON error."""
-    allowed = _allowed_methods(request)
+    allowed = allowed_methods(request)
     if allowed is None:
         return error_response(404, "not_found", f"no such endpoint: {request.url.path}")
     response = error_response(
@@ -149,11 +151,11 @@ def install_error_handlers(api: FastAPI) -> None:
 
     @api.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "invalid_input", _describe(list(exc.errors())))
+        return error_response(422, "invalid_input", describe_validation(list(exc.errors())))
 
     @api.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        unreadable = _unreadable_body(exc)
+        unreadable = unreadable_body(exc)
         if unreadable:
             return error_response(422, "invalid_input", unreadable)
         code = _HTTP_CODES.get(exc.status_code, "error")

@@ -7,6 +7,7 @@ from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lumina_app.api.errors import error_response
+from lumina_app.api.openai_errors import OPENAI_PREFIX, openai_error
 from lumina_app.settings import get_settings
 
 
@@ -71,6 +72,9 @@ class BodyLimitMiddleware:
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The same response as every other error, closing the connection: the rest of the
         body is never read, so the connection cannot carry another request."""
-        response = error_response(413, "too_large", _too_large(self.max_bytes))
+        if scope.get("path", "").startswith(OPENAI_PREFIX):
+            response = openai_error(413, _too_large(self.max_bytes), "too_large")
+        else:
+            response = error_response(413, "too_large", _too_large(self.max_bytes))
         response.headers["Connection"] = "close"
         await response(scope, receive, send)

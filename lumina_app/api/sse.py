@@ -31,6 +31,7 @@ from lumina_app.domain import (
     ToolCallRequested,
 )
 from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
+from lumina_app.observability import metrics
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
 KEEPALIVE = b": keepalive\n\n"
@@ -198,6 +199,7 @@ class EventStream(Response):
         watch = _Watch(self.keepalive, self.send_timeout, receive, task)
         watch.reset()
         token = HEARTBEAT.set(watch)
+        metrics.ACTIVE_STREAMS.inc()
         try:  # from the first send on: a client gone before the headers still closes it all
             await send(
                 {
@@ -215,6 +217,7 @@ class EventStream(Response):
                 return False  # it left or stopped reading: the subscription is closed below
             raise
         finally:
+            metrics.ACTIVE_STREAMS.dec()
             watch.stop()
             HEARTBEAT.reset(token)
             try:

@@ -81,9 +81,11 @@ class RunService:
         message: str,
         conversation_id: str | None = None,
         title: str | None = None,
+        system_prompt: str | None = None,
     ) -> ActiveRun:
         """When this returns the question is committed and the run is on (DESIGN §5).
-        No ``conversation_id`` starts a new conversation; a malformed one is not found."""
+        No ``conversation_id`` starts a new conversation; a malformed one is not found.
+        ``system_prompt`` replaces the agent's for this run (the gateway decides when)."""
         if conversation_id is not None and not is_conversation_id(conversation_id):
             raise ConversationNotFound(conversation_id)
         return await self.engine.start(
@@ -92,6 +94,7 @@ class RunService:
             conversation_uuid=conversation_id,
             principal=principal,
             title=title,
+            system_prompt=system_prompt,
         )
 
     async def regenerate(self, principal: Principal, conversation_id: str) -> ActiveRun:

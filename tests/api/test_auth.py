@@ -64,7 +64,18 @@ def routes(
         ("POST", f"/api/v1/admin/users/{user}/enable", {}),
         ("POST", f"/api/v1/admin/users/{user}/password", {"json": {}}),
         ("GET", "/api/v1/admin/audit", {}),
+        ("GET", "/v1/models", {}),
+        ("POST", "/v1/chat/completions", {"json": chat_body()}),
+        ("GET", "/metrics", {}),
     ]
+
+
+def chat_body(conversation: str | None = None) -> dict:
+    """A chat completion for the gateway; naming ``conversation`` in its metadata."""
+    body: dict = {"model": "tester", "messages": [{"role": "user", "content": "x"}]}
+    if conversation is not None:
+        body["metadata"] = {"conversation_id": conversation}
+    return body
 
 
 PASSWORD_CHANGE = {"currentPassword": "not the password", "newPassword": "a brand new password"}
@@ -80,6 +91,7 @@ def foreign_routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
         ("POST", "/api/v1/agents/tester/execute/sync", {"params": on_conv}),
         ("POST", "/api/agent/tester/chat", {"json": {"message": "x", "conversationId": conv}}),
         ("GET", f"/api/v1/runs/{run}/stream", {"params": {"format": "v1"}}),
+        ("POST", "/v1/chat/completions", {"json": chat_body(conv)}),
     ]
 
 

@@ -8,11 +8,12 @@ with the path ids replaced by ones that exist. Stateful: 40 short sequences alon
 schemathesis infers (POST /conversations → GET/PATCH/DELETE → GET …, execute → runs), where
 ``use_after_free`` and ``ensure_resource_availability`` apply.
 
-Five rules the OpenAPI schema cannot state are kept out of "positive" data, each tested
+Six rules the OpenAPI schema cannot state are kept out of "positive" data, each tested
 elsewhere: a task over LUMINA_MAX_TASK_CHARS (a deployment setting) is a documented 413;
 ``after`` cursors are opaque (only an issued one is valid); an Idempotency-Key reused with
 another request is a 422; execute* needs the task in the query or the body; a fork point
-must be a seq the conversation has.
+must be a seq the conversation has; a chat completion's last message must be a user
+message with text.
 """
 
 from __future__ import annotations
@@ -107,10 +108,28 @@ def existing_fork_point(case: schemathesis.Case) -> None:
         del case.body["atSeq"]
 
 
+def asks_a_question(body: object) -> bool:
+    """A chat completion's new input is its last message, which must be a user message
+    with text (a 400 otherwise, a rule about the list's last item that OpenAPI cannot
+    state; tested in tests/api/test_openai_gateway.py)."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return True  # schema-invalid anyway: a negative case
+    last = messages[-1]
+    content = last.get("content")
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        content = "".join(t for t in texts if isinstance(t, str))
+    return last.get("role") == "user" and isinstance(content, str) and bool(content.strip())
+
+
 def filter_case(_context, case):
     """execute* takes the task as a query parameter or in the JSON body: with neither it is
     a 422 ("task is required"), a rule across two locations that OpenAPI cannot state
-    (tested in tests/api/test_execute.py). Such requests are left out."""
+    (tested in tests/api/test_execute.py). Such requests are left out, as are chat
+    completions that ask nothing (``asks_a_question``)."""
+    if case.path == "/v1/chat/completions":
+        return asks_a_question(case.body)
     if "/execute" not in case.path:
         return True
     body = case.body if isinstance(case.body, dict) else {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 
 class CircuitBreaker:
@@ -15,6 +16,8 @@ class CircuitBreaker:
         self._probe_started: float | None = None
         self.failures = 0
         self.trips = 0
+        # Told True when the breaker opens and False when it closes again (metrics).
+        self.listeners: list[Callable[[bool], None]] = []
 
     @property
     def is_open(self) -> bool:
@@ -34,12 +37,22 @@ class CircuitBreaker:
         return True
 
     def record_success(self) -> None:
+        was_open = self._opened_at is not None
         self._opened_at = None
         self._probe_started = None
+        if was_open:
+            self._tell(False)
 
     def record_failure(self) -> None:
         self.failures += 1
-        if self._opened_at is None:
+        opened = self._opened_at is None
+        if opened:
             self.trips += 1
         self._opened_at = self._clock()
         self._probe_started = None
+        if opened:
+            self._tell(True)
+
+    def _tell(self, is_open: bool) -> None:
+        for listener in self.listeners:
+            listener(is_open)

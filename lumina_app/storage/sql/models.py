@@ -19,6 +19,9 @@ class ConversationRow(SQLModel, table=True):
     __tablename__ = "lumina_conversation"
     __table_args__ = (
         sa.Index("ix_lumina_conversation_listing", "agent_id", "owner", "updated_at", "id"),
+        # The gateway's history matching: an owner's conversations of an agent that opened
+        # with a given question (storage/sql/history_match.py).
+        sa.Index("ix_lumina_conversation_opening", "owner", "agent_id", "opening_hash"),
         _MYSQL_TABLE_ARGS,
     )
 
@@ -41,6 +44,12 @@ class ConversationRow(SQLModel, table=True):
         default=None, sa_column=sa.Column(sa.String(36), nullable=True, index=True)
     )
     forked_at_seq: int | None = Field(default=None, nullable=True)
+    # The OpenAI-compatible gateway's: sha256 of the first question, and what a client sent
+    # that is not a message (its system prompt).
+    opening_hash: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(64), nullable=True)
+    )
+    meta: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON, nullable=True))
 
 
 class MessageRow(SQLModel, table=True):

@@ -37,7 +37,9 @@ from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
 from lumina_app.storage.sql.runs import run_values
 
-CONVERSATION_FIELDS = [c.name for c in C.columns if c.name != "id"]
+# The gateway's own columns (history matching, client meta) are set by history_match.py.
+_GATEWAY_COLUMNS = ("opening_hash", "meta")
+CONVERSATION_FIELDS = [c.name for c in C.columns if c.name not in ("id", *_GATEWAY_COLUMNS)]
 _INSERT_CONVERSATION = sa.insert(C)
 _INSERT_MESSAGE = sa.insert(M)
 _INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)

@@ -1,0 +1,142 @@
+"""Bodies of the OpenAI-compatible routes, in the Chat Completions wire format the `openai`
+SDK sends and parses. Fields Lumina does not use (temperature, max_tokens, user, ...) are
+accepted and ignored, as an OpenAI-compatible server must; what it cannot honour (client
+tools, n > 1, non-text content) is refused with a clear 400."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lumina_app.api.schemas import NoNul
+from lumina_app.domain.transcript import Line
+
+CLIENT_TOOLS = (
+    "client-side tools are not supported; the agent's own tools run server-side "
+    "(configure them in its config.json)"
+)
+TOOL_MESSAGES = (
+    "tool calls and results from the client are not supported (Lumina's agents run their "
+    "tools server-side)"
+)
+
+
+def _refuse_if_given(message: str) -> Callable[[object], object]:
+    """A field the schema allows only empty: anything in it is refused with ``message``
+    (clearer than "at most 0 items")."""
+
+    def check(value: object) -> object:
+        if value:
+            raise ValueError(message)
+        return value
+
+    return check
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["text"]
+    text: Annotated[str, NoNul]
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _text_only(cls, value: object) -> object:
+        if value != "text":
+            raise ValueError("only text content parts are supported")
+        return value
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant"]
+    content: Annotated[str, NoNul] | list[TextPart] | None = None
+    name: str | None = Field(default=None, max_length=256)
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=0)
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _no_tool_role(cls, value: object) -> object:
+        if value in ("tool", "function"):
+            raise ValueError(TOOL_MESSAGES)
+        return value
+
+    _no_tool_calls = field_validator("tool_calls", mode="before")(_refuse_if_given(TOOL_MESSAGES))
+
+    def line(self) -> Line:
+        """This message as a transcript line (text parts joined; developer is system)."""
+        if isinstance(self.content, list):
+            text = "".join(part.text for part in self.content)
+        else:
+            text = self.content or ""
+        role = "system" if self.role == "developer" else self.role
+        return Line(role, text)
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(BaseModel):
+    """``model`` names the agent. ``metadata.conversation_id`` (or the
+    ``X-Lumina-Conversation-Id`` header) names the conversation to continue."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: Annotated[str, NoNul] = Field(min_length=1, max_length=128)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=10_000)
+    stream: bool | None = False
+    stream_options: StreamOptions | None = None
+    metadata: dict[str, Annotated[str, NoNul]] | None = None
+    n: int | None = Field(default=None, ge=1, le=1)  # one choice per request
+    tools: list[dict[str, Any]] | None = Field(default=None, max_length=0)
+    functions: list[dict[str, Any]] | None = Field(default=None, max_length=0)
+
+    _no_tools = field_validator("tools", "functions", mode="before")(_refuse_if_given(CLIENT_TOOLS))
+
+    def lines(self) -> list[Line]:
+        return [message.line() for message in self.messages]
+
+
+class Model(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "lumina"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Model]
+
+
+class CompletionMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str | None
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: CompletionMessage
+    finish_reason: str
+    logprobs: None = None
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: CompletionUsage

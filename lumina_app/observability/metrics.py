@@ -1,0 +1,93 @@
+"""Lumina's Prometheus metrics and their exposition.
+
+Correct with several worker processes: when ``PROMETHEUS_MULTIPROC_DIR`` is set (``make
+run`` sets it, ``multiproc.py``) every process writes its values to files there and
+``/metrics`` merges them, whichever worker answers. Gauges say how they merge."""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client import multiprocess as _multiprocess
+
+from lumina_app.observability.multiproc import MULTIPROC_ENV
+
+# Buckets for what a person waits on: a first token, a whole answer.
+_WAIT = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+# A statement on a healthy database takes microseconds to milliseconds.
+_SQL = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5)
+
+RUNS = Counter("lumina_runs", "Runs ended, by agent and final status", ["agent", "status"])
+RUN_DURATION = Histogram(
+    "lumina_run_duration_seconds", "From acceptance to the final write", ["agent"], buckets=_WAIT
+)
+TTFT = Histogram(
+    "lumina_time_to_first_token_seconds",
+    "From acceptance to the first answer text",
+    ["agent"],
+    buckets=_WAIT,
+)
+ACTIVE_STREAMS = Gauge(
+    "lumina_active_streams", "Open SSE streams (all route families)", multiprocess_mode="livesum"
+)
+HOT_WINDOW_READS = Counter(
+    "lumina_hot_window_reads", "Hot-window reads by result: hit, rebuild, fallback", ["result"]
+)
+BREAKER_OPEN = Gauge(
+    "lumina_redis_breaker_open",
+    "1 while the Redis circuit breaker is open (Redis skipped), else 0",
+    multiprocess_mode="livemax",
+)
+BREAKER_TRIPS = Counter("lumina_redis_breaker_trips", "Times the Redis circuit breaker opened")
+SQL_STATEMENTS = Histogram(
+    "lumina_sql_statement_seconds", "SQL statement latency", ["operation"], buckets=_SQL
+)
+PROVIDER_ERRORS = Counter(
+    "lumina_provider_errors", "Runs that failed with a model (provider) error", ["agent"]
+)
+TOOL_CALLS = Counter("lumina_tool_calls", "Tool calls by tool and status", ["tool", "status"])
+SUMMARIES = Counter("lumina_summaries_written", "Rolling summaries written", ["agent"])
+GATEWAY_REQUESTS = Counter(
+    "lumina_gateway_requests",
+    "OpenAI-compatible chat completions by how the conversation was found",
+    ["conversation"],
+)
+
+EXPORTED = (
+    RUNS,
+    RUN_DURATION,
+    TTFT,
+    ACTIVE_STREAMS,
+    HOT_WINDOW_READS,
+    BREAKER_OPEN,
+    BREAKER_TRIPS,
+    SQL_STATEMENTS,
+    PROVIDER_ERRORS,
+    TOOL_CALLS,
+    SUMMARIES,
+    GATEWAY_REQUESTS,
+)
+
+
+def multiprocess_dir() -> str | None:
+    """The shared directory of a multi-process server, if this is one."""
+    return os.environ.get(MULTIPROC_ENV) or None
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text format of every metric of every worker process, and its content type."""
+    if multiprocess_dir():
+        registry = CollectorRegistry()
+        _multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    return generate_latest(registry), CONTENT_TYPE_LATEST

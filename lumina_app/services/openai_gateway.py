@@ -1,0 +1,194 @@
+"""The OpenAI-compatible gateway's service: which conversation a chat-completions request
+continues, what of it is new, and the client's system prompt; then the run starts on the
+same path as every other route (``RunService.start``).
+
+A request names its conversation (header or ``metadata.conversation_id``): only its last
+user message is new, the context comes from Lumina's memory. Without one, the request's
+earlier messages are matched against what a client could have seen of the owner's
+conversations of that agent (``domain/transcript.py``): the longest one they continue is
+continued, and what the request has beyond it is stored first; with none, a new
+conversation is made of them. So a client that re-sends its whole history each time keeps
+one conversation and no row is stored twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from lumina_app.agents.engine import title_from
+from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.domain import (
+    ConversationBusy,
+    ConversationInfo,
+    InvalidInput,
+    Msg,
+    Principal,
+    new_turn_id,
+)
+from lumina_app.domain.text import check_storable_text
+from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
+from lumina_app.memory import MemoryManager
+from lumina_app.services.agents import AgentService, AgentView
+from lumina_app.services.runs import RunService
+
+MATCH_CANDIDATES = 20  # conversations that opened alike, newest first, compared per request
+
+
+class SystemPrompt(StrEnum):
+    """What became of a client's ``system`` message (the ``X-Lumina-System-Prompt`` header)."""
+
+    APPLIED = "applied"  # the agent allows it: it replaced the agent's prompt
+    IGNORED = "ignored"  # the agent does not: kept as conversation meta, not used
+    NONE = "none"  # none was sent, and none is on record
+
+
+class Found(StrEnum):
+    """How a request's conversation was found (a metric's label)."""
+
+    NAMED = "named"  # by the header or metadata.conversation_id
+    MATCHED = "matched"  # its earlier messages continue a stored conversation
+    CREATED = "created"  # a new conversation holding its earlier messages
+    NEW = "new"  # a first message: a new conversation
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTurn:
+    """A chat-completions request in Lumina's terms: the agent, the messages
+    (``system`` / ``user`` / ``assistant`` lines) and the conversation it names, if any."""
+
+    agent_id: str
+    messages: list[Line]
+    conversation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayRun:
+    run: ActiveRun
+    system_prompt: SystemPrompt
+    found: Found
+
+    @property
+    def conversation_id(self) -> str:
+        return self.run.conversation.uuid
+
+
+class OpenAIGateway:
+    def __init__(self, agents: AgentService, runs: RunService, memory: MemoryManager) -> None:
+        self.agents = agents
+        self.runs = runs
+        self.memory = memory
+
+    def models(self) -> list[tuple[AgentView, int]]:
+        """The agents a client may name as ``model`` (the available ones), each with when
+        its definition last changed (the model's ``created``)."""
+        found = []
+        for view in self.agents.list():
+            if view.available:
+                folder = self.agents.definition(view.id).folder
+                config = folder / "config.json" if folder else None
+                created = int(config.stat().st_mtime) if config and config.exists() else 0
+                found.append((view, created))
+        return found
+
+    async def start(self, principal: Principal, turn: ChatTurn) -> GatewayRun:
+        """Find or make the conversation, store what it lacks, start the run."""
+        agent = self.agents.definition(turn.agent_id)
+        system, dialogue = _split(turn.messages)
+        if system is not None:
+            check_storable_text(system, "system message")
+        question = dialogue[-1].text
+        earlier = dialogue[:-1]
+        conversation: ConversationInfo | None = None
+        found = Found.NEW
+        if turn.conversation_id is not None:
+            conversation = await self.memory.find_visible(
+                principal, turn.conversation_id, agent_id=agent.id
+            )
+            found = Found.NAMED
+        elif earlier:
+            conversation, found = await self._continued(principal, agent.id, earlier, question)
+        meta = await self.memory.gateway_meta(conversation) if conversation else {}
+        if system is not None and meta.get("systemPrompt") != system:
+            meta = {**meta, "systemPrompt": system}
+            if conversation is not None:
+                await self.memory.set_gateway_meta(conversation, opening=None, meta=meta)
+        prompt = meta.get("systemPrompt") if agent.allow_client_system_prompt else None
+        run = await self.runs.start(
+            principal,
+            agent_id=agent.id,
+            message=question,
+            conversation_id=conversation.uuid if conversation else None,
+            system_prompt=prompt,
+        )
+        if conversation is None:  # made by the run: index it for the next request
+            await self.memory.set_gateway_meta(
+                run.conversation, opening=opening_hash(question), meta=meta
+            )
+        if prompt is not None:
+            outcome = SystemPrompt.APPLIED
+        elif meta.get("systemPrompt") is not None:
+            outcome = SystemPrompt.IGNORED
+        else:
+            outcome = SystemPrompt.NONE
+        return GatewayRun(run, outcome, found)
+
+    async def _continued(
+        self, principal: Principal, agent_id: str, earlier: list[Line], question: str
+    ) -> tuple[ConversationInfo, Found]:
+        """The conversation ``earlier`` continues, with what it lacked stored; else a new
+        one holding ``earlier``."""
+        # What a conversation opened with; a history that starts with the assistant (a
+        # greeting) and has no question yet opens with this request's.
+        first = next((line.text for line in earlier if line.role == "user"), question)
+        opening = opening_hash(first)
+        found = await self.memory.opened_with(
+            owner=principal.owner, agent_id=agent_id, opening=opening, limit=MATCH_CANDIDATES
+        )
+        best = longest_prefix({uuid: visible(rows) for uuid, rows in found.items()}, earlier)
+        if best is not None:
+            uuid, size = best
+            conversation = await self.memory.find_visible(principal, uuid, agent_id=agent_id)
+            rest, found = earlier[size:], Found.MATCHED
+        else:
+            conversation = await self.memory.create_conversation(
+                agent_id=agent_id, title=title_from(first), owner=principal.owner
+            )
+            await self.memory.set_gateway_meta(conversation, opening=opening, meta={})
+            rest, found = earlier, Found.CREATED
+        if rest:
+            # Never slip rows in beside a running turn: its answer's seq is already taken.
+            running = await self.runs.running_in(principal, conversation.uuid)
+            if running is not None:
+                raise ConversationBusy(conversation.uuid, running)
+            await self.memory.append_history(conversation, _rows(rest))
+            conversation = await self.memory.find_visible(principal, conversation.uuid)
+        return conversation, found
+
+
+def _split(messages: list[Line]) -> tuple[str | None, list[Line]]:
+    """The system text (all system messages, joined) and the dialogue, which must end
+    with a user message: that is the new input."""
+    system = [m.text for m in messages if m.role == "system"]
+    dialogue = [m for m in messages if m.role != "system"]
+    if not dialogue or dialogue[-1].role != "user":
+        raise InvalidInput("messages: the last message must be a user message")
+    if not dialogue[-1].text.strip():
+        raise InvalidInput("messages: the last user message is empty")
+    return ("\n\n".join(system) if system else None), dialogue
+
+
+def _rows(lines: list[Line]) -> list[Msg]:
+    """Stored rows for history a client brought: a question and the answer after it share
+    a turn id, as in a run."""
+    rows: list[Msg] = []
+    turn = new_turn_id()
+    meta: dict[str, Any] = {"source": "gateway"}
+    for line in lines:
+        if line.role == "user":
+            turn = new_turn_id()
+            rows.append(Msg.user(line.text, turn_id=turn, meta=dict(meta)))
+        else:
+            rows.append(Msg.assistant(line.text, turn_id=turn, meta=dict(meta)))
+    return rows
