@@ -139,7 +139,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 16
+    assert len(with_bodies) == 17
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 
