@@ -20,7 +20,9 @@ from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
 from lumina_app.agents.sessions import SessionPool
 from lumina_app.agents.summaries import SummaryKeeper
+from lumina_app.agents.tools.builtin import BUILTINS
 from lumina_app.agents.tools.catalog import ToolCatalog
+from lumina_app.agents.tools.recall import NAME as RECALL
 from lumina_app.agents.tools.recall import Recall
 from lumina_app.archive.limits import ImportLimits
 from lumina_app.archive.mirror import ArchiveMirror
@@ -272,6 +274,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         breaker_listeners=hot.breaker.listeners if isinstance(hot, RedisHotWindow) else None,
         summary_hooks=summaries.on_written,
         engines=db.engines,
+        agents=[agent.id for agent in await asyncio.to_thread(registry.list)],
+        tools=[*BUILTINS, RECALL],
     )
     if recover:
         await chat.recover()

@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     max_connections: int = Field(4096, ge=16)  # open connections per worker process
     connection_reserve: int = Field(64, ge=1)  # of those, kept for health checks
     max_streams_per_owner: int = Field(32, ge=1)  # open SSE streams per owner per worker
+    body_read_timeout_seconds: float = Field(10.0, gt=0)  # a whole request body, or 408
+    # Requests in flight per client address per worker (streams, websockets, bodies still
+    # arriving), or 429; 0 = no cap (behind a proxy every client has the proxy's address).
+    max_requests_per_address: int = Field(256, ge=0)
 
     # -- archive import limits (docs/ARCHIVE.md) ----------------------------------------
     import_max_file_bytes: int = Field(64 * 1024**2, ge=1024)

@@ -98,8 +98,12 @@ def install(
     breaker_listeners: list | None,
     summary_hooks: list,
     engines: Iterable[sa.Engine],
+    agents: Iterable[str] = (),
+    tools: Iterable[str] = (),
 ) -> None:
-    """Attach every metric; the lists are the callbacks the parts call."""
+    """Attach every metric; the lists are the callbacks the parts call. ``agents`` and
+    ``tools``: the label values known now, whose series start at 0."""
+    metrics.initialise(agents=agents, tools=tools)
     run_observers.append(RunMetrics())
     window_listeners.append(window_read)
     if breaker_listeners is not None:
