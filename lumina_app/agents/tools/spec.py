@@ -15,6 +15,12 @@ EVENT_TRUNCATED = "\n[… {kept} of {total} bytes]"
 BUILTIN = "builtin"
 
 
+def quoted(value: object, limit: int = 40) -> str:
+    """``value`` quoted for an error message, cut short: what a model sent can be huge."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class ToolError(Exception):
     """A tool call that failed in a way the model should read (bad input, not found…)."""
 
