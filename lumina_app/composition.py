@@ -24,6 +24,7 @@ from lumina_app.agents.tools.builtin import BUILTINS
 from lumina_app.agents.tools.catalog import ToolCatalog
 from lumina_app.agents.tools.recall import NAME as RECALL
 from lumina_app.agents.tools.recall import Recall
+from lumina_app.agents.tools.sandbox import ComputePool
 from lumina_app.archive.limits import ImportLimits
 from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
@@ -221,6 +222,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     tools = ToolCatalog(
         start_timeout=settings.mcp_start_timeout_seconds,
         retry_seconds=settings.mcp_retry_seconds,
+        compute=ComputePool(workers=settings.tool_workers, deadline=settings.tool_cpu_seconds),
         recall=Recall(memory),
     )
     chat = ChatEngine(

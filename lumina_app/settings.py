@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"  # json: one object per line, with run ids
     mcp_start_timeout_seconds: float = Field(20.0, gt=0)  # an MCP server's start-up
     mcp_retry_seconds: float = Field(30.0, ge=0)  # before starting a failed server again
+    # Built-ins whose cost depends on their input (the calculator) run in worker processes
+    # (per server process), killed after tool_cpu_seconds or the agent's toolTimeoutSeconds.
+    tool_workers: int = Field(2, ge=1, le=64)
+    tool_cpu_seconds: float = Field(5.0, gt=0)
 
     # -- the trust boundary (docs/SECURITY.md) ------------------------------------------
     host: str = "127.0.0.1"

@@ -77,6 +77,7 @@ class ActiveRun:
     # Rows of this turn already final (earlier tool steps: answers and TOOL results).
     settled: list[Msg] = field(default_factory=list)
     step: Step | None = None
+    tool_names: frozenset[str] = frozenset()  # what the model was offered (metrics)
     next_event_id: int = 1
     stop_reason: RunStatus | None = None
     generating: bool = True
@@ -175,6 +176,7 @@ class RunDriver:
     ) -> tuple[RunStatus, str | None]:
         toolbox = await self.tools.toolbox(run.agent)  # may start the agent's MCP servers
         specs = toolbox.specs()
+        run.tool_names = frozenset(toolbox.tools)
         limits = run.agent.tools
         context = ToolContext(
             run.agent.id, run.conversation.uuid, run.owner, run.run_id, turn_seq=run.user.seq
