@@ -107,7 +107,7 @@ def install(
 ) -> None:
     """Attach every metric; the lists are the callbacks the parts call. ``agents`` and
     ``tools``: the label values known now, whose series start at 0."""
-    metrics.initialise(agents=agents, tools=tools)
+    metrics.initialise(agents=agents, tools=[*tools, UNKNOWN_TOOL])
     run_observers.append(RunMetrics())
     window_listeners.append(window_read)
     if breaker_listeners is not None:
