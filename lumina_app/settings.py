@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     api_keys: str | None = None
     max_task_chars: int = Field(32_000, ge=1)
     max_body_bytes: int = Field(256 * 1024, ge=1024)
+    # Messages one /v1/chat/completions request may bring (its history and the new one);
+    # each of them is held to max_task_chars like the new one (docs/SECURITY.md).
+    gateway_max_messages: int = Field(1000, ge=2, le=10_000)
     session_idle_seconds: float = Field(1800.0, gt=0)
     session_pool_size: int = Field(1000, ge=1)
     flush_interval_ms: float = Field(250.0, ge=0)

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lumina_app.agents.context import BuiltContext, chat_message
+from lumina_app.agents.context import BuiltContext, carried, chat_message
 from lumina_app.agents.flusher import AnswerFlusher
 from lumina_app.agents.providers import Provider
 from lumina_app.agents.registry import AgentDefinition
@@ -300,7 +300,12 @@ class RunDriver:
         stored = await self._store_final(run, results)
         if stored:
             turn = [*run.window_history, run.user, *run.settled, assistant, *results]
-            history = turn[-self.settings.context_window :]
+            history = carried(
+                turn,
+                window=self.settings.context_window,
+                summary=run.summary,
+                earlier=run.agent.memory.summary,
+            )
             last_seq = results[-1].seq if results else assistant.seq
             self.sessions.put(
                 Session(run.agent.id, run.conversation.uuid, history, last_seq, run.summary)
