@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 RRF_K = 60
 LEXICAL_WEIGHT = 1.0
-SEMANTIC_WEIGHT = 0.25
+SEMANTIC_WEIGHT = 0.1
 DEPTH = 200  # how deep each ranking goes into the fusion
 CANDIDATES_PER_WORD = 100
 VECTOR_DTYPE = np.float16

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lumina_app.agents.auto_recall import recalled_message
 from lumina_app.agents.context import chat_message, render
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.run_driver import ActiveRun
@@ -198,7 +199,13 @@ class RunService:
         summary = await self.memory.summary_of(recipe["summary"]) if recipe["summary"] else None
         history = await self.memory.messages_by_id(record.conversation_id, recipe["ids"])
         question = await self.memory.get_message(record.user_message_id)
-        messages = render(prompt, summary, history, question.content if question else "")
+        recalled = await self.memory.messages_by_id(
+            record.conversation_id, recipe.get("recalled", [])
+        )
+        messages = render(
+            prompt, summary, history, question.content if question else "",
+            recalled_message(recalled),
+        )  # fmt: skip
         calls = [len(messages)]
         for row in await self._steps(record, question):
             if row.role is MsgRole.ASSISTANT and len(messages) > calls[-1]:

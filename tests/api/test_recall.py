@@ -11,6 +11,7 @@ import pytest
 
 from tests.api.helpers import bearer, error_of, messages, say
 from tests.api.test_search import HOSTILE
+from tests.fake_llm import FakeLLM
 
 KEYS = "alice:ka,bob:kb"
 ALICE, BOB = bearer("ka"), bearer("kb")
@@ -109,3 +110,27 @@ async def _until(probe, done, seconds: float = 10.0):
         assert loop.time() < end, value
         await asyncio.sleep(0.05)
     return value
+
+
+async def test_an_openai_embeddings_server_embeds_the_messages(api_factory) -> None:
+    with FakeLLM() as fake:
+        services, api = await api_factory(
+            api_keys=KEYS,
+            embeddings_provider="openai",
+            embeddings_base_url=fake.base_url,
+            embeddings_model="fake-embed",
+        )
+        conv = await three_facts(api)
+        await _until(lambda: _pending(services), lambda n: n == 0)
+        said = {text for body in fake.embedding_requests for text in body["input"]}
+        assert set(FACTS) <= said
+        assert {body["model"] for body in fake.embedding_requests} == {"fake-embed"}
+        hits = await recall(api, "moving sister", conv)
+        assert hits[0]["seq"] in (3, 4)
+
+
+async def _pending(services) -> int:
+    from lumina_app.storage.sql import recall_rows
+
+    rows = await recall_rows.pending(services.db, services.recall.retriever.model)
+    return len(rows)
