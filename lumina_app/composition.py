@@ -244,6 +244,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     embeddings = EmbedWorker(db, embeds) if embeds is not None else None
     if embeddings is not None:
         memory.on_final(embeddings.on_final)
+        retriever.on_missing = embeddings.due
     tools = ToolCatalog(
         start_timeout=settings.mcp_start_timeout_seconds,
         retry_seconds=settings.mcp_retry_seconds,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,6 +129,8 @@ class Retriever:
         self.weights = weights
         self._cache: OrderedDict[int, tuple[tuple[object, ...], UnitIndex]] = OrderedDict()
         self._cache_size = cache_size
+        # told of a conversation read with rows lacking vectors (imported, forked, failed)
+        self.on_missing: Callable[[int], None] | None = None
 
     @property
     def model(self) -> str:
@@ -204,6 +206,8 @@ class Retriever:
             return cached[1]
         rows = await recall_rows.conversation_rows(self.db, conversation_id, self.model)
         index = UnitIndex(rows, self.units)
+        if self.on_missing and len(index.vector_rows) < len(rows):
+            self.on_missing(conversation_id)
         self._cache[conversation_id] = (key, index)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)

@@ -45,7 +45,11 @@ class EmbedWorker:
 
     async def on_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         """``MemoryManager.on_final`` hook: the conversation has new final rows."""
-        self._due.add(conversation.id)
+        self.due(conversation.id)
+
+    def due(self, conversation_id: int) -> None:
+        """Embed this conversation's rows that have no vector (new, imported, forked)."""
+        self._due.add(conversation_id)
         self._wake.set()
 
     async def run_forever(self) -> None:

@@ -134,3 +134,32 @@ async def _pending(services) -> int:
 
     rows = await recall_rows.pending(services.db, services.recall.retriever.model)
     return len(rows)
+
+
+async def _vectors_of(services, conversation_id: int) -> int:
+    import sqlalchemy as sa
+
+    from lumina_app.storage.sql.models import message_vectors as V
+
+    async with services.db.connect() as conn:
+        query = sa.select(sa.func.count()).where(V.c.conversation_id == conversation_id)
+        return (await conn.execute(query)).scalar_one()
+
+
+async def test_vectors_go_with_a_delete_and_come_back_after_an_import(opened, tmp_path) -> None:
+    services, api = opened
+    conv = await three_facts(api)
+    row_id = (await services.memory.get_conversation(conv)).id
+    await _until(lambda: _vectors_of(services, row_id), lambda n: n == 6)
+    exported = await services.archive.export_all(tmp_path / "out", conversation_id=conv)
+    assert exported.messages == 6
+    resp = await api.delete(f"/api/v1/conversations/{conv}", headers=ALICE)
+    assert resp.status_code in (200, 204), resp.text
+    assert await _vectors_of(services, row_id) == 0
+
+    report = await services.archive.import_path(tmp_path / "out", owner="alice")
+    assert not report.errors and report.messages_added == 6, report.items
+    assert (await recall(api, "Where is my sister moving?", conv))[0]["seq"] in (3, 4)
+    # the first recall found rows without vectors: the worker embeds them
+    found = await _until(lambda: recall(api, "siblings abroad", conv), bool)
+    assert found[0]["seq"] == 3
