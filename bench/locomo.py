@@ -118,6 +118,8 @@ def anchors(conversations: list[dict], scores: dict[str, Score]) -> None:
             for i, t in enumerate(conv["turns"])
         ]
         plain = _app.UnitIndex(rows, _app.Units(previous=False, date=False))
+        with_turn = _app.UnitIndex(rows, _app.Units(previous=True, date=False))
+        dated = _app.UnitIndex(rows, _app.Units(previous=False, date=True))
         context = _app.UnitIndex(rows, _app.Units())
         everything = np.ones(len(rows), dtype=bool)
         for question, evidence in conv["questions"]:
@@ -135,6 +137,8 @@ def anchors(conversations: list[dict], scores: dict[str, Score]) -> None:
             scores["embedded model alone"].add(evidence, [ids[i] for i in np.argsort(-cosine)[:10]])
             for name, index in (
                 ("lexical, message only", plain),
+                ("lexical, + turn before", with_turn),
+                ("lexical, + date", dated),
                 ("lexical, + turn before + date", context),
             ):
                 ranked = index.ranked(question, None, (1.0, 0.0), everything)[:10]
@@ -160,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(conversations)} conversations, {turns} turns, {questions} questions (categories 1-4)"
     )
     names = ["Lumina recall route (HTTP)", "BM25 (bm25s)", "embedded model alone",
-             "lexical, message only", "lexical, + turn before + date"]  # fmt: skip
+             "lexical, message only", "lexical, + turn before", "lexical, + date",
+             "lexical, + turn before + date"]  # fmt: skip
     names += [f"fused, semantic weight {w}" for w in FUSION_WEIGHTS]
     scores = {n: Score() for n in names}
     with tempfile.TemporaryDirectory(prefix="lumina-locomo-") as tmp:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
@@ -41,6 +41,7 @@ class EmbedWorker:
         self.retry_seconds = retry_seconds
         self._due: set[int] = set()
         self._wake = asyncio.Event()
+        self._stopping = False
         self.listeners: list[Callable[[int], None]] = []  # vectors written (tests, metrics)
 
     async def on_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
@@ -59,7 +60,7 @@ class EmbedWorker:
             due, self._due = self._due, set()
             for conversation_id in sorted(due):
                 try:
-                    await self.embed_pending(conversation_id)
+                    await self._finishing(self.embed_pending(conversation_id))
                 except (EmbeddingError, StoreUnavailable, SQLAlchemyError, OSError) as exc:
                     log.warning("embedding conversation %s failed, retrying: %s",
                                 conversation_id, exc)  # fmt: skip
@@ -68,11 +69,26 @@ class EmbedWorker:
                 await asyncio.sleep(self.retry_seconds)
                 self._wake.set()
 
+    async def _finishing(self, work: Awaitable[int]) -> int:
+        """Run ``work``; cancelled (shutdown), let its batch land first: a write running in
+        a thread cannot be cut short, and must not outlive the services."""
+        job = asyncio.ensure_future(work)
+        try:
+            return await asyncio.shield(job)
+        except asyncio.CancelledError:
+            self._stopping = True
+            await asyncio.wait([job])
+            if not job.cancelled() and job.exception():
+                log.warning("embedding at shutdown failed: %s", job.exception())
+            raise
+
     async def embed_pending(self, conversation_id: int | None = None) -> int:
         """Embed what has no vector yet (one conversation, or all): the count written."""
         written = 0
-        while rows := await recall_rows.pending(
-            self.db, self.embedder.name, conversation_id=conversation_id, limit=BATCH
+        while not self._stopping and (
+            rows := await recall_rows.pending(
+                self.db, self.embedder.name, conversation_id=conversation_id, limit=BATCH
+            )
         ):
             await self._write(rows)
             written += len(rows)
