@@ -34,8 +34,8 @@ async def recall_earlier(
     in_window: Collection[int],
 ) -> list[Recalled]:
     """The best earlier messages for ``query`` outside the window, fitting ``config.tokens``."""
-    if conversation.last_seq == 0 or not query.strip():
-        return []
+    if conversation.last_seq == 0 or not query.strip() or min(in_window, default=2) <= 1:
+        return []  # nothing said yet, or the window still holds all of it
     found = await retriever.in_conversation(
         conversation.id, query, limit=config.limit, exclude_seqs=in_window
     )

@@ -18,6 +18,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class Recalled:
     seq: int
     role: MsgRole
     content: str
-    created_at: object
+    created_at: datetime
     score: float
 
 

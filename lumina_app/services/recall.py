@@ -47,5 +47,5 @@ def _hit(uuid: str, title: str, found: Recalled, query: str) -> SearchHit:
         role=found.role.value,
         snippet=snippet(found.content, text.keywords(query)),
         score=found.score,
-        created_at=found.created_at,  # type: ignore[arg-type]
+        created_at=found.created_at,
     )

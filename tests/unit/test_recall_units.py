@@ -68,3 +68,44 @@ async def test_an_unreachable_embeddings_server_is_an_embedding_error() -> None:
             await embedder.embed(["x"])
     finally:
         await embedder.close()
+
+
+async def test_auto_recall_keeps_to_its_token_budget_and_skips_a_whole_window() -> None:
+    from datetime import UTC, datetime
+
+    from lumina_app.agents.auto_recall import recall_earlier, recalled_message
+    from lumina_app.agents.memory_config import AutoRecallConfig
+    from lumina_app.domain import ConversationInfo, MsgRole
+    from lumina_app.recall.retriever import Recalled
+
+    when = datetime(2026, 5, 8, 13, 56, tzinfo=UTC)
+    hits = [Recalled(i, 1, seq, MsgRole.USER, "word " * 40, when, 1.0) for i, seq in
+            enumerate((7, 3, 5))]  # fmt: skip
+
+    class Found:
+        async def in_conversation(self, conversation_id, query, *, limit, exclude_seqs):
+            assert exclude_seqs == {10, 11}
+            return hits[:limit]
+
+    conversation = ConversationInfo.new(agent_id="a", title="t")
+    conversation.last_seq = 11
+    budget = AutoRecallConfig(limit=5, tokens=130)  # room for two of the ~58-token lines
+    kept = await recall_earlier(Found(), conversation, "q", budget, in_window={10, 11})
+    assert [h.seq for h in kept] == [7, 3]
+    text = recalled_message(kept)
+    assert text.startswith("Earlier in this conversation:\n[#3 2026-05-08 13:56 user] word")
+    assert text.index("[#3 ") < text.index("[#7 ")  # in the order they were said
+    assert await recall_earlier(Found(), conversation, "q", budget, in_window={1, 2}) == []
+
+
+def test_auto_recall_settings_are_checked() -> None:
+    from lumina_app.agents.memory_config import AutoRecallConfig, parse_memory
+
+    def parsed(block):
+        return parse_memory({"memory": {"autoRecall": block}}, None)
+
+    assert parsed({"limit": 3, "tokens": 500}).auto_recall == AutoRecallConfig(3, 500)
+    assert parsed(True).auto_recall == AutoRecallConfig(5, 1000)
+    assert parsed(False).auto_recall is None
+    for bad in ({"limit": 0}, {"tokens": 10}, {"limit": "5"}, {"when": 1}, [5], {"limit": True}):
+        assert "memory.autoRecall" in parsed(bad), bad
