@@ -163,3 +163,14 @@ async def test_vectors_go_with_a_delete_and_come_back_after_an_import(opened, tm
     # the first recall found rows without vectors: the worker embeds them
     found = await _until(lambda: recall(api, "siblings abroad", conv), bool)
     assert found[0]["seq"] == 3
+
+
+async def test_a_fork_recalls_only_what_it_copied_and_gets_its_own_vectors(opened) -> None:
+    _services, api = opened
+    conv = await three_facts(api)
+    resp = await api.post(f"/api/v1/conversations/{conv}/fork", json={"atSeq": 4}, headers=ALICE)
+    assert resp.status_code == 201, resp.text
+    forked = resp.json()["uuid"]
+    assert 5 not in {h["seq"] for h in await recall(api, "quarterly budget review", forked)}
+    found = await _until(lambda: recall(api, "siblings abroad", forked), bool)
+    assert found[0]["seq"] == 3 and found[0]["conversationId"] == forked
