@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(conversations)} conversations, {turns} turns, {questions} questions (categories 1-4)"
     )
-    names = ["Lumina recall route (HTTP)", "BM25 (bm25s)", "embedded model alone",
+    names = ["Lumina recall route (HTTP)", "Lumina recall across all (HTTP, GET /recall)",
+             "BM25 (bm25s)", "embedded model alone",
              "lexical, message only", "lexical, + turn before", "lexical, + date",
              "lexical, + turn before + date"]  # fmt: skip
     names += [f"fused, semantic weight {w}" for w in FUSION_WEIGHTS]
@@ -198,6 +199,16 @@ def main(argv: list[str] | None = None) -> int:
                         response.raise_for_status()
                         ranked = [ids[item["seq"] - 1] for item in response.json()["items"]]
                         scores[names[0]].add(evidence, ranked)
+                        t0 = time.perf_counter()
+                        response = client.get(
+                            "/api/v1/recall", params={"q": question[:200], "limit": 10}
+                        )
+                        scores[names[1]].ms.append((time.perf_counter() - t0) * 1000)
+                        response.raise_for_status()
+                        items = response.json()["items"]
+                        ranked = [ids[i["seq"] - 1] if i["conversationId"] == conv["uuid"] else ""
+                                  for i in items]  # fmt: skip
+                        scores[names[1]].add(evidence, ranked)
     anchors(conversations, scores)
     print(table(["system (same turns, same questions)", "any@5", "all@5", "any@10", "all@10",
            "p50 ms", "p99 ms"], [scores[n].row(n) for n in names]))  # fmt: skip

@@ -62,15 +62,20 @@ class Recalled:
 class UnitIndex:
     """Retrieval units of a fixed set of rows: their BM25 postings and vectors."""
 
-    def __init__(self, rows: Sequence[RecallRow], units: Units) -> None:
+    def __init__(
+        self, rows: Sequence[RecallRow], units: Units, previous: Sequence[str] | None = None
+    ) -> None:
+        """``previous``: the text said before each row (default: the row before it here)."""
         self.rows = list(rows)
+        if previous is None:
+            previous = ["", *(r.content for r in self.rows[:-1])]
         docs = []
-        for i, row in enumerate(self.rows):
+        for row, before in zip(self.rows, previous, strict=True):
             doc = text.terms(row.content)
             if units.date:
                 doc += text.date_terms(row.created_at)
-            if units.previous and i:
-                doc += text.terms(self.rows[i - 1].content)
+            if units.previous and before:
+                doc += text.terms(before)
             docs.append(doc)
         self.bm25 = Bm25(docs)
         with_vector = [i for i, r in enumerate(self.rows) if r.vector]
@@ -174,8 +179,9 @@ class Retriever:
         rows = await recall_rows.rows_by_id(self.db, list(conversations), self.model)
         if not rows:
             return []
-        rows.sort(key=lambda r: (r.conversation_id, r.seq))
-        index = UnitIndex(rows, Units(previous=False, date=self.units.date))
+        before = await recall_rows.said_before(self.db, rows)
+        previous = [before.get((r.conversation_id, r.seq), "") for r in rows]
+        index = UnitIndex(rows, self.units, previous)
         vector = await self._query_vector(query)
         allowed = np.ones(len(rows), dtype=bool)
         ranked = index.ranked(query, vector, self.weights, allowed, self._min)[:limit]

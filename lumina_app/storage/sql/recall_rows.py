@@ -80,6 +80,22 @@ async def rows_by_id(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Re
         return [_row(r) for r in (await conn.execute(query)).all()]
 
 
+async def said_before(db: SQLDatabase, rows: Sequence[RecallRow]) -> dict[tuple[int, int], str]:
+    """The recalled text just before each row, by (conversation id, seq): one query."""
+    wanted = {(r.conversation_id, r.seq - 1) for r in rows if r.seq > 1}
+    if not wanted:
+        return {}
+    by_conversation: dict[int, list[int]] = {}
+    for cid, seq in wanted:
+        by_conversation.setdefault(cid, []).append(seq)
+    where = sa.or_(*(sa.and_(M.c.conversation_id == cid, M.c.seq.in_(seqs))
+                     for cid, seqs in by_conversation.items()))  # fmt: skip
+    query = sa.select(M.c.conversation_id, M.c.seq, M.c.content).where(where, _recalled())
+    async with db.connect() as conn:
+        found = (await conn.execute(query)).all()
+    return {(r.conversation_id, r.seq + 1): r.content for r in found}
+
+
 async def version(db: SQLDatabase, conversation_id: int, model: str) -> tuple[object, ...]:
     """(last seq, last change, vectors stored): what a cached index of the conversation must
     still match (an answer that ends changes the conversation, not its last seq)."""
