@@ -34,6 +34,7 @@ from lumina_app.agents.tools.spec import Tool as Tool
 from lumina_app.agents.tools.spec import Toolbox as Toolbox
 from lumina_app.agents.tools.spec import ToolContext as ToolContext
 from lumina_app.archive import format as archive_files
+from lumina_app.archive import writer as archive_writer
 from lumina_app.archive.service import ArchiveService
 from lumina_app.composition import Services, open_services
 from lumina_app.domain import (
@@ -42,6 +43,7 @@ from lumina_app.domain import (
     ConversationStatus,
     MessageStatus,
     Msg,
+    MsgRole,
     RunEvent,
     RunRecord,
     RunStatus,
@@ -56,6 +58,11 @@ from lumina_app.domain import TextDelta as TextDelta
 from lumina_app.domain import ToolCall as ToolCall
 from lumina_app.domain import Usage as Usage
 from lumina_app.memory import MemoryManager
+from lumina_app.recall.embedders import LocalEmbedder as LocalEmbedder
+from lumina_app.recall.retriever import UnitIndex as UnitIndex
+from lumina_app.recall.retriever import Units as Units
+from lumina_app.recall.worker import EmbedWorker
+from lumina_app.recall.worker import unit_vectors as unit_vectors
 from lumina_app.settings import load_settings
 from lumina_app.storage.local.hot_window import LocalHotWindow
 from lumina_app.storage.local.run_events import LocalRunEventLog as LocalRunEventLog
@@ -65,6 +72,7 @@ from lumina_app.storage.redis.hot_window import RedisHotWindow
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
+from lumina_app.storage.sql.recall_rows import RecallRow as RecallRow
 
 AGENT = "bench"
 
@@ -413,3 +421,39 @@ class App:
 
 async def _written(*args: object, **kwargs: object) -> bool:
     return True
+
+
+# -- recall (bench/locomo.py) ----------------------------------------------------------------
+
+
+def write_archive(root: Path, title: str, turns: Sequence[tuple[bool, str, datetime]]) -> str:
+    """One conversation in the archive layout under ``root``: (from user?, text, time) per
+    message; returns its conversationId."""
+    conversation = ConversationInfo.new(agent_id="assistant", title=title)
+    msgs = [
+        Msg(MsgRole.USER if user else MsgRole.ASSISTANT, content, seq=i, turn_id=new_turn_id(),
+            created_at=when, updated_at=when)
+        for i, (user, content, when) in enumerate(turns, start=1)
+    ]  # fmt: skip
+    conversation.created_at = conversation.updated_at = msgs[-1].created_at
+    archive_writer.write_files(root, archive_files.conversation_files(conversation, msgs))
+    return conversation.uuid
+
+
+def import_and_embed(sync_url: str, root: Path) -> tuple[int, int, float]:
+    """``python -m lumina_app import ROOT`` then ``embed``, as the CLI runs them: (messages
+    imported, vectors written, embedding CPU seconds)."""
+
+    async def run() -> tuple[int, int, float]:
+        archive = Archive(sync_url, root)
+        try:
+            added, errors = await archive.import_folder(root)
+            assert not errors, errors
+            worker = EmbedWorker(archive.memory.cold.db, LocalEmbedder())
+            cpu = time.process_time()
+            written = await worker.embed_pending()
+            return added, written, time.process_time() - cpu
+        finally:
+            await archive.close()
+
+    return asyncio.run(run())

@@ -251,6 +251,23 @@ def sweep() -> None:
 
 
 @app.command()
+def embed() -> None:
+    """Embed stored messages that have no vector of the configured embedder yet (recall's
+    semantic half); new messages are embedded by the server as they become final."""
+
+    async def work(services: Services) -> int:
+        if services.embeddings is None:
+            return -1
+        return await services.embeddings.embed_pending()
+
+    written = _run(work)
+    if written < 0:
+        err.print("error: LUMINA_EMBEDDINGS_PROVIDER is off: nothing to embed", markup=False)
+        raise typer.Exit(2)
+    out.print(f"Embedded {written} message(s)")
+
+
+@app.command()
 def check() -> None:
     """Validate the settings and summarise what they point at.
 

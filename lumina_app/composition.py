@@ -31,6 +31,9 @@ from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
 from lumina_app.memory import MemoryManager
 from lumina_app.observability import hooks as metric_hooks
+from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
+from lumina_app.recall.retriever import Retriever
+from lumina_app.recall.worker import EmbedWorker
 from lumina_app.services.accounts import AccountService
 from lumina_app.services.agents import AgentService
 from lumina_app.services.audit import AuditLog
@@ -39,6 +42,7 @@ from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
 from lumina_app.services.openai_gateway import OpenAIGateway
 from lumina_app.services.passwords import Passwords
+from lumina_app.services.recall import RecallService
 from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
 from lumina_app.services.signin import SignInService
@@ -81,6 +85,7 @@ class Services:
     runs: RunService
     health: HealthService
     search: SearchService
+    recall: RecallService
     auth: AuthService
     signin: SignInService
     accounts: AccountService
@@ -97,6 +102,7 @@ class Services:
     events: RunEventLog
     tools: ToolCatalog
     mirror: ArchiveMirror | None = None
+    embeddings: EmbedWorker | None = None
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
     def start_background(self) -> None:
@@ -107,6 +113,8 @@ class Services:
             asyncio.create_task(self._sweep_orphans_forever()),
             asyncio.create_task(self._checkpoint_forever()),
         ]
+        if self.embeddings is not None:
+            self._tasks.append(asyncio.create_task(self.embeddings.run_forever()))
 
     async def _checkpoint_forever(self, every: float = 1.0) -> None:
         """SQLite's write-ahead log is checkpointed here, off the event loop's thread."""
@@ -139,6 +147,8 @@ class Services:
         if self.mirror is not None:
             await self.mirror.close()
         await self.providers.close()
+        if self.embeddings is not None:
+            await self.embeddings.embedder.close()
         await self.events.close()
         await self.chat.locks.close()
         await self.memory.close()
@@ -157,6 +167,21 @@ def _hot_window(settings: Settings) -> HotWindow:
     return LocalHotWindow(
         window=settings.context_window, max_conversations=settings.hot_max_conversations
     )
+
+
+def embedder(settings: Settings) -> Embedder | None:
+    """Recall's semantic half as configured (None: lexical ranking only)."""
+    if settings.embeddings_provider == "off":
+        return None
+    if settings.embeddings_provider == "openai":
+        assert settings.embeddings_base_url and settings.embeddings_model  # settings checks it
+        return OpenAIEmbedder(
+            settings.embeddings_base_url,
+            settings.embeddings_model,
+            api_key=settings.embeddings_api_key,
+            timeout=settings.embeddings_timeout,
+        )
+    return LocalEmbedder()
 
 
 def _run_events(settings: Settings, hot: HotWindow) -> RunEventLog:
@@ -219,11 +244,17 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     events = _run_events(settings, hot)
     records = RunStore(db)
     summaries = SummaryKeeper(memory, providers, window=settings.context_window)
+    embeds = embedder(settings)
+    retriever = Retriever(db, embeds)
+    embeddings = EmbedWorker(db, embeds) if embeds is not None else None
+    if embeddings is not None:
+        memory.on_final(embeddings.on_final)
+        retriever.on_missing = embeddings.due
     tools = ToolCatalog(
         start_timeout=settings.mcp_start_timeout_seconds,
         retry_seconds=settings.mcp_retry_seconds,
         compute=ComputePool(workers=settings.tool_workers, deadline=settings.tool_cpu_seconds),
-        recall=Recall(memory),
+        recall=Recall(memory, retriever),
     )
     chat = ChatEngine(
         settings=settings,
@@ -254,6 +285,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         runs=runs,
         health=HealthService(memory),
         search=SearchService(memory),
+        recall=RecallService(memory, retriever),
         auth=auth,
         signin=signin,
         accounts=accounts,
@@ -275,6 +307,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         events=events,
         tools=tools,
         mirror=mirror,
+        embeddings=embeddings,
     )
     metric_hooks.install(
         run_observers=chat.driver.observers,

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -48,6 +48,13 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_timeout: float = Field(60.0, gt=0)
     demo_delay_ms: float = Field(30.0, ge=0)
+    # recall's semantic half: ``local`` (weights inside the wordllama wheel, offline),
+    # ``openai`` (any /v1/embeddings server at embeddings_base_url), or ``off``
+    embeddings_provider: Literal["local", "openai", "off"] = "local"
+    embeddings_base_url: str | None = None
+    embeddings_api_key: str | None = None
+    embeddings_model: str | None = None
+    embeddings_timeout: float = Field(30.0, gt=0)
     api_keys: str | None = None
     max_task_chars: int = Field(32_000, ge=1)
     max_body_bytes: int = Field(256 * 1024, ge=1024)
@@ -127,6 +134,17 @@ class Settings(BaseSettings):
         if value not in ("demo", "openai"):
             raise ValueError(f"unknown provider {value!r} (use demo or openai)")
         return value
+
+    @model_validator(mode="after")
+    def _check_embeddings(self) -> Settings:
+        if self.embeddings_provider == "openai" and not (
+            self.embeddings_base_url and self.embeddings_model
+        ):
+            raise ValueError(
+                "LUMINA_EMBEDDINGS_PROVIDER=openai needs LUMINA_EMBEDDINGS_BASE_URL and "
+                "LUMINA_EMBEDDINGS_MODEL"
+            )
+        return self
 
     @field_validator("host")
     @classmethod

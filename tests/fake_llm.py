@@ -53,6 +53,7 @@ class Script:
 class FakeLLM:
     def __init__(self) -> None:
         self.requests: list[dict] = []
+        self.embedding_requests: list[dict] = []  # POST /v1/embeddings bodies
         self.script = Script()
         self.release = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -86,6 +87,13 @@ class FakeLLM:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.endswith("/embeddings"):
+                    fake.embedding_requests.append(body)
+                    self._send_json({"data": [
+                        {"index": i, "embedding": fake_embedding(text)}
+                        for i, text in enumerate(body["input"])
+                    ]})  # fmt: skip
+                    return
                 fake.requests.append(body)
                 script = fake.script
                 if script.hold is not None and script.hold(body):
@@ -154,11 +162,27 @@ class FakeLLM:
                     }
                 )
 
+            def _send_json(self, data: dict) -> None:
+                payload = json.dumps(data).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def _send(self, data: dict) -> None:
                 self.wfile.write(b"data: " + json.dumps(data).encode() + b"\n\n")
                 self.wfile.flush()
 
         return Handler
+
+
+def fake_embedding(text: str, dims: int = 16) -> list[float]:
+    """A bag of words hashed into ``dims`` buckets: texts sharing words point alike."""
+    vector = [0.0] * dims
+    for word in text.lower().split():
+        vector[sum(map(ord, word.strip(".,?!"))) % dims] += 1.0
+    return vector
 
 
 def _call_deltas(calls: list[Call]) -> list[dict]:

@@ -5,7 +5,7 @@ SQLite's FTS5 and InnoDB's FULLTEXT already split it into. Nothing changes on SQ
 MariaDB/MySQL. The expression must stay the one ``storage/sql/search.py`` queries with.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 Create Date: 2026-12-01
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0012"
-down_revision: str | None = "0010"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

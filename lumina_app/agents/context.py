@@ -124,14 +124,21 @@ def chat_message(msg: Msg) -> ChatMessage:
 
 
 def render(
-    system_prompt: str, summary: Summary | None, history: Sequence[Msg], user_input: str
+    system_prompt: str,
+    summary: Summary | None,
+    history: Sequence[Msg],
+    user_input: str,
+    recalled: str = "",
 ) -> list[ChatMessage]:
-    """The messages a provider is sent for this context."""
+    """The messages a provider is sent for this context (``recalled``: auto-recall's
+    system message, after the summary)."""
     messages: list[ChatMessage] = []
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
     if summary is not None and summary.text:
         messages.append({"role": "system", "content": SUMMARY_PREFIX + summary.text})
+    if recalled:
+        messages.append({"role": "system", "content": recalled})
     messages.extend(chat_message(m) for m in history)
     messages.append({"role": "user", "content": user_input})
     return messages
@@ -146,6 +153,7 @@ def build_context(
     summary: Summary | None = None,
     token_budget: int | None = None,
     earlier: bool = False,
+    recalled: str = "",
 ) -> BuiltContext:
     """``earlier``: ``history`` may reach back past the window, and what of it the
     summary does not cover is sent too (agents with ``memory.summary``)."""
@@ -153,14 +161,14 @@ def build_context(
     window_start = used[0].seq if used else None
     if earlier:
         used = _with_earlier(history, used, summary)
-    messages = render(system_prompt, summary, used, user_input)
+    messages = render(system_prompt, summary, used, user_input, recalled)
     tokens = estimate_messages(messages)
     trimmed = 0
     while token_budget is not None and used and tokens > token_budget:
         cut = _oldest_turn(used)
         trimmed += cut
         used = used[cut:]
-        messages = render(system_prompt, summary, used, user_input)
+        messages = render(system_prompt, summary, used, user_input, recalled)
         tokens = estimate_messages(messages)
     before = sum(1 for m in used if window_start is None or m.seq < window_start)
     return BuiltContext(messages, used, summary, trimmed, tokens, before)

@@ -82,6 +82,7 @@ class ChatEngine:
             sessions=sessions,
             providers=providers,
             prompts=prompts,
+            retriever=tools.recall.retriever if tools.recall else None,
         )
         self.prompts = prompts
         self.summaries = summaries

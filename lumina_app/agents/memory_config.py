@@ -1,10 +1,13 @@
 """An agent's ``memory`` block in config.json: what it carries forward past the window.
 
-    "memory": {"summary": true, "recall": true, "contextTokens": 8000}
+    "memory": {"summary": true, "recall": true, "contextTokens": 8000,
+               "autoRecall": {"limit": 5, "tokens": 1000}}
 
 * ``summary``: a rolling summary of what left the window goes into every context, as one
   system message after the prompt (the agent's ``summary.md`` is the summarizing prompt).
 * ``recall``: the built-in ``recall`` tool searches the conversation's whole history.
+* ``autoRecall``: before each run the ``limit`` earlier messages most relevant to the input
+  that are not in the window go into one system message, within ``tokens``.
 * ``contextTokens``: the oldest window messages are left out (whole turns) while the
   estimated prompt is over this many tokens.
 
@@ -28,10 +31,17 @@ MAX_CONTEXT_TOKENS = 2_000_000
 
 
 @dataclass(frozen=True, slots=True)
+class AutoRecallConfig:
+    limit: int = 5
+    tokens: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryConfig:
     summary: bool = False
     recall: bool = False
     context_tokens: int | None = None
+    auto_recall: AutoRecallConfig | None = None
     summary_prompt: str = DEFAULT_SUMMARY_PROMPT
 
 
@@ -42,7 +52,7 @@ def parse_memory(config: dict[str, Any], summary_prompt: str | None) -> MemoryCo
         return MemoryConfig()
     if not isinstance(block, dict):
         return "config.json: 'memory' must be an object"
-    unknown = set(block) - {"summary", "recall", "contextTokens"}
+    unknown = set(block) - {"summary", "recall", "contextTokens", "autoRecall"}
     if unknown:
         return f"config.json: unknown 'memory' keys: {', '.join(sorted(unknown))}"
     for key in ("summary", "recall"):
@@ -58,9 +68,33 @@ def parse_memory(config: dict[str, Any], summary_prompt: str | None) -> MemoryCo
             f"config.json: 'memory.contextTokens' must be a whole number from "
             f"{MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS}"
         )
+    auto_recall = _auto_recall(block.get("autoRecall"))
+    if isinstance(auto_recall, str):
+        return auto_recall
     return MemoryConfig(
+        auto_recall=auto_recall,
         summary=bool(block.get("summary", False)),
         recall=bool(block.get("recall", False)),
         context_tokens=tokens,
         summary_prompt=summary_prompt or DEFAULT_SUMMARY_PROMPT,
     )
+
+
+def _whole(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _auto_recall(block: Any) -> AutoRecallConfig | str | None:
+    if block is None or block is False:
+        return None
+    if block is True:
+        return AutoRecallConfig()
+    if not isinstance(block, dict) or set(block) - {"limit", "tokens"}:
+        return 'config.json: \'memory.autoRecall\' must be true or {"limit": n, "tokens": n}'
+    config = AutoRecallConfig(block.get("limit", 5), block.get("tokens", 1000))
+    if not _whole(config.limit, 1, 20) or not _whole(config.tokens, 50, 20_000):
+        return (
+            "config.json: 'memory.autoRecall' wants a limit from 1 to 20 and tokens from "
+            "50 to 20000"
+        )
+    return config

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import openai
 
+from lumina_app.agents.auto_recall import PREFIX as RECALLED_PREFIX
 from lumina_app.agents.context import ChatMessage
 from lumina_app.agents.demo_tools import demo_tool_answer, demo_tool_calls
 from lumina_app.agents.registry import AgentDefinition
@@ -54,6 +55,9 @@ def _last_user(messages: Sequence[ChatMessage]) -> int:
     return next((i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), 0)
 
 
+_RECALLED_SEQ = re.compile(r"^\[#(\d+) ", re.MULTILINE)
+
+
 def demo_answer(agent_name: str, messages: Sequence[ChatMessage]) -> str:
     """A reply that shows what context the model received, so memory is visible offline;
     after tool calls, what the tools said."""
@@ -91,6 +95,14 @@ def _context_lines(agent_name: str, messages: Sequence[ChatMessage], last: int) 
         if len(earlier_user) > 1:
             lines.append(f"The first one I still see was: “{_quote(earlier_user[0])}”.")
     lines.append(f"You said: “{_quote(user_input, 200)}”.")
+    recalled = [
+        seq
+        for m in messages[:last]
+        if m["role"] == "system" and str(m["content"]).startswith(RECALLED_PREFIX)
+        for seq in _RECALLED_SEQ.findall(str(m["content"]))
+    ]
+    if recalled:
+        lines.append(f"I also recall earlier messages {', '.join('#' + s for s in recalled)}.")
     if has_system:
         lines.append("(My system prompt is loaded.)")
     return lines

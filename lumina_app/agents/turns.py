@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from lumina_app.agents.auto_recall import recall_earlier, recalled_message
 from lumina_app.agents.context import MAX_EARLIER, BuiltContext, build_context
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
@@ -23,6 +24,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.views import iso_ms
 from lumina_app.memory import MemoryManager, MemoryView
+from lumina_app.recall.retriever import Retriever
 from lumina_app.settings import Settings
 
 
@@ -35,12 +37,14 @@ class TurnPreparer:
         sessions: SessionPool,
         providers: ProviderFactory,
         prompts: PromptVersions,
+        retriever: Retriever | None = None,
     ) -> None:
         self.settings = settings
         self.memory = memory
         self.sessions = sessions
         self.providers = providers
         self.prompts = prompts
+        self.retriever = retriever  # auto-recall (agents with memory.autoRecall)
 
     async def prepare(
         self,
@@ -123,6 +127,12 @@ class TurnPreparer:
         ``commit`` the turn."""
         history = view.messages
         prompt = agent.system_prompt if system_prompt is None else system_prompt
+        recalled = []
+        if agent.memory.auto_recall and self.retriever is not None:
+            recalled = await recall_earlier(
+                self.retriever, conversation, text, agent.memory.auto_recall,
+                in_window={m.seq for m in history},
+            )  # fmt: skip
         context = build_context(
             prompt,
             history,
@@ -131,6 +141,7 @@ class TurnPreparer:
             summary=view.summary if agent.memory.summary else None,
             token_budget=agent.memory.context_tokens,
             earlier=agent.memory.summary,
+            recalled=recalled_message(recalled),
         )
         provider = self.providers.for_agent(agent)
         first_seq, last_seq = context.seq_range
@@ -145,7 +156,7 @@ class TurnPreparer:
             context_first_seq=first_seq,
             context_last_seq=last_seq,
             context_messages=len(context.history),
-            context=await self._recipe(prompt, context),
+            context=await self._recipe(prompt, context) | _recalled_recipe(recalled),
             trimmed=context.trimmed,
         )
         meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
@@ -174,6 +185,16 @@ class TurnPreparer:
             "earlier": context.earlier,
             "tokens": context.tokens,
         }
+
+
+def _recalled_recipe(recalled: list) -> dict:
+    """Which earlier messages auto-recall put in, and why (their fused relevance)."""
+    if not recalled:
+        return {}
+    return {
+        "recalled": [m.message_id for m in recalled],
+        "recalledWhy": [{"seq": m.seq, "score": m.score} for m in recalled],
+    }
 
 
 def session_started(run: ActiveRun) -> SessionStarted:

@@ -14,6 +14,7 @@ from lumina_app.api import (
     routes_health,
     routes_metrics,
     routes_openai,
+    routes_recall,
     routes_runs,
     routes_search,
     routes_v1,
@@ -60,7 +61,14 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     api.state.in_flight = InFlight(settings)
     api.add_middleware(ConnectionLimitMiddleware, in_flight=api.state.in_flight)
     errors = error_responses(401, 403, 404, 409, 413, 422, 503)
-    for module in (routes_v1, routes_export, routes_search, routes_agents, routes_runs):
+    for module in (
+        routes_v1,
+        routes_export,
+        routes_search,
+        routes_recall,
+        routes_agents,
+        routes_runs,
+    ):
         api.include_router(module.router, responses=errors)
     api.include_router(routes_auth.router, responses=error_responses(401, 403, 413, 422, 429))
     api.include_router(routes_auth.checked, responses=error_responses(401, 403))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lumina_app.agents.auto_recall import recalled_message
 from lumina_app.agents.context import chat_message, render
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.run_driver import ActiveRun
@@ -201,7 +202,13 @@ class RunService:
         summary = await self.memory.summary_of(recipe["summary"]) if recipe["summary"] else None
         history = await self.memory.messages_by_id(record.conversation_id, recipe["ids"])
         question = await self.memory.get_message(record.user_message_id)
-        messages = render(prompt, summary, history, question.content if question else "")
+        recalled = await self.memory.messages_by_id(
+            record.conversation_id, recipe.get("recalled", [])
+        )
+        messages = render(
+            prompt, summary, history, question.content if question else "",
+            recalled_message(recalled),
+        )  # fmt: skip
         older = history[: recipe.get("earlier", 0)]
         earlier = (older[0].seq, older[-1].seq, len(older)) if older else None
         calls = [len(messages)]

@@ -50,6 +50,8 @@ def routes(
         ("GET", "/api/v1/me", {}),
         ("GET", f"/api/v1/conversations/{conv}/search", {"params": {"q": "x"}}),
         ("GET", "/api/v1/search", {"params": {"q": "x"}}),
+        ("GET", f"/api/v1/conversations/{conv}/recall", {"params": {"q": "x"}}),
+        ("GET", "/api/v1/recall", {"params": {"q": "x"}}),
         ("GET", "/api/v1/account/sessions", {}),
         ("DELETE", f"/api/v1/account/sessions/{session}", {}),
         ("POST", "/api/v1/account/sessions/revoke-others", {}),

@@ -22,7 +22,7 @@ from lumina_app.domain import Msg, RunRecord
 from tests.archive.conftest import T0, message_view, seed_conversation
 from tests.conftest import ROOT, SHARED_REDIS_URL, alembic_config
 
-COMMANDS = ["export", "import", "rebuild-hot", "stats", "migrate", "sweep", "check"]
+COMMANDS = ["export", "import", "rebuild-hot", "stats", "migrate", "sweep", "embed", "check"]
 
 
 @pytest.fixture
@@ -269,3 +269,15 @@ def test_the_cli_import_accepts_the_api_zip(cli, settings_factory, tmp_path: Pat
     assert "1 created" in result.stdout
     restored = with_services(settings_factory, lambda s: s.memory.get_conversation(conv.uuid))
     assert restored.message_count == 8
+
+
+def test_embed_fills_in_the_vectors_history_lacks(cli, settings_factory) -> None:
+    """Rows stored without the server (an import, a seed) get vectors from ``embed``: the
+    final questions and answers only, once."""
+    with_services(settings_factory, lambda s: seed_conversation(s.archive))
+    result = cli("embed")
+    assert result.exit_code == 0, result.output
+    assert "Embedded 6 message(s)" in result.stdout  # 3 questions, 3 answers; no tool, no system
+    assert "Embedded 0 message(s)" in cli("embed").stdout
+    off = cli("embed", LUMINA_EMBEDDINGS_PROVIDER="off")
+    assert off.exit_code == 2 and "off" in off.output

@@ -181,12 +181,38 @@ class IdempotencyRow(SQLModel, table=True):
     claimed_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(32)))
 
 
+class MessageVectorRow(SQLModel, table=True):
+    """A message's embedding for recall (``model`` names what made it): float16, base64. The
+    row goes with its message (cascade); ``conversation_id`` keeps a conversation's vectors
+    one indexed read away."""
+
+    __tablename__ = "lumina_message_vector"
+    __table_args__ = (
+        sa.Index("ix_lumina_message_vector_conversation", "conversation_id", "model"),
+        _MYSQL_TABLE_ARGS,
+    )
+
+    message_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey("lumina_message.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    conversation_id: int = Field(nullable=False)
+    model: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
+    vector: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+
+
 conversations: sa.Table = ConversationRow.__table__  # type: ignore[attr-defined]
 messages: sa.Table = MessageRow.__table__  # type: ignore[attr-defined]
 runs: sa.Table = RunRow.__table__  # type: ignore[attr-defined]
 idempotency: sa.Table = IdempotencyRow.__table__  # type: ignore[attr-defined]
 summaries: sa.Table = SummaryRow.__table__  # type: ignore[attr-defined]
 prompts: sa.Table = PromptRow.__table__  # type: ignore[attr-defined]
+message_vectors: sa.Table = MessageVectorRow.__table__  # type: ignore[attr-defined]
 metadata = SQLModel.metadata
 
 

@@ -1,0 +1,40 @@
+"""Ranked recall: a question's most relevant earlier messages, in one conversation or
+across the caller's (the same path as the ``recall`` tool and auto-recall)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from lumina_app.api.auth import AuthenticatedRoute, Caller
+from lumina_app.api.deps import ServicesDep
+from lumina_app.api.routes_search import HitOut, SearchResults, SearchText
+from lumina_app.api.schemas import NoNul
+
+router = APIRouter(prefix="/api/v1", tags=["search"], route_class=AuthenticatedRoute)
+Limit = Annotated[int, Query(ge=1, le=50)]
+
+
+@router.get("/conversations/{conversation_id}/recall", response_model=SearchResults)
+async def recall_conversation(
+    conversation_id: str, services: ServicesDep, caller: Caller, q: SearchText, limit: Limit = 10
+) -> SearchResults:
+    """The messages of one conversation most relevant to ``q`` (a question or words), best
+    first: BM25 over each message with the one before it and its date, fused with
+    embeddings. Not every word needs to match."""
+    hits = await services.recall.in_conversation(caller, conversation_id, q, limit=limit)
+    return SearchResults(items=[HitOut.of(h) for h in hits])
+
+
+@router.get("/recall", response_model=SearchResults)
+async def recall_everywhere(
+    services: ServicesDep,
+    caller: Caller,
+    q: SearchText,
+    agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
+    limit: Limit = 10,
+) -> SearchResults:
+    """The caller's messages most relevant to ``q`` across their conversations, best first."""
+    hits = await services.recall.everywhere(caller, q, agent_id=agent_id, limit=limit)
+    return SearchResults(items=[HitOut.of(h) for h in hits])

@@ -1,0 +1,44 @@
+"""BM25 (Lucene's variant) over a fixed set of documents, each a list of terms."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+K1 = 1.2
+B = 0.75
+
+
+class Bm25:
+    """Postings built once; a query costs its terms' postings, not the corpus."""
+
+    def __init__(self, docs: Sequence[Sequence[str]]) -> None:
+        self.size = len(docs)
+        lengths = np.array([len(d) for d in docs], dtype=np.float32)
+        average = float(lengths.mean()) if self.size else 0.0
+        self._norm = K1 * (1 - B + B * lengths / average) if average else lengths + K1
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        for i, doc in enumerate(docs):
+            for term, count in Counter(doc).items():
+                idx, tfs = postings.setdefault(term, ([], []))
+                idx.append(i)
+                tfs.append(count)
+        self._postings = {
+            t: (np.array(i, dtype=np.int32), np.array(f, dtype=np.float32))
+            for t, (i, f) in postings.items()
+        }
+
+    def scores(self, query: Sequence[str]) -> np.ndarray:
+        """One score per document (0 where no query term occurs)."""
+        out = np.zeros(self.size, dtype=np.float32)
+        for term in set(query):
+            found = self._postings.get(term)
+            if found is None:
+                continue
+            idx, tf = found
+            idf = math.log(1 + (self.size - len(idx) + 0.5) / (len(idx) + 0.5))
+            out[idx] += idf * tf * (K1 + 1) / (tf + self._norm[idx])
+        return out

@@ -1,0 +1,240 @@
+"""The one retrieval path: a query's most relevant earlier messages, best first.
+
+Two rankings are fused by reciprocal-rank fusion (RRF, k = 60): BM25 over retrieval units
+and the cosine of the query's embedding with each message's. A unit is a message with what
+gives it meaning: the message before it (an answer means little without its question) and
+the date it was said (people ask "when"). The weights were measured on LoCoMo's shared half
+(bench/locomo.py, docs/PERFORMANCE.md).
+
+One conversation's index (terms, postings, vectors) is built from one indexed read and
+kept while the conversation's last seq and vector count stay the same, so a question asked
+again costs a version check. Across conversations, candidates come from the full-text
+index (any query word, as a prefix of its stem) and are ranked the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from lumina_app.domain import MsgRole
+from lumina_app.recall import text
+from lumina_app.recall.embedders import Embedder, EmbeddingError
+from lumina_app.recall.lexical import Bm25
+from lumina_app.storage.sql import recall_rows, search
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.recall_rows import RecallRow
+
+log = logging.getLogger(__name__)
+
+RRF_K = 60
+LEXICAL_WEIGHT = 1.0
+SEMANTIC_WEIGHT = 0.1
+DEPTH = 200  # how deep each ranking goes into the fusion
+CANDIDATES_PER_WORD = 100
+VECTOR_DTYPE = np.float16
+
+
+@dataclass(frozen=True, slots=True)
+class Units:
+    """What a retrieval unit carries besides its message."""
+
+    previous: bool = True
+    date: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    message_id: int
+    conversation_id: int
+    seq: int
+    role: MsgRole
+    content: str
+    created_at: datetime
+    score: float
+
+
+class UnitIndex:
+    """Retrieval units of a fixed set of rows: their BM25 postings and vectors."""
+
+    def __init__(
+        self, rows: Sequence[RecallRow], units: Units, previous: Sequence[str] | None = None
+    ) -> None:
+        """``previous``: the text said before each row (default: the row before it here)."""
+        self.rows = list(rows)
+        if previous is None:
+            previous = ["", *(r.content for r in self.rows[:-1])]
+        docs = []
+        for row, before in zip(self.rows, previous, strict=True):
+            doc = text.terms(row.content)
+            if units.date:
+                doc += text.date_terms(row.created_at)
+            if units.previous and before:
+                doc += text.terms(before)
+            docs.append(doc)
+        self.bm25 = Bm25(docs)
+        with_vector = [i for i, r in enumerate(self.rows) if r.vector]
+        self.vector_rows = np.array(with_vector, dtype=np.int64)
+        self.vectors = (
+            np.vstack(
+                [np.frombuffer(self.rows[i].vector, dtype=VECTOR_DTYPE) for i in with_vector]
+            ).astype(np.float32)
+            if with_vector
+            else None
+        )
+
+    def ranked(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        weights: tuple[float, float],
+        allowed: np.ndarray,
+        min_similarity: float = 0.0,
+    ) -> list[tuple[int, float]]:
+        """(row index, fused score) of the allowed rows, best first."""
+        fused = np.zeros(len(self.rows), dtype=np.float64)
+        lexical = self.bm25.scores(text.query_terms(query))
+        lexical[~allowed] = 0
+        hits = np.flatnonzero(lexical > 0)
+        order = hits[np.argsort(-lexical[hits], kind="stable")][:DEPTH]
+        fused[order] += weights[0] / (RRF_K + np.arange(1, len(order) + 1))
+        if vector is not None and self.vectors is not None and weights[1] > 0:
+            usable = allowed[self.vector_rows]
+            rows = self.vector_rows[usable]
+            if len(rows) and self.vectors.shape[1] == vector.shape[0]:
+                cosine = self.vectors[usable] @ vector
+                close = cosine >= min_similarity
+                rows, cosine = rows[close], cosine[close]
+                best = rows[np.argsort(-cosine, kind="stable")][:DEPTH]
+                fused[best] += weights[1] / (RRF_K + np.arange(1, len(best) + 1))
+        found = np.flatnonzero(fused > 0)
+        best_first = found[np.argsort(-fused[found], kind="stable")]
+        return [(int(i), float(fused[i])) for i in best_first]
+
+
+class Retriever:
+    """Ranked recall over the cold store, with an embedder for the semantic half."""
+
+    def __init__(
+        self,
+        db: SQLDatabase,
+        embedder: Embedder | None,
+        *,
+        units: Units | None = None,
+        weights: tuple[float, float] = (LEXICAL_WEIGHT, SEMANTIC_WEIGHT),
+        cache_size: int = 256,
+    ) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.units = units or Units()
+        self.weights = weights
+        self._cache: OrderedDict[int, tuple[tuple[object, ...], UnitIndex]] = OrderedDict()
+        self._cache_size = cache_size
+        # told of a conversation read with rows lacking vectors (imported, forked, failed)
+        self.on_missing: Callable[[int], None] | None = None
+
+    @property
+    def model(self) -> str:
+        return self.embedder.name if self.embedder else ""
+
+    async def in_conversation(
+        self,
+        conversation_id: int,
+        query: str,
+        *,
+        limit: int = 10,
+        before_seq: int | None = None,
+        exclude_seqs: Collection[int] = (),
+    ) -> list[Recalled]:
+        """The conversation's ``limit`` messages most relevant to ``query``, best first;
+        only rows before ``before_seq`` and not in ``exclude_seqs`` when given."""
+        index = await self._index(conversation_id)
+        if not index.rows:
+            return []
+        seqs = np.array([r.seq for r in index.rows])
+        allowed = ~np.isin(seqs, np.fromiter(exclude_seqs, dtype=np.int64))
+        if before_seq is not None:
+            allowed &= seqs < before_seq
+        vector = await self._query_vector(query)
+        ranked = index.ranked(query, vector, self.weights, allowed, self._min)[:limit]
+        return [_recalled(index.rows[i], score) for i, score in ranked]
+
+    async def across(
+        self, owner: str, query: str, *, agent_id: str | None = None, limit: int = 10
+    ) -> list[tuple[str, str, Recalled]]:
+        """(conversation uuid, title, message) of an owner's most relevant messages."""
+        conversations: dict[int, tuple[str, str]] = {}
+        for word in _prefixes(query):
+            hits = await search.search_messages(
+                self.db, [word], owner=owner, agent_id=agent_id, limit=CANDIDATES_PER_WORD
+            )
+            conversations |= {
+                h.message_id: (h.conversation_uuid, h.conversation_title) for h in hits
+            }
+        rows = await recall_rows.rows_by_id(self.db, list(conversations), self.model)
+        if not rows:
+            return []
+        before = await recall_rows.said_before(self.db, rows)
+        previous = [before.get((r.conversation_id, r.seq), "") for r in rows]
+        index = UnitIndex(rows, self.units, previous)
+        vector = await self._query_vector(query)
+        allowed = np.ones(len(rows), dtype=bool)
+        ranked = index.ranked(query, vector, self.weights, allowed, self._min)[:limit]
+        return [
+            (*conversations[rows[i].message_id], _recalled(rows[i], score)) for i, score in ranked
+        ]
+
+    @property
+    def _min(self) -> float:
+        return self.embedder.min_similarity if self.embedder else 0.0
+
+    async def _query_vector(self, query: str) -> np.ndarray | None:
+        if self.embedder is None or self.weights[1] <= 0:
+            return None
+        try:
+            vector = self.embedder.embed_query(query)
+            if vector is None:
+                vector = (await self.embedder.embed([query]))[0]
+        except EmbeddingError as exc:  # lexical ranking alone still answers
+            log.warning("recall without embeddings: %s", exc)
+            return None
+        return vector
+
+    async def _index(self, conversation_id: int) -> UnitIndex:
+        key = await recall_rows.version(self.db, conversation_id, self.model)
+        cached = self._cache.get(conversation_id)
+        if cached and cached[0] == key:
+            self._cache.move_to_end(conversation_id)
+            return cached[1]
+        rows = await recall_rows.conversation_rows(self.db, conversation_id, self.model)
+        index = UnitIndex(rows, self.units)
+        if self.on_missing and len(index.vector_rows) < len(rows):
+            self.on_missing(conversation_id)
+        self._cache[conversation_id] = (key, index)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return index
+
+
+def _recalled(row: RecallRow, score: float) -> Recalled:
+    return Recalled(row.message_id, row.conversation_id, row.seq, row.role, row.content,
+                    row.created_at, round(score, 6))  # fmt: skip
+
+
+def _prefixes(query: str) -> list[str]:
+    """What the full-text index is asked for: each content word cut to what it shares with
+    its stem ("happiness" → "happi" → "happ"), so the index's prefix match finds its forms."""
+    out = []
+    for word in text.keywords(query) or text.words(query)[: text.MAX_QUERY_TERMS]:
+        stem = text.stem(word)
+        shared = 0
+        while shared < min(len(word), len(stem)) and word[shared] == stem[shared]:
+            shared += 1
+        common = word[:shared]
+        out.append(common if len(common) >= 3 else word)
+    return list(dict.fromkeys(out))[:8]

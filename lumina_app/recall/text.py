@@ -1,0 +1,58 @@
+"""Words as recall ranks them: lower-cased, English stopwords out, Snowball-stemmed."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from functools import lru_cache
+
+import Stemmer
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_TERMS = 32
+# A common English stopword list (the words a question is made of, not what it is about).
+_STOPWORD_TEXT = """a about above after again against all am an and any are aren't as at be
+    because been
+    before being below between both but by can could did do does doing don down during each
+    few for from further had has have having he her here hers herself him himself his how i
+    if in into is it its itself just me more most my myself no nor not now of off on once
+    only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you
+    your yours yourself yourselves s t d ll m o re ve y"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def words(text: str) -> list[str]:
+    """Every word, lower-cased, in order."""
+    return _WORD.findall(text.lower())
+
+
+def terms(text: str) -> list[str]:
+    """The stemmed content words of ``text`` (stopwords dropped), in order, repeats kept."""
+    return _stemmer().stemWords([w for w in words(text) if w not in STOPWORDS])
+
+
+def query_terms(text: str) -> list[str]:
+    """A query's terms, each once; a query of stopwords only keeps them ("who is it")."""
+    found = terms(text) or _stemmer().stemWords(words(text))
+    return list(dict.fromkeys(found))[:MAX_QUERY_TERMS]
+
+
+def keywords(text: str) -> list[str]:
+    """A query's content words as typed (for marking them in snippets), each once."""
+    return list(dict.fromkeys(w for w in words(text) if w not in STOPWORDS))[:MAX_QUERY_TERMS]
+
+
+def date_terms(when: datetime) -> list[str]:
+    """When a message was said, as words a question may use: ``8 may 2023``."""
+    return [str(when.day), when.strftime("%B").lower(), str(when.year)]
+
+
+def stem(word: str) -> str:
+    return _stemmer().stemWord(word)

@@ -1,0 +1,68 @@
+"""Auto-recall (the shipped ``assistant``): before a run, the earlier messages most relevant
+to the input that left the window go into one system message; the run's recorded context
+is exactly what the model received, and the demo model's answer names them."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.api.helpers import say
+from tests.conftest import ROOT, write_agent
+
+FACT = "my locker code is 4711 and the locker is in the basement"
+QUESTION = "where is my locker and what is its code?"
+
+
+async def chat_past_the_window(api, agent: str) -> str:
+    conv = (await say(api, FACT, agent=agent))["conversationId"]
+    for n in range(3):
+        await say(api, f"small talk number {n} about the weather", conv, agent=agent)
+    return conv
+
+
+async def context_of(api, run_id: str) -> list[dict]:
+    resp = await api.get(f"/api/v1/runs/{run_id}/context")
+    assert resp.status_code == 200, resp.text
+    return resp.json()["messages"]
+
+
+@pytest.fixture
+async def api_on(api_factory, database, data_dir):
+    """The shipped ``assistant`` (auto-recall on) on the demo model, a window of 4."""
+    shutil.copytree(ROOT / "data/agents/assistant", data_dir / "agents/assistant")
+    _services, client = await api_factory(database_url=database.url, context_window=4)
+    return client
+
+
+async def test_the_demo_model_names_what_was_recalled(api_on) -> None:
+    conv = await chat_past_the_window(api_on, "assistant")
+    run = await say(api_on, QUESTION, conv, agent="assistant")
+    sent = await context_of(api_on, run["runId"])
+    recalled = [m["content"] for m in sent if m["role"] == "system" and
+                m["content"].startswith("Earlier in this conversation:")]  # fmt: skip
+    assert len(recalled) == 1
+    assert f"user] {FACT}" in recalled[0] and recalled[0].count("\n[#") <= 5
+    assert "[#1 " in recalled[0]
+    assert "#1" in run["answer"] and "I also recall earlier messages" in run["answer"]
+    windowed = [m["content"] for m in sent if m["role"] == "user"]
+    assert FACT not in windowed  # it came back through recall, not the window
+
+
+async def test_the_recorded_context_is_what_the_model_received(
+    api_factory, data_dir, fake_llm
+) -> None:
+    config = {"provider": "openai", "base_url": fake_llm.base_url, "model": "fake-1",
+              "memory": {"autoRecall": {"limit": 3, "tokens": 200}}}  # fmt: skip
+    write_agent(data_dir / "agents", "recaller", config, {"agent.md": "You recall."})
+    _services, api = await api_factory(context_window=4)
+    conv = await chat_past_the_window(api, "recaller")
+    run = await say(api, QUESTION, conv, agent="recaller")
+    received = fake_llm.requests[-1]["messages"]
+    assert received[-1]["content"] == QUESTION
+    sent = await context_of(api, run["runId"])
+    assert [(m["role"], m["content"]) for m in sent] == [
+        (m["role"], m["content"]) for m in received
+    ]
+    assert any(m["content"].startswith("Earlier in this conversation:") for m in received)

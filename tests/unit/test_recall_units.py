@@ -1,0 +1,111 @@
+"""Recall's parts without a server: words, BM25, the embedded model offline, and the
+``openai`` embedder against a local fake /v1/embeddings server."""
+
+from __future__ import annotations
+
+import socket
+
+import numpy as np
+import pytest
+
+from lumina_app.recall import embedders, text
+from lumina_app.recall.embedders import EmbeddingError, LocalEmbedder, OpenAIEmbedder
+from lumina_app.recall.lexical import Bm25
+from tests.fake_llm import FakeLLM
+
+pytestmark = pytest.mark.unit
+
+
+def test_questions_lose_stopwords_and_meet_their_stems() -> None:
+    assert text.query_terms("When did Caroline go to the support groups?") == [
+        "carolin", "go", "support", "group",
+    ]  # fmt: skip
+    assert text.terms("She supported the group") == ["support", "group"]
+    assert text.query_terms("who is it") == ["who", "is", "it"]  # stopwords only: kept
+
+
+def test_bm25_ranks_the_rarer_match_first_and_needs_no_every_word() -> None:
+    docs = [text.terms(d) for d in ("a dog and a cat", "the dog barked", "a cat slept", "rain")]
+    scores = Bm25(docs).scores(text.query_terms("Which cats and dogs slept?"))
+    assert scores[3] == 0 and scores[2] > scores[1] > 0 and scores[0] > scores[1]
+
+
+def test_the_embedded_model_loads_from_its_wheel_with_no_network(monkeypatch) -> None:
+    def unplugged(*args, **kwargs):
+        raise OSError("network unplugged in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", unplugged)
+    monkeypatch.setattr(socket, "getaddrinfo", unplugged)
+    embedders._wordllama.cache_clear()
+    model = LocalEmbedder()
+    vectors = model.embed_now(["my sister moves to Lisbon", "siblings abroad", "tax forms"])
+    assert vectors.shape == (3, 256)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    assert vectors[0] @ vectors[1] > model.min_similarity > vectors[0] @ vectors[2]
+
+
+async def test_the_openai_embedder_calls_a_v1_embeddings_server() -> None:
+    with FakeLLM() as fake:
+        embedder = OpenAIEmbedder(fake.base_url, "fake-embed", api_key="k", timeout=5)
+        try:
+            vectors = await embedder.embed(["red apple", "red apple pie", "blue sky"])
+        finally:
+            await embedder.close()
+    assert fake.embedding_requests == [
+        {"model": "fake-embed", "input": ["red apple", "red apple pie", "blue sky"]}
+    ]
+    assert vectors.shape == (3, 16) and embedder.name == "openai:fake-embed"
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+
+
+async def test_an_unreachable_embeddings_server_is_an_embedding_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    embedder = OpenAIEmbedder(f"http://127.0.0.1:{port}/v1", "m", timeout=2)
+    try:
+        with pytest.raises(EmbeddingError):
+            await embedder.embed(["x"])
+    finally:
+        await embedder.close()
+
+
+async def test_auto_recall_keeps_to_its_token_budget_and_skips_a_whole_window() -> None:
+    from datetime import UTC, datetime
+
+    from lumina_app.agents.auto_recall import recall_earlier, recalled_message
+    from lumina_app.agents.memory_config import AutoRecallConfig
+    from lumina_app.domain import ConversationInfo, MsgRole
+    from lumina_app.recall.retriever import Recalled
+
+    when = datetime(2026, 5, 8, 13, 56, tzinfo=UTC)
+    hits = [Recalled(i, 1, seq, MsgRole.USER, "word " * 40, when, 1.0) for i, seq in
+            enumerate((7, 3, 5))]  # fmt: skip
+
+    class Found:
+        async def in_conversation(self, conversation_id, query, *, limit, exclude_seqs):
+            assert exclude_seqs == {10, 11}
+            return hits[:limit]
+
+    conversation = ConversationInfo.new(agent_id="a", title="t")
+    conversation.last_seq = 11
+    budget = AutoRecallConfig(limit=5, tokens=130)  # room for two of the ~58-token lines
+    kept = await recall_earlier(Found(), conversation, "q", budget, in_window={10, 11})
+    assert [h.seq for h in kept] == [7, 3]
+    text = recalled_message(kept)
+    assert text.startswith("Earlier in this conversation:\n[#3 2026-05-08 13:56 user] word")
+    assert text.index("[#3 ") < text.index("[#7 ")  # in the order they were said
+    assert await recall_earlier(Found(), conversation, "q", budget, in_window={1, 2}) == []
+
+
+def test_auto_recall_settings_are_checked() -> None:
+    from lumina_app.agents.memory_config import AutoRecallConfig, parse_memory
+
+    def parsed(block):
+        return parse_memory({"memory": {"autoRecall": block}}, None)
+
+    assert parsed({"limit": 3, "tokens": 500}).auto_recall == AutoRecallConfig(3, 500)
+    assert parsed(True).auto_recall == AutoRecallConfig(5, 1000)
+    assert parsed(False).auto_recall is None
+    for bad in ({"limit": 0}, {"tokens": 10}, {"limit": "5"}, {"when": 1}, [5], {"limit": True}):
+        assert "memory.autoRecall" in parsed(bad), bad
