@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     allowed_origins: str | None = None
     allowed_hosts: str | None = None
     session_ttl_hours: float = Field(14 * 24, gt=0)
-    signin_attempts_per_minute: int = Field(10, ge=1)  # failed sign-ins per address
+    signin_attempts_per_minute: int = Field(10, ge=1)  # sign-in attempts per address
     signin_attempts_per_user_per_minute: int = Field(10, ge=1)  # ... and per username
     password_min_length: int = Field(12, ge=8, le=256)
 

@@ -48,6 +48,7 @@ CONTRACTS = {
     "storage.api_keys",
     "storage.audit",
     "storage.claims",
+    "storage.slots",
 }
 
 
