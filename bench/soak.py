@@ -616,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
             "LUMINA_REDIS_URL": redis_url,
             "LUMINA_DEMO_DELAY_MS": "5",
             "LUMINA_API_KEYS": ",".join(keys),
+            # The load owner's many runs at once are the point; the stream cap still holds.
+            "LUMINA_MAX_ACTIVE_RUNS_PER_OWNER": "100000",
         }
         admin = redis.Redis.from_url(redis_url)
         header(

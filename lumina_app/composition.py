@@ -18,6 +18,7 @@ from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
+from lumina_app.agents.run_cap import RunCap
 from lumina_app.agents.sessions import SessionPool
 from lumina_app.agents.summaries import SummaryKeeper
 from lumina_app.agents.tools.catalog import ToolCatalog
@@ -263,6 +264,11 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         prompts=PromptVersions(PromptStore(db)),
         summaries=summaries,
         tools=tools,
+        cap=RunCap(
+            slots,
+            limit=settings.max_active_runs_per_owner,
+            lease_seconds=settings.run_lease_seconds,
+        ),
     )
     archive = ArchiveService(memory, settings.data_dir, limits=ImportLimits.from_settings(settings))
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None

@@ -80,6 +80,8 @@ class Settings(BaseSettings):
     max_connections: int = Field(4096, ge=16)  # open connections per worker process
     connection_reserve: int = Field(64, ge=1)  # of those, kept for health checks
     max_streams_per_owner: int = Field(32, ge=1)  # open SSE streams per owner per worker
+    # Runs going at once per owner, every way a run starts; with Redis across instances.
+    max_active_runs_per_owner: int = Field(16, ge=1)
 
     # -- archive import limits (docs/ARCHIVE.md) ----------------------------------------
     import_max_file_bytes: int = Field(64 * 1024**2, ge=1024)

@@ -22,6 +22,7 @@ from lumina_app.domain import (
     RequestInProgress,
     StoreUnavailable,
     TooManyAttempts,
+    TooManyRuns,
     TooManyStreams,
     UsernameTaken,
 )
@@ -38,6 +39,7 @@ _STATUS: list[tuple[type[LuminaError], int]] = [
     (InputTooLarge, 413),
     (InvalidInput, 422),
     (TooManyStreams, 429),
+    (TooManyRuns, 429),
     (StoreUnavailable, 503),
 ]
 
@@ -77,7 +79,7 @@ def lumina_error_response(exc: LuminaError) -> JSONResponse:
     response = error_response(status_for(exc), exc.code, str(exc), **extra)
     if isinstance(exc, NotAuthenticated):
         response.headers["WWW-Authenticate"] = "Bearer"
-    elif isinstance(exc, TooManyAttempts | TooManyStreams):
+    elif isinstance(exc, TooManyAttempts | TooManyStreams | TooManyRuns):
         response.headers["Retry-After"] = str(exc.retry_after)
     return response
 
