@@ -62,8 +62,15 @@ async def enable_user(username: Username, caller: Caller, services: ServicesDep)
 async def reset_password(
     username: Username, body: ResetPassword, caller: Caller, services: ServicesDep
 ) -> UserWithPassword:
-    """Set a password, or generate one (returned here once); the account's sessions end."""
-    made = await services.users.reset_password(caller, username, body.password)
+    """Set a password, or generate one (returned here once). Unless ``endSessions`` or
+    ``revokeKeys`` is false, the account's sessions end and its API keys are revoked."""
+    made = await services.users.reset_password(
+        caller,
+        username,
+        body.password,
+        end_sessions=body.endSessions,
+        revoke_keys=body.revokeKeys,
+    )
     return UserWithPassword(user=UserOut.of(made.user), temporaryPassword=made.temporary)
 
 
