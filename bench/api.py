@@ -55,11 +55,13 @@ FIRST_BYTE_P50_MS = 15.0
 FIRST_BYTE_P99_MS = 50.0
 OVERHEAD_P50_MS, OVERHEAD_P99_MS = 5.0, 20.0  # #18: what Lumina adds over the anchor
 CPU_PER_STREAM_MAX = 2.0  # #18: server CPU per short stream / the anchor's
-# Every loopback client is one owner, capped at 32 open streams and 16 runs going at once
-# (docs/SECURITY.md): the cadence and idle-memory tests hold 100 and 200 at once.
-STREAM_CAP = {
+# Every loopback client is one owner, capped at 32 open streams and 16 runs going at once,
+# and one address, capped at 256 open requests (docs/SECURITY.md): the cadence and
+# idle-memory tests hold 100 and 200 at once (--idle may ask for more).
+LOOPBACK_CAPS = {
     "LUMINA_MAX_STREAMS_PER_OWNER": "1000",
     "LUMINA_MAX_ACTIVE_RUNS_PER_OWNER": "1000",
+    "LUMINA_MAX_REQUESTS_PER_ADDRESS": "0",
 }
 GAP_P99_MS = 25.0
 IDLE_KB_PER_STREAM = 40.0
@@ -445,7 +447,7 @@ async def measure(args, tmp: Path, db_url: str | None) -> Checks:
     per_client = max(1, args.samples // CLIENTS // 2)
     solo = max(10, args.samples // 6)
     with contextlib.ExitStack() as stack:
-        env = {"LUMINA_DEMO_DELAY_MS": "0", **STREAM_CAP}
+        env = {"LUMINA_DEMO_DELAY_MS": "0", **LOOPBACK_CAPS}
         lumina = stack.enter_context(app_server(tmp / "instant", env=env, database_url=db_url))
         frames = {"short": record_frames(lumina.url, SHORT_TASK)}
         frames["long"] = record_frames(lumina.url, LONG_TASK)
@@ -464,11 +466,11 @@ async def measure(args, tmp: Path, db_url: str | None) -> Checks:
         cad = {"anchor": await cadence(anchor, "/stream", params, args.streams, long, apgid)}
         anchor_mem = await idle_memory(anchor, apgid, args.idle, args.settle, anchor_idle)
     note("first byte, anchor cadence and idle memory done")
-    env = {"LUMINA_DEMO_DELAY_MS": str(CADENCE_MS), **STREAM_CAP}
+    env = {"LUMINA_DEMO_DELAY_MS": str(CADENCE_MS), **LOOPBACK_CAPS}
     with app_server(tmp / "cadence", env=env, database_url=db_url) as lumina:
         where = (lumina.url, f"{V1}/execute/stream", {"task": LONG_TASK})
         cad["lumina"] = await cadence(*where, args.streams, long, lumina.proc.pid)
-    env = {"LUMINA_DEMO_DELAY_MS": "600000", **STREAM_CAP}  # runs never pass their first event
+    env = {"LUMINA_DEMO_DELAY_MS": "600000", **LOOPBACK_CAPS}  # runs never pass their first event
     with app_server(tmp / "idle", env=env, database_url=db_url) as lumina:
         mem = await idle_memory(lumina.url, lumina.proc.pid, args.idle, args.settle, lumina_runs)
     mem = {"lumina": mem, "anchor": anchor_mem}

@@ -25,8 +25,10 @@ cd "$(dirname "$0")/.."
 # The balancer's host name is what browsers send as Host; the instances must accept it.
 : "${LUMINA_ALLOWED_HOSTS:=$(printf '%s' "$REFLEX_API_URL" | sed -E 's#^[a-z]+://##; s#[:/].*$##')}"
 LUMINA_TRUST_LOOPBACK=false
+# Every client arrives with the balancer's address: it limits per client (limit_conn).
+: "${LUMINA_MAX_REQUESTS_PER_ADDRESS:=0}"
 export LUMINA_DATABASE_URL LUMINA_REDIS_URL REFLEX_REDIS_URL REFLEX_API_URL
-export LUMINA_ALLOWED_HOSTS LUMINA_TRUST_LOOPBACK
+export LUMINA_ALLOWED_HOSTS LUMINA_TRUST_LOOPBACK LUMINA_MAX_REQUESTS_PER_ADDRESS
 export PATH="$PWD/.venv/bin:$PATH" REFLEX_USE_NPM=1 REFLEX_CHECK_LATEST_VERSION=0
 export NPM_CONFIG_REGISTRY="${NPM_CONFIG_REGISTRY:-https://registry.npmjs.org/}"
 RUN=.cluster

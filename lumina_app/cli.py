@@ -21,12 +21,11 @@ from lumina_app.cli_accounts import keys_app, users_app
 from lumina_app.cli_common import err, out
 from lumina_app.cli_common import run_with_services as _run
 from lumina_app.cli_common import settings_or_exit as _settings
-from lumina_app.composition import Services
-from lumina_app.domain import ImportOutcome
+from lumina_app.composition import Services, alembic_config, schema_state
+from lumina_app.domain import ImportOutcome, StoreUnavailable
 from lumina_app.services.health import Health
 from lumina_app.settings import Settings
 
-ROOT = Path(__file__).resolve().parent.parent  # the repo: alembic.ini, alembic/
 T = TypeVar("T")
 
 app = typer.Typer(
@@ -226,25 +225,15 @@ def _hit_rate_line(services: Services) -> str:
 def migrate() -> None:
     """Upgrade the database schema to the newest revision (alembic upgrade head)."""
     from alembic import command
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
 
     settings = _settings()
-    ini = ROOT / "alembic.ini"
-    if not ini.is_file():
-        err.print(f"error: {ini} not found (run from a source checkout)", markup=False)
-        raise typer.Exit(1)
-    cfg = Config(str(ini))
-    cfg.set_main_option("script_location", str(ROOT / "alembic"))
-    cfg.set_main_option("sqlalchemy.url", settings.database_url.replace("%", "%%"))
-    cfg.attributes["configure_logger"] = False
     try:
-        command.upgrade(cfg, "head")
+        command.upgrade(alembic_config(settings.database_url), "head")
+        state = schema_state(settings.database_url)
     except Exception as exc:
         err.print(f"error: migration failed: {str(exc).splitlines()[0]}", markup=False)
         raise typer.Exit(1) from None
-    head = ScriptDirectory.from_config(cfg).get_current_head()
-    out.print(f"Database {_safe_url(settings)} is at revision {head} (head)", markup=False)
+    out.print(f"Database {_safe_url(settings)} is at revision {state.head} (head)", markup=False)
 
 
 @app.command()
@@ -266,16 +255,25 @@ def check() -> None:
     """Validate the settings and summarise what they point at.
 
     Exit code 2 on a bad setting (one line naming the variable), 1 if the database
-    cannot be reached.
+    cannot be reached. A database that is not migrated yet (a first start, an upgrade) is
+    said in one line, not an error: ``make run`` migrates right after. Creates nothing.
     """
+    settings = _settings()
+    unreachable = ""
+    try:
+        schema = schema_state(settings.database_url)
+    except StoreUnavailable as exc:
+        schema = None
+        unreachable = str(exc)
 
     async def work(services: Services) -> tuple[Health, list[str], list[str], str | None, str]:
         agents = services.agents.list()
         good = [a.id for a in agents if a.available]
         bad = [f"{a.id} ({a.error})" for a in agents if not a.available]
-        health = await services.health.check()
-        if health.database != "ok":  # accounts cannot be counted: the exit code says enough
-            return health, good, bad, None, "unknown (database unreachable)"
+        # An unmigrated database is not pinged: opening a missing SQLite file creates it.
+        health = await services.health.check(database=schema is not None and schema.migrated)
+        if schema is None or not schema.migrated or health.database != "ok":
+            return health, good, bad, None, "unknown (database not ready)"
         users = await services.auth.users_exist()
         keys = bool(settings.api_key_map)
         access = (
@@ -284,11 +282,11 @@ def check() -> None:
         )
         return health, good, bad, await services.auth.exposure_problem(), access
 
-    settings = _settings()
     health, agents, broken, exposure, access = _run(work, settings)
     backend = make_url(settings.database_url).get_backend_name()
+    database = f"down ({unreachable})" if schema is None else schema.describe() or health.database
     hot = f"redis {_hide_password(settings.redis_url)}" if settings.redis_url else "in-process"
-    out.print(f"database:    {backend} {_safe_url(settings)}: {health.database}", markup=False)
+    out.print(f"database:    {backend} {_safe_url(settings)}: {database}", markup=False)
     out.print(f"hot window:  {hot}: {health.hot_window}", markup=False)
     out.print(f"context:     last {settings.context_window} messages", markup=False)
     out.print(
@@ -303,7 +301,7 @@ def check() -> None:
     if exposure is not None:
         err.print(f"error: {exposure}", markup=False)
         raise typer.Exit(2)
-    if health.database != "ok":
+    if schema is None or (schema.migrated and health.database != "ok"):
         raise typer.Exit(1)
 
 

@@ -21,8 +21,11 @@ from lumina_app.agents.registry import AgentRegistry
 from lumina_app.agents.run_cap import RunCap
 from lumina_app.agents.sessions import SessionPool
 from lumina_app.agents.summaries import SummaryKeeper
+from lumina_app.agents.tools.builtin import BUILTINS
 from lumina_app.agents.tools.catalog import ToolCatalog
+from lumina_app.agents.tools.recall import NAME as RECALL
 from lumina_app.agents.tools.recall import Recall
+from lumina_app.agents.tools.sandbox import ComputePool
 from lumina_app.archive.limits import ImportLimits
 from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
@@ -66,6 +69,8 @@ from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.idempotency import IdempotencyStore
 from lumina_app.storage.sql.prompts import PromptStore
 from lumina_app.storage.sql.runs import RunStore
+from lumina_app.storage.sql.schema_state import alembic_config as alembic_config
+from lumina_app.storage.sql.schema_state import schema_state as schema_state
 from lumina_app.storage.sql.sessions import SessionStore
 from lumina_app.storage.sql.users import UserStore
 
@@ -248,6 +253,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     tools = ToolCatalog(
         start_timeout=settings.mcp_start_timeout_seconds,
         retry_seconds=settings.mcp_retry_seconds,
+        compute=ComputePool(workers=settings.tool_workers, deadline=settings.tool_cpu_seconds),
         recall=Recall(memory),
     )
     chat = ChatEngine(
@@ -290,7 +296,13 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         users=users,
         archive=archive,
         idempotency=IdempotencyStore(db),
-        gateway=OpenAIGateway(agents, runs, memory),
+        gateway=OpenAIGateway(
+            agents,
+            runs,
+            memory,
+            max_messages=settings.gateway_max_messages,
+            max_chars=settings.max_task_chars,
+        ),
         db=db,
         memory=memory,
         registry=registry,
@@ -307,6 +319,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         breaker_listeners=hot.breaker.listeners if isinstance(hot, RedisHotWindow) else None,
         summary_hooks=summaries.on_written,
         engines=db.engines,
+        agents=[agent.id for agent in await asyncio.to_thread(registry.list)],
+        tools=[*BUILTINS, RECALL],
     )
     if recover:
         await chat.recover()

@@ -334,6 +334,28 @@ class MemoryManager:
         summary = await summaries.latest(self.cold.db, conversation.id, before_seq=seq)
         return MemoryView(msgs, summary)
 
+    async def with_unsummarized(
+        self,
+        conversation: ConversationInfo,
+        view: MemoryView,
+        *,
+        limit: int,
+        before_seq: int | None = None,
+    ) -> MemoryView:
+        """``view`` with, before its messages, those its summary does not cover yet (the
+        newest ``limit``): what left the window since the last summary, until the next one
+        lands. One indexed range query, none when there is no such gap. ``before_seq``:
+        where the view ends (a regenerate's question), if not at the conversation's end."""
+        covered = view.summary.covered_to_seq if view.summary else 0
+        end = conversation.last_seq + 1 if before_seq is None else before_seq
+        first = view.messages[0].seq if view.messages else end
+        if first - covered <= 1:
+            return view
+        older = await self.cold.last_messages(
+            conversation.id, limit, before_seq=first, after_seq=covered
+        )
+        return MemoryView([*older, *view.messages], view.summary) if older else view
+
     async def _from_sql(self, conversation: ConversationInfo) -> MemoryView:
         """One indexed query for the last N, one for the newest summary."""
         msgs = await self.cold.last_messages(conversation.id, self.window)

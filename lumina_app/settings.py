@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     api_keys: str | None = None
     max_task_chars: int = Field(32_000, ge=1)
     max_body_bytes: int = Field(256 * 1024, ge=1024)
+    # Messages one /v1/chat/completions request may bring (its history and the new one);
+    # each of them is held to max_task_chars like the new one (docs/SECURITY.md).
+    gateway_max_messages: int = Field(1000, ge=2, le=10_000)
     session_idle_seconds: float = Field(1800.0, gt=0)
     session_pool_size: int = Field(1000, ge=1)
     flush_interval_ms: float = Field(250.0, ge=0)
@@ -64,6 +67,10 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"  # json: one object per line, with run ids
     mcp_start_timeout_seconds: float = Field(20.0, gt=0)  # an MCP server's start-up
     mcp_retry_seconds: float = Field(30.0, ge=0)  # before starting a failed server again
+    # Built-ins whose cost depends on their input (the calculator) run in worker processes
+    # (per server process), killed after tool_cpu_seconds or the agent's toolTimeoutSeconds.
+    tool_workers: int = Field(2, ge=1, le=64)
+    tool_cpu_seconds: float = Field(5.0, gt=0)
 
     # -- the trust boundary (docs/SECURITY.md) ------------------------------------------
     host: str = "127.0.0.1"
@@ -80,6 +87,10 @@ class Settings(BaseSettings):
     max_connections: int = Field(4096, ge=16)  # open connections per worker process
     connection_reserve: int = Field(64, ge=1)  # of those, kept for health checks
     max_streams_per_owner: int = Field(32, ge=1)  # open SSE streams per owner per worker
+    body_read_timeout_seconds: float = Field(10.0, gt=0)  # a whole request body, or 408
+    # Requests in flight per client address per worker (streams, websockets, bodies still
+    # arriving), or 429; 0 = no cap (behind a proxy every client has the proxy's address).
+    max_requests_per_address: int = Field(256, ge=0)
     # Runs going at once per owner, every way a run starts; with Redis across instances.
     max_active_runs_per_owner: int = Field(16, ge=1)
 

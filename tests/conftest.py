@@ -28,6 +28,7 @@ from alembic.config import Config
 from lumina_app.composition import open_services
 from lumina_app.settings import load_settings
 from tests.fake_llm import FakeLLM
+from tests.preflight import missing_services
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_ID = secrets.token_hex(3)
@@ -349,6 +350,17 @@ SERVER_FIXTURES = {
     "app_server",
     "page",
 }
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A run with any test beyond the fast tier first checks that the servers answer."""
+    if config.option.collectonly or all(item.get_closest_marker("unit") for item in items):
+        return
+    problem = missing_services(
+        redis_url=SHARED_REDIS_URL, mariadb_url=MARIADB_ADMIN_URL, postgres_url=POSTGRES_ADMIN_URL
+    )
+    if problem:
+        pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(autouse=True)

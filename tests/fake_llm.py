@@ -5,7 +5,8 @@ given status and message, or stream slowly (for stop and disconnect tests). Scri
 ``replies`` (one per request, then the default answer) may call tools, streamed the way
 the OpenAI API does: id and name in a call's first delta, its arguments split over
 several deltas, several calls (different indexes) interleaved, ``finish_reason``
-``tool_calls``.
+``tool_calls``. ``respond`` computes a reply from the request (a summarizer stand-in);
+requests ``hold`` matches wait until ``release`` is set (a summary still being written).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -44,12 +46,15 @@ class Script:
     reasoning: list[str] = field(default_factory=list)
     replies: list[Reply] = field(default_factory=list)  # consumed one per request
     always: Reply | None = None  # answered to every request once ``replies`` ran out
+    respond: Callable[[dict], Reply | None] | None = None  # a reply made from the request
+    hold: Callable[[dict], bool] | None = None  # such requests wait for ``FakeLLM.release``
 
 
 class FakeLLM:
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.script = Script()
+        self.release = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         # A short poll interval: shutdown() waits for it, once per test.
@@ -83,7 +88,11 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append(body)
                 script = fake.script
-                reply = script.replies.pop(0) if script.replies else script.always
+                if script.hold is not None and script.hold(body):
+                    fake.release.wait(30)
+                reply = script.respond(body) if script.respond is not None else None
+                if reply is None:
+                    reply = script.replies.pop(0) if script.replies else script.always
                 status = reply.error_status if reply is not None else None
                 if status or script.error_status:
                     payload = json.dumps(

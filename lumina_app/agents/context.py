@@ -1,6 +1,10 @@
 """Context for a run (DESIGN §5): system prompt, the rolling summary of what left the
 window (agents with ``memory.summary``), the last N history messages, the new input.
 
+An agent with a summary is also sent, verbatim, the messages that left the window but no
+summary covers yet (the summary is written in the background, every few turns): nothing
+older ever silently drops out of its context between two summaries.
+
 The history never starts on an assistant or tool message, and a token budget
 (``memory.contextTokens``) leaves out the oldest turns whole. :func:`render` is the one
 place a context becomes the messages a provider is sent, so a run's context can be rebuilt
@@ -19,6 +23,10 @@ from lumina_app.domain.tokens import estimate_messages
 
 ChatMessage = dict[str, Any]
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
+# At most this many not-yet-summarised messages from before the window (the newest): in
+# normal running the gap is below the summary's interval plus a few turns; it only grows
+# this far while summaries keep failing.
+MAX_EARLIER = 100
 
 
 @dataclass(slots=True)
@@ -26,14 +34,23 @@ class BuiltContext:
     messages: list[ChatMessage]
     history: list[Msg]
     summary: Summary | None = None
-    trimmed: int = 0  # window messages the token budget left out
+    trimmed: int = 0  # history messages the token budget left out
     tokens: int = 0  # the estimate of ``messages``
+    earlier: int = 0  # how many of ``history`` (its first) are from before the window
 
     @property
     def seq_range(self) -> tuple[int | None, int | None]:
-        if not self.history:
-            return None, None
-        return self.history[0].seq, self.history[-1].seq
+        """The window's part of the history: first and last seq."""
+        return _seqs(self.history[self.earlier :])
+
+    @property
+    def earlier_range(self) -> tuple[int | None, int | None]:
+        """The messages from before the window no summary covered yet: first and last seq."""
+        return _seqs(self.history[: self.earlier])
+
+
+def _seqs(msgs: Sequence[Msg]) -> tuple[int | None, int | None]:
+    return (msgs[0].seq, msgs[-1].seq) if msgs else (None, None)
 
 
 def usable_history(history: Sequence[Msg], window: int) -> list[Msg]:
@@ -128,8 +145,14 @@ def build_context(
     window: int,
     summary: Summary | None = None,
     token_budget: int | None = None,
+    earlier: bool = False,
 ) -> BuiltContext:
+    """``earlier``: ``history`` may reach back past the window, and what of it the
+    summary does not cover is sent too (agents with ``memory.summary``)."""
     used = usable_history(history, window)
+    window_start = used[0].seq if used else None
+    if earlier:
+        used = _with_earlier(history, used, summary)
     messages = render(system_prompt, summary, used, user_input)
     tokens = estimate_messages(messages)
     trimmed = 0
@@ -139,7 +162,31 @@ def build_context(
         used = used[cut:]
         messages = render(system_prompt, summary, used, user_input)
         tokens = estimate_messages(messages)
-    return BuiltContext(messages, used, summary, trimmed, tokens)
+    before = sum(1 for m in used if window_start is None or m.seq < window_start)
+    return BuiltContext(messages, used, summary, trimmed, tokens, before)
+
+
+def _with_earlier(history: Sequence[Msg], used: list[Msg], summary: Summary | None) -> list[Msg]:
+    """``used`` (the window) preceded by the messages of ``history`` before it that the
+    summary does not cover, the newest :data:`MAX_EARLIER`, kept in whole exchanges."""
+    covered = summary.covered_to_seq if summary else 0
+    first = used[0].seq if used else (history[-1].seq + 1 if history else 0)
+    older = [m for m in history if covered < m.seq < first and _usable(m)]
+    if not older:
+        return used
+    return whole_exchanges([*older[-MAX_EARLIER:], *used])
+
+
+def carried(
+    history: Sequence[Msg], *, window: int, summary: Summary | None, earlier: bool
+) -> list[Msg]:
+    """What a warm session keeps of ``history`` for its next context: the last ``window``
+    messages, and with ``earlier`` also those before them no summary covers yet."""
+    if not earlier:
+        return list(history[-window:])
+    covered = summary.covered_to_seq if summary else 0
+    kept = [m for m in history if m.seq > covered]
+    return kept[-(window + MAX_EARLIER) :] if len(kept) > window else list(history[-window:])
 
 
 def _oldest_turn(history: Sequence[Msg]) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lumina_app.agents.context import BuiltContext, chat_message
+from lumina_app.agents.context import BuiltContext, carried, chat_message
 from lumina_app.agents.flusher import AnswerFlusher
 from lumina_app.agents.providers import Provider
 from lumina_app.agents.registry import AgentDefinition
@@ -78,6 +78,7 @@ class ActiveRun:
     # Rows of this turn already final (earlier tool steps: answers and TOOL results).
     settled: list[Msg] = field(default_factory=list)
     step: Step | None = None
+    tool_names: frozenset[str] = frozenset()  # what the model was offered (metrics)
     next_event_id: int = 1
     stop_reason: RunStatus | None = None
     generating: bool = True
@@ -178,6 +179,7 @@ class RunDriver:
     ) -> tuple[RunStatus, str | None]:
         toolbox = await self.tools.toolbox(run.agent)  # may start the agent's MCP servers
         specs = toolbox.specs()
+        run.tool_names = frozenset(toolbox.tools)
         limits = run.agent.tools
         context = ToolContext(
             run.agent.id, run.conversation.uuid, run.owner, run.run_id, turn_seq=run.user.seq
@@ -301,7 +303,12 @@ class RunDriver:
         stored = await self._store_final(run, results)
         if stored:
             turn = [*run.window_history, run.user, *run.settled, assistant, *results]
-            history = turn[-self.settings.context_window :]
+            history = carried(
+                turn,
+                window=self.settings.context_window,
+                summary=run.summary,
+                earlier=run.agent.memory.summary,
+            )
             last_seq = results[-1].seq if results else assistant.seq
             self.sessions.put(
                 Session(run.agent.id, run.conversation.uuid, history, last_seq, run.summary)

@@ -19,6 +19,10 @@ class Session:
     last_used: float = field(default_factory=time.monotonic)
 
 
+def _covers(summary: Summary | None) -> int:
+    return summary.covered_to_seq if summary else 0
+
+
 class SessionPool:
     """Bounded LRU with idle expiry; a missing session is simply recreated on demand."""
 
@@ -53,8 +57,13 @@ class SessionPool:
             session.summary = summary
 
     def put(self, session: Session) -> None:
+        """Install ``session``, keeping the newer summary of the one it replaces (one that
+        landed while its run went on)."""
         session.last_used = self._clock()
         key = self.key(session.agent_id, session.conversation_uuid)
+        old = self._sessions.get(key)
+        if old is not None and _covers(old.summary) > _covers(session.summary):
+            session.summary = old.summary
         self._sessions[key] = session
         self._sessions.move_to_end(key)
         while len(self._sessions) > self.max_size:

@@ -9,7 +9,12 @@ from typing import Any
 
 from lumina_app.agents.flusher import AnswerFlusher
 from lumina_app.agents.tools.runner import CallResult
-from lumina_app.agents.tools.spec import EVENT_MAX_BYTES, EVENT_TRUNCATED
+from lumina_app.agents.tools.spec import (
+    EVENT_MAX_BYTES,
+    EVENT_TRUNCATED,
+    NAME_MAX_CHARS,
+    capped_name,
+)
 from lumina_app.domain import Msg, ToolCall, ToolCallFinished
 from lumina_app.domain.text import clip_utf8, storable
 
@@ -25,13 +30,16 @@ class Step:
     calls_started: float = 0.0
 
     def add_call(self, call: ToolCall) -> None:
-        """A call as the model asked for it, with an id unique in the step and text
-        every database can store."""
+        """A call as the model asked for it, with an id unique in the step, its name and id
+        of a bounded length (an overlong id is replaced) and text every database can store."""
         taken = {c.call_id for c in self.calls}
-        call_id = storable(call.call_id) or "call_" + secrets.token_hex(6)
+        call_id = storable(call.call_id)
+        if not call_id or len(call_id) > NAME_MAX_CHARS:
+            call_id = "call_" + secrets.token_hex(6)
         while call_id in taken:
             call_id += "_" + secrets.token_hex(2)
-        self.calls.append(ToolCall(storable(call.name), storable(call.arguments), call_id))
+        name = storable(capped_name(call.name))
+        self.calls.append(ToolCall(name, storable(call.arguments), call_id))
 
     def meta(self, base: dict[str, Any], results: dict[str, CallResult] | None) -> dict[str, Any]:
         """The answer row's meta; its calls only with their results (never one without)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from lumina_app.agents.context import BuiltContext, build_context
+from lumina_app.agents.context import MAX_EARLIER, BuiltContext, build_context
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentDefinition
@@ -61,6 +61,8 @@ class TurnPreparer:
             scenario, view = Scenario.NEW, MemoryView([])
         else:
             scenario, view = Scenario.RESUME, await self.memory.load_view(conversation)
+            if agent.memory.summary:
+                view = await self.memory.with_unsummarized(conversation, view, limit=MAX_EARLIER)
         begin = self.memory.begin_conversation if created else self.memory.begin_turn
         turn_id = new_turn_id()
 
@@ -89,6 +91,10 @@ class TurnPreparer:
             raise InvalidInput("this conversation has no user message to answer again")
         self.sessions.drop(agent.id, conversation.uuid)  # its history holds the old answer
         view = await self.memory.view_before(conversation, question.seq)
+        if agent.memory.summary:
+            view = await self.memory.with_unsummarized(
+                conversation, view, limit=MAX_EARLIER, before_seq=question.seq
+            )
 
         async def commit(record: RunRecord, meta: dict) -> tuple[Msg, Msg]:
             answer = Msg.assistant("", turn_id=question.turn_id, meta=meta)
@@ -124,6 +130,7 @@ class TurnPreparer:
             window=self.settings.context_window,
             summary=view.summary if agent.memory.summary else None,
             token_budget=agent.memory.context_tokens,
+            earlier=agent.memory.summary,
         )
         provider = self.providers.for_agent(agent)
         first_seq, last_seq = context.seq_range
@@ -164,6 +171,7 @@ class TurnPreparer:
             "prompt": prompt,
             "summary": context.summary.id if context.summary else None,
             "ids": [m.id for m in context.history],
+            "earlier": context.earlier,
             "tokens": context.tokens,
         }
 

@@ -18,7 +18,7 @@ from lumina_app.api import (
     routes_search,
     routes_v1,
 )
-from lumina_app.api.connection_limits import ConnectionLimitMiddleware
+from lumina_app.api.connection_limits import ConnectionLimitMiddleware, InFlight
 from lumina_app.api.docs import install_docs
 from lumina_app.api.errors import install_error_handlers, unmatched
 from lumina_app.api.guard import GuardMiddleware
@@ -44,7 +44,11 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     install_docs(api)
     api.state.settings = settings
     install_error_handlers(api)
-    api.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes if settings else None)
+    api.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_body_bytes if settings else None,
+        read_timeout=settings.body_read_timeout_seconds if settings else None,
+    )
     # Host, Origin and the cross-site rule, for everything served (the Reflex app is mounted
     # inside this one): before any route or the UI's socket sees a request.
     api.add_middleware(GuardMiddleware, settings=settings)
@@ -52,7 +56,9 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     # routing and the middleware above have unwound (less memory held per open stream,
     # fewer layers per frame).
     api.add_middleware(StreamsAfterRouting)
-    api.add_middleware(ConnectionLimitMiddleware, settings=settings)  # outermost: counts streams
+    # Outermost: counts streams. /healthz reads the same count (nearly full: degraded).
+    api.state.in_flight = InFlight(settings)
+    api.add_middleware(ConnectionLimitMiddleware, in_flight=api.state.in_flight)
     errors = error_responses(401, 403, 404, 409, 413, 422, 503)
     for module in (routes_v1, routes_export, routes_search, routes_agents, routes_runs):
         api.include_router(module.router, responses=errors)

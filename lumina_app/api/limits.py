@@ -1,18 +1,30 @@
-"""Request body limit, enforced before anything is buffered: a declared Content-Length
-over the limit is refused at once, and a streamed body is cut off as soon as it passes it."""
+"""Request body limits, in size and in time, enforced before anything is buffered: a
+declared Content-Length over the limit is refused at once, a streamed body is cut off as
+soon as it passes it, and a body not whole within LUMINA_BODY_READ_TIMEOUT_SECONDS of the
+request's head gets 408 (a sender dripping a byte now and then held its request, and a
+connection slot, for as long as it liked)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import HTTPException
+from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lumina_app.api.errors import error_response
 from lumina_app.api.openai_errors import OPENAI_PREFIX, openai_error
 from lumina_app.settings import get_settings
 
+_NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+
 
 def _too_large(limit: int) -> str:
     return f"request body exceeds {limit} bytes"
+
+
+def _too_slow(seconds: float) -> str:
+    return f"request body not received within {seconds:g} s"
 
 
 class _TooLarge(HTTPException):
@@ -22,59 +34,128 @@ class _TooLarge(HTTPException):
         super().__init__(413, _too_large(limit))
 
 
+class _TooSlow(HTTPException):
+    """Raised into the app once the deadline has passed and the 408 is sent (or a response
+    had begun): whatever the app does with it is not sent."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, _too_slow(seconds))
+
+
 class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, *, max_bytes: int | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int | None = None, read_timeout: float | None = None
+    ) -> None:
         self.app = app
         self._max_bytes = max_bytes
+        self._read_timeout = read_timeout
 
     @property
     def max_bytes(self) -> int:
         """Read lazily: building the app must not read (or fail on) settings at import."""
         return self._max_bytes or get_settings().max_body_bytes
 
+    @property
+    def read_timeout(self) -> float:
+        return self._read_timeout or get_settings().body_read_timeout_seconds
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        sized = scope["method"] not in _NO_BODY
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None:
+        if sized and declared is not None:
             try:
                 too_big = int(declared) > self.max_bytes
             except ValueError:
                 too_big = False
             if too_big:
-                await self._refuse(scope, receive, send)
+                await _refuse(scope, send, 413, "too_large", _too_large(self.max_bytes))
                 return
-        received = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _TooLarge(self.max_bytes)
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        body = _Body(
+            scope,
+            receive,
+            send,
+            max_bytes=self.max_bytes if sized else None,
+            read_timeout=self.read_timeout,
+        )
         try:
-            await self.app(scope, limited_receive, tracking_send)
+            await self.app(scope, body.receive, body.send)
         except _TooLarge:
-            if not started:
-                await self._refuse(scope, receive, send)
+            if not body.started:
+                await _refuse(scope, send, 413, "too_large", _too_large(self.max_bytes))
+        except _TooSlow:
+            pass  # answered when the deadline passed
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The same response as every other error, closing the connection: the rest of the
-        body is never read, so the connection cannot carry another request."""
-        if scope.get("path", "").startswith(OPENAI_PREFIX):
-            response = openai_error(413, _too_large(self.max_bytes), "too_large")
-        else:
-            response = error_response(413, "too_large", _too_large(self.max_bytes))
-        response.headers["Connection"] = "close"
-        await response(scope, receive, send)
+
+class _Body:
+    """One request's ``receive`` and ``send`` as the app sees them: the body counted against
+    its size limit and bounded by its deadline (counted from the request's head). Once the
+    body is whole, ``receive`` waits without one (a stream listening for the client to
+    leave)."""
+
+    def __init__(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        *,
+        max_bytes: int | None,
+        read_timeout: float,
+    ) -> None:
+        self._scope, self._receive, self._send = scope, receive, send
+        self._max_bytes, self._read_timeout = max_bytes, read_timeout
+        self._deadline = asyncio.get_running_loop().time() + read_timeout
+        self._received = 0
+        self._whole = False
+        self._late = False
+        self.started = False  # the app began its response
+
+    async def receive(self) -> Message:
+        if self._whole:
+            return await self._receive()
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                message = await self._receive()
+        except TimeoutError:
+            await self._answer_late()
+            raise _TooSlow(self._read_timeout) from None
+        if message["type"] == "http.request":
+            self._received += len(message.get("body", b""))
+            if self._max_bytes is not None and self._received > self._max_bytes:
+                raise _TooLarge(self._max_bytes)
+            self._whole = not message.get("more_body", False)
+        else:  # http.disconnect
+            self._whole = True
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self._late:
+            return  # the 408 went out instead
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
+    async def _answer_late(self) -> None:
+        """408 from here, not from the app: the same answer whatever route (FastAPI's,
+        Reflex's) was reading, and the connection closed, since the body was never read."""
+        if self.started or self._late:
+            return
+        self._late = True
+        await _refuse(
+            self._scope, self._send, 408, "request_timeout", _too_slow(self._read_timeout)
+        )
+
+
+async def _refuse(scope: Scope, send: Send, status: int, code: str, message: str) -> None:
+    """The same response as every other error, closing the connection: the rest of the
+    body is never read, so the connection cannot carry another request."""
+    response: JSONResponse
+    if scope.get("path", "").startswith(OPENAI_PREFIX):
+        response = openai_error(status, message, code)
+    else:
+        response = error_response(status, code, message)
+    response.headers["Connection"] = "close"
+    await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": response.body})

@@ -1,11 +1,11 @@
-"""``/healthz``: database and hot-window status, and the version. Open to all callers so
-load balancers can use it; it reveals no data."""
+"""``/healthz``: database, hot-window and connection status, and the version. Open to all
+callers so load balancers can use it; it reveals no data."""
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.deps import ServicesDep
@@ -23,7 +23,9 @@ def _reflex_version() -> str:
 
 
 @router.get("/healthz", response_model=Health)
-async def healthz(services: ServicesDep) -> JSONResponse:
-    health = await services.health.check()
+async def healthz(request: Request, services: ServicesDep) -> JSONResponse:
+    """``degraded`` also when this worker is nearly at its connection cap: a balancer should
+    send new clients elsewhere before they get 503."""
+    health = await services.health.check(nearly_full=request.app.state.in_flight.nearly_full)
     body = Health.of(health, f"lumina {VERSION} (reflex {_reflex_version()})")
     return JSONResponse(body.model_dump(), status_code=503 if body.status == "down" else 200)

@@ -230,6 +230,8 @@ class RunOut(BaseModel):
 
 
 class SummaryOut(BaseModel):
+    id: int | None = Field(description="the stored summary's id")
+    coveredFromSeq: int = Field(1, description="a summary covers seqs coveredFromSeq..coveredToSeq")
     coveredToSeq: int
     text: str
     model: str
@@ -240,6 +242,12 @@ class WindowOut(BaseModel):
     lastSeq: int | None
 
 
+class EarlierOut(BaseModel):
+    firstSeq: int
+    lastSeq: int
+    messages: int
+
+
 class RunContextOut(BaseModel):
     runId: str
     scenario: str
@@ -247,6 +255,10 @@ class RunContextOut(BaseModel):
     promptHash: str = Field(description="SHA-256 of the system prompt the run used")
     summary: SummaryOut | None
     window: WindowOut
+    earlier: EarlierOut | None = Field(
+        description="messages from before the window that no summary covered yet, sent "
+        "verbatim after the summary (agents with memory.summary)"
+    )
     trimmed: int
     tokens: int = Field(description="the estimated size of messages (docs/API.md)")
     messages: list[dict[str, Any]] = Field(
@@ -266,11 +278,21 @@ class RunContextOut(BaseModel):
             model=context.model,
             promptHash=context.prompt_hash,
             summary=SummaryOut(
-                coveredToSeq=summary.covered_to_seq, text=summary.text, model=summary.model
+                id=summary.id,
+                coveredToSeq=summary.covered_to_seq,
+                text=summary.text,
+                model=summary.model,
             )
             if summary
             else None,
             window=WindowOut(firstSeq=context.window[0], lastSeq=context.window[1]),
+            earlier=EarlierOut(
+                firstSeq=context.earlier[0],
+                lastSeq=context.earlier[1],
+                messages=context.earlier[2],
+            )
+            if context.earlier
+            else None,
             trimmed=context.trimmed,
             tokens=context.tokens,
             messages=context.messages,

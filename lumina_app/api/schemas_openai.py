@@ -17,6 +17,10 @@ CLIENT_TOOLS = (
     "client-side tools are not supported; the agent's own tools run server-side "
     "(configure them in its config.json)"
 )
+# OpenAI's own metadata limits: 16 pairs, keys up to 64 characters, values up to 512; a
+# conversation id is as long as the X-Lumina-Conversation-Id header allows.
+MetadataKey = Annotated[str, Field(max_length=64)]
+CONVERSATION_ID_MAX = 64
 TOOL_MESSAGES = (
     "tool calls and results from the client are not supported (Lumina's agents run their "
     "tools server-side)"
@@ -92,12 +96,27 @@ class ChatCompletionRequest(BaseModel):
     messages: list[ChatMessage] = Field(min_length=1, max_length=10_000)
     stream: bool | None = False
     stream_options: StreamOptions | None = None
-    metadata: dict[str, Annotated[str, NoNul]] | None = None
+    metadata: (
+        Annotated[
+            dict[MetadataKey, Annotated[str, NoNul, Field(max_length=512)]],
+            Field(max_length=16),
+        ]
+        | None
+    ) = None
     n: int | None = Field(default=None, ge=1, le=1)  # one choice per request
     tools: list[dict[str, Any]] | None = Field(default=None, max_length=0)
     functions: list[dict[str, Any]] | None = Field(default=None, max_length=0)
 
     _no_tools = field_validator("tools", "functions", mode="before")(_refuse_if_given(CLIENT_TOOLS))
+
+    @field_validator("metadata")
+    @classmethod
+    def _conversation_id_length(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value and len(value.get("conversation_id", "")) > CONVERSATION_ID_MAX:
+            raise ValueError(
+                f"metadata.conversation_id is at most {CONVERSATION_ID_MAX} characters"
+            )
+        return value
 
     def lines(self) -> list[Line]:
         return [message.line() for message in self.messages]

@@ -20,6 +20,9 @@ from lumina_app.domain import (
 from lumina_app.observability import metrics
 
 _STATEMENT_START = "lumina_statement_started"
+# The one ``tool`` label of calls to a tool the run was not offered: the model names them,
+# so each would be a new series. Not a possible tool name (no parentheses in those).
+UNKNOWN_TOOL = "(unknown)"
 
 
 class RunMetrics:
@@ -41,7 +44,8 @@ class RunMetrics:
                 metrics.TTFT.labels(agent).observe(self._clock() - self._started[run.run_id])
         elif isinstance(payload, ToolCallFinished):
             status = "error" if payload.is_error else "ok"
-            metrics.TOOL_CALLS.labels(payload.name, status).inc()
+            tool = payload.name if payload.name in run.tool_names else UNKNOWN_TOOL
+            metrics.TOOL_CALLS.labels(tool, status).inc()
         elif isinstance(payload, RunFailed):
             metrics.PROVIDER_ERRORS.labels(agent).inc()
         elif isinstance(payload, RunFinished):
@@ -98,8 +102,12 @@ def install(
     breaker_listeners: list | None,
     summary_hooks: list,
     engines: Iterable[sa.Engine],
+    agents: Iterable[str] = (),
+    tools: Iterable[str] = (),
 ) -> None:
-    """Attach every metric; the lists are the callbacks the parts call."""
+    """Attach every metric; the lists are the callbacks the parts call. ``agents`` and
+    ``tools``: the label values known now, whose series start at 0."""
+    metrics.initialise(agents=agents, tools=[*tools, UNKNOWN_TOOL])
     run_observers.append(RunMetrics())
     window_listeners.append(window_read)
     if breaker_listeners is not None:

@@ -7,6 +7,7 @@ run`` sets it, ``multiproc.py``) every process writes its values to files there 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -76,6 +77,35 @@ EXPORTED = (
     SUMMARIES,
     GATEWAY_REQUESTS,
 )
+
+# A labelled series is exported only once some value of it is set: until the first hot-window
+# fallback (or failed run, or tool error...) a dashboard or an alert on it saw no series at
+# all. So every label value known at start is set to 0 then (docs/OPERATIONS.md).
+RUN_STATUSES = ("complete", "stopped", "interrupted", "failed")
+WINDOW_READ_RESULTS = ("hit", "rebuild", "fallback")
+SQL_OPERATIONS = ("select", "insert", "update", "delete", "other")
+TOOL_STATUSES = ("ok", "error")
+GATEWAY_LOOKUPS = ("named", "matched", "created", "new")
+
+
+def initialise(*, agents: Iterable[str], tools: Iterable[str]) -> None:
+    """Every series of the known label values, at 0: the agents and tools there are at
+    start, and each closed set above. Idempotent; each worker process does it, so the
+    merged exposition has them whichever worker answers."""
+    for agent in agents:
+        for status in RUN_STATUSES:
+            RUNS.labels(agent, status)
+        for per_agent in (RUN_DURATION, TTFT, PROVIDER_ERRORS, SUMMARIES):
+            per_agent.labels(agent)
+    for tool in tools:
+        for status in TOOL_STATUSES:
+            TOOL_CALLS.labels(tool, status)
+    for result in WINDOW_READ_RESULTS:
+        HOT_WINDOW_READS.labels(result)
+    for operation in SQL_OPERATIONS:
+        SQL_STATEMENTS.labels(operation)
+    for lookup in GATEWAY_LOOKUPS:
+        GATEWAY_REQUESTS.labels(lookup)
 
 
 def multiprocess_dir() -> str | None:

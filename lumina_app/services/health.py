@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 
 class Level(StrEnum):
     OK = "ok"
-    DEGRADED = "degraded"  # answering from SQL: slower, nothing lost
+    DEGRADED = "degraded"  # answering from SQL (slower, nothing lost), or nearly full
     DOWN = "down"  # nothing can be saved
 
 
@@ -22,24 +22,34 @@ class Health:
     database: str
     hot_window: str
     hot_window_backend: str
+    connections: str = Level.OK  # degraded: the server is nearly at its connection cap
 
     @property
     def overall(self) -> Level:
         if self.database != Level.OK:
             return Level.DOWN
-        return Level.OK if self.hot_window == Level.OK else Level.DEGRADED
+        if self.hot_window == Level.OK and self.connections == Level.OK:
+            return Level.OK
+        return Level.DEGRADED
 
 
 class HealthService:
     def __init__(self, memory: MemoryManager) -> None:
         self.memory = memory
 
-    async def check(self) -> Health:
-        try:
-            await self.memory.ping()
-            database = Level.OK
-        except Exception as exc:
-            log.warning("health: database down: %s", exc)
-            database = Level.DOWN
+    async def check(self, *, database: bool = True, nearly_full: bool = False) -> Health:
+        """Both tiers. ``database=False`` leaves SQL unpinged (said as ``unchecked``: the
+        operator's check of a database not migrated yet); ``nearly_full``: what the HTTP
+        server knows of its own connection cap."""
+        if not database:
+            status = "unchecked"
+        else:
+            try:
+                await self.memory.ping()
+                status = Level.OK.value
+            except Exception as exc:
+                log.warning("health: database down: %s", exc)
+                status = Level.DOWN.value
         hot = await self.memory.hot_status()
-        return Health(database.value, hot, self.memory.hot_backend)
+        connections = Level.DEGRADED if nearly_full else Level.OK
+        return Health(status, hot, self.memory.hot_backend, connections.value)

@@ -22,6 +22,7 @@ from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.domain import (
     ConversationBusy,
     ConversationInfo,
+    InputTooLarge,
     InvalidInput,
     Msg,
     Principal,
@@ -75,10 +76,20 @@ class GatewayRun:
 
 
 class OpenAIGateway:
-    def __init__(self, agents: AgentService, runs: RunService, memory: MemoryManager) -> None:
+    def __init__(
+        self,
+        agents: AgentService,
+        runs: RunService,
+        memory: MemoryManager,
+        *,
+        max_messages: int = 1000,
+        max_chars: int = 32_000,
+    ) -> None:
         self.agents = agents
         self.runs = runs
         self.memory = memory
+        self.max_messages = max_messages
+        self.max_chars = max_chars
 
     def models(self) -> list[tuple[AgentView, int]]:
         """The agents a client may name as ``model`` (the available ones), each with when
@@ -95,6 +106,7 @@ class OpenAIGateway:
     async def start(self, principal: Principal, turn: ChatTurn) -> GatewayRun:
         """Find or make the conversation, store what it lacks, start the run."""
         agent = self.agents.definition(turn.agent_id)
+        self._check_sizes(turn.messages)
         system, dialogue = _split(turn.messages)
         if system is not None:
             check_storable_text(system, "system message")
@@ -133,6 +145,23 @@ class OpenAIGateway:
         else:
             outcome = SystemPrompt.NONE
         return GatewayRun(run, outcome, found)
+
+    def _check_sizes(self, messages: list[Line]) -> None:
+        """Every message is held to what the new one is: at most ``max_chars`` characters,
+        a question never empty; and a request brings at most ``max_messages`` of them (each
+        earlier one may become a stored row and is compared when matching)."""
+        if len(messages) > self.max_messages:
+            raise InputTooLarge(
+                f"messages: {len(messages)} messages; the limit is {self.max_messages}"
+            )
+        for index, line in enumerate(messages):
+            if len(line.text) > self.max_chars:
+                raise InputTooLarge(
+                    f"messages[{index}] is {len(line.text)} characters; "
+                    f"the limit is {self.max_chars}"
+                )
+            if line.role == "user" and not line.text.strip():
+                raise InvalidInput(f"messages[{index}]: a user message must have text")
 
     async def _continued(
         self, principal: Principal, agent_id: str, earlier: list[Line], question: str

@@ -59,6 +59,9 @@ class RunContext:
     prompt_hash: str
     summary: Summary | None
     window: tuple[int | None, int | None]
+    # The messages from before the window no summary covered yet, sent verbatim: their
+    # first and last seq and how many (None when there were none).
+    earlier: tuple[int, int, int] | None
     trimmed: int
     tokens: int
     messages: list[dict[str, Any]]
@@ -199,6 +202,8 @@ class RunService:
         history = await self.memory.messages_by_id(record.conversation_id, recipe["ids"])
         question = await self.memory.get_message(record.user_message_id)
         messages = render(prompt, summary, history, question.content if question else "")
+        older = history[: recipe.get("earlier", 0)]
+        earlier = (older[0].seq, older[-1].seq, len(older)) if older else None
         calls = [len(messages)]
         for row in await self._steps(record, question):
             if row.role is MsgRole.ASSISTANT and len(messages) > calls[-1]:
@@ -213,6 +218,7 @@ class RunService:
             prompt_hash=recipe["prompt"],
             summary=summary,
             window=(record.context_first_seq, record.context_last_seq),
+            earlier=earlier,
             trimmed=record.trimmed,
             tokens=recipe.get("tokens", 0),
             messages=messages,

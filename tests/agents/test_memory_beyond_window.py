@@ -65,7 +65,10 @@ async def test_a_summary_of_what_left_the_window_joins_every_later_context(
     sent = fake_llm.requests[0]["messages"]
     assert sent[0] == {"role": "system", "content": "Keep."}
     assert sent[1] == {"role": "system", "content": SUMMARY_PREFIX + latest.text}
-    assert len(sent) == 2 + WINDOW + 1
+    # then what left the window after the summary's end (seqs 11..12), the window, the input
+    earlier = 16 - WINDOW - latest.covered_to_seq
+    assert len(sent) == 2 + earlier + WINDOW + 1
+    assert sent[2] == {"role": "user", "content": f"question {latest.covered_to_seq // 2 + 1}"}
     assert sent[-1] == {"role": "user", "content": "what is my name?"}
 
 
@@ -93,7 +96,12 @@ async def test_after_a_redis_loss_another_instance_sends_what_the_warm_session_w
     assert warm is not None and warm.summary is not None
     agent = services.registry.get("keeper")
     would_send = build_context(
-        agent.system_prompt, warm.history, "gamma", window=WINDOW, summary=warm.summary
+        agent.system_prompt,
+        warm.history,
+        "gamma",
+        window=WINDOW,
+        summary=warm.summary,
+        earlier=True,
     ).messages
     assert would_send[1]["content"].startswith(SUMMARY_PREFIX)
 

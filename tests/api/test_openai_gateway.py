@@ -6,6 +6,7 @@ Lumina's own `openai` provider pointed at another Lumina's /v1."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -334,3 +335,56 @@ def test_lumina_behind_lumina(
     # The back Lumina kept the front's conversation as one of its own, no row twice.
     mirrored = [c for c in _conversations(server, "echo") if c["title"] == "through two luminas"]
     assert len(mirrored) == 1 and mirrored[0]["messageCount"] == 4
+
+
+def _post(server: AppServer, body: dict) -> httpx.Response:
+    return httpx.post(server.url + "/v1/chat/completions", json=body, timeout=30)
+
+
+def _titles(server: AppServer) -> list[str]:
+    page = httpx.get(server.url + "/api/v1/conversations", params={"agentId": "echo", "limit": 100})
+    assert page.status_code == 200, page.text
+    return [c["title"] for c in page.json()["items"]]
+
+
+def test_earlier_messages_have_the_new_ones_caps(server: AppServer) -> None:
+    """Issue 24, item 10: a history is held to the size and count caps of the new message,
+    refused in OpenAI's shape before anything is matched or stored."""
+    opening = {"role": "user", "content": "cap probe 7f3e"}
+    empty = [{"role": "user"} if i % 2 else {"role": "assistant"} for i in range(9_998)]
+    flood = {"model": "echo", "messages": [opening, *empty, {"role": "user", "content": "x"}]}
+    started = time.monotonic()
+    resp = _post(server, flood)
+    took = time.monotonic() - started
+    assert resp.status_code == 413, resp.text
+    error = resp.json()["error"]
+    assert error["type"] == "invalid_request_error" and "the limit is 1000" in error["message"]
+    print(f"10,000 messages refused in {took * 1000:.0f} ms")
+
+    too_long = {"role": "assistant", "content": "a" * 32_001}
+    question = [{"role": "user", "content": "x"}]
+    resp = _post(server, {"model": "echo", "messages": [opening, too_long, *question]})
+    assert resp.status_code == 413 and "messages[1] is 32001 characters" in resp.text
+
+    for hollow in ({"role": "user"}, {"role": "user", "content": "  "}):
+        answer = {"role": "assistant", "content": "a"}
+        resp = _post(server, {"model": "echo", "messages": [opening, answer, hollow, *question]})
+        assert resp.status_code == 400, resp.text
+        assert "messages[2]: a user message must have text" in resp.json()["error"]["message"]
+
+    long_id = {"model": "echo", "messages": question, "metadata": {"conversation_id": "c" * 65}}
+    resp = _post(server, long_id)
+    assert resp.status_code == 400 and "metadata" in resp.json()["error"]["message"]
+    many = {"model": "echo", "messages": question, "metadata": {f"k{i}": "v" for i in range(17)}}
+    assert _post(server, many).status_code == 400
+    assert "cap probe 7f3e" not in _titles(server)  # nothing of them was stored
+
+    # at the cap, still accepted: 997 earlier messages after the opening, then the new one
+    lines = [
+        {"role": "assistant" if i % 2 else "user", "content": f"line {i}"} for i in range(1, 998)
+    ]
+    question = {"role": "user", "content": "last"}
+    resp = _post(server, {"model": "echo", "messages": [opening, *lines, question]})
+    assert resp.status_code == 200, resp.text
+    conversation = httpx.get(f"{server.url}/api/v1/conversations/{resp.headers[HEADER]}")
+    assert conversation.json()["messageCount"] == 1000  # 998 brought, the question, its answer

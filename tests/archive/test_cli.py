@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from typer.testing import CliRunner
 
-from lumina_app.cli import ROOT, app
+from lumina_app.cli import app
 from lumina_app.composition import open_services
 from lumina_app.domain import Msg, RunRecord
 from tests.archive.conftest import T0, message_view, seed_conversation
-from tests.conftest import SHARED_REDIS_URL
+from tests.conftest import ROOT, SHARED_REDIS_URL, alembic_config
 
 COMMANDS = ["export", "import", "rebuild-hot", "stats", "migrate", "sweep", "check"]
 
@@ -134,6 +135,37 @@ def test_check_summarises_the_settings(cli) -> None:
     assert "database:    sqlite" in result.stdout and ": ok" in result.stdout
     assert "hot window:  redis" in result.stdout
     assert "agents:      2 found: demo, tester" in result.stdout
+
+
+def test_check_on_a_first_start_says_migrate_and_creates_nothing(cli, tmp_path: Path) -> None:
+    """``make run`` checks before it migrates: a fresh clone has no database yet."""
+    db_file = tmp_path / "fresh" / "lumina.db"
+    db_file.parent.mkdir()
+    result = cli("check", LUMINA_DATABASE_URL=f"sqlite:///{db_file}")
+    assert result.exit_code == 0, result.output
+    assert "database not migrated yet: run `make migrate`" in result.stdout
+    assert "Traceback" not in result.output and "error" not in result.output
+    assert list(db_file.parent.iterdir()) == []  # the check made no database file
+
+
+def test_check_on_an_older_database_names_both_revisions(cli, tmp_path: Path) -> None:
+    """An upgrade: the code is newer than the database; check says so, migrate follows."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    command.upgrade(alembic_config(url), "0007")
+    result = cli("check", LUMINA_DATABASE_URL=url)
+    assert result.exit_code == 0, result.output
+    assert "database at revision 0007, the code needs " in result.stdout
+    assert "run `make migrate`" in result.stdout
+    assert cli("migrate", LUMINA_DATABASE_URL=url).exit_code == 0
+    after = cli("check", LUMINA_DATABASE_URL=url)
+    assert after.exit_code == 0 and "sqlite:///" in after.stdout and ": ok" in after.stdout
+    assert "access: loopback only" in after.stdout
+
+
+def test_check_with_an_unreachable_database_exits_1(cli) -> None:
+    result = cli("check", LUMINA_DATABASE_URL="mysql+pymysql://root@127.0.0.1:1/test")
+    assert result.exit_code == 1
+    assert "database unavailable" in result.stdout
 
 
 def test_check_with_a_bad_setting_exits_2_with_one_line(cli) -> None:

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from lumina_app.agents.context import build_context, usable_history
-from lumina_app.domain import MessageStatus, Msg, MsgRole
+from lumina_app.agents.context import (
+    MAX_EARLIER,
+    SUMMARY_PREFIX,
+    build_context,
+    carried,
+    usable_history,
+)
+from lumina_app.domain import MessageStatus, Msg, MsgRole, Summary
 
 pytestmark = pytest.mark.unit
 
@@ -120,3 +126,45 @@ def test_results_without_their_call_are_left_out_a_call_without_results_keeps_it
         {"role": "assistant", "content": "let me look"},
         {"role": "user", "content": "next"},
     ]
+
+
+# -- what left the window before the summary covers it ---------------------------------------
+
+
+def test_an_agent_with_a_summary_gets_what_left_the_window_since_the_summary() -> None:
+    summary = Summary(covered_to_seq=10, text="the gist", id=7)
+    built = build_context("", history(24), "next", window=6, summary=summary, earlier=True)
+    sent = [m["content"] for m in built.messages]
+    assert sent[0] == SUMMARY_PREFIX + "the gist"
+    assert sent[1:-1] == [f"m{n}" for n in range(11, 25)]
+    assert built.earlier == 8 and built.earlier_range == (11, 18)
+    assert built.seq_range == (19, 24)  # the window proper
+    # without a summary: everything; without ``earlier`` (no summary agent): the window
+    assert build_context("", history(24), "x", window=6, earlier=True).earlier_range == (1, 18)
+    assert build_context("", history(24), "x", window=6, summary=summary).earlier == 0
+
+
+def test_the_token_budget_leaves_out_the_oldest_earlier_turns_first_and_whole() -> None:
+    msgs = [*history(2), *tool_turn(3, "tools", ["c1", "c2"]), *history(12)[6:]]
+    for n, msg in enumerate(msgs, start=1):
+        msg.seq = n
+    full = build_context("", msgs, "next", window=4, earlier=True)
+    assert full.earlier == len(msgs) - 4
+    budget = full.tokens - 5  # a little too much: only the oldest turn goes
+    built = build_context("", msgs, "next", window=4, earlier=True, token_budget=budget)
+    assert built.trimmed == 2 and built.history[0].seq == 3
+    for cut in range(20, full.tokens, 7):  # any budget: a call never without its results
+        trimmed = build_context("", msgs, "next", window=4, earlier=True, token_budget=cut)
+        assert trimmed.history[:1] == [] or trimmed.history[0].role is MsgRole.USER
+        assert_pairs_whole(trimmed.history)
+
+
+def test_a_warm_session_carries_what_no_summary_covers_yet() -> None:
+    msgs = history(30)
+    assert [m.seq for m in carried(msgs, window=6, summary=None, earlier=False)] == list(
+        range(25, 31)
+    )
+    summary = Summary(covered_to_seq=16, text="s")
+    kept = carried(msgs, window=6, summary=summary, earlier=True)
+    assert [m.seq for m in kept] == list(range(17, 31))
+    assert len(carried(history(400), window=6, summary=None, earlier=True)) == 6 + MAX_EARLIER

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 
 import pytest
@@ -144,6 +145,21 @@ def test_the_calculator_computes(expression: str, value: float) -> None:
         ("'a' * 3", "unsupported value"),
         ("[1] * 10", "unsupported syntax: List"),
         ("9 ** 9 ** 9", "result too large"),
+        ("2 ** 3321", "result too large"),
+        ("round(1, -4*10**7)", "ndigits must be between -1000 and 1000"),
+        ("round(1, -10**999)", "ndigits must be between -1000 and 1000"),
+        ("round(1.5, 10**999)", "ndigits must be between -1000 and 1000"),
+        ("round(2, 0.5)", "ndigits must be a whole number"),
+        ("1 << 10**9", "unsupported operator <<"),
+        ("2 >> 1", "unsupported operator >>"),
+        ("~1", "unsupported operator ~"),
+        ("1e999", "not a finite number"),
+        ("1e308 * 10", "not a finite number"),
+        ("2 ** -10**999", "math error"),
+        ("sqrt(10**999)", "math error"),
+        ("(" * 201 + "1" + ")" * 201, "not an arithmetic expression"),
+        ("abs(" * 60 + "1" + ")" * 60, "nested too deeply"),
+        ("1\x00", "not an arithmetic expression"),
         ("10 ** 600 * 10 ** 600", "result too large"),
         ("1 / 0", "division by zero"),
         ("(-8) ** 0.5", "not a real number"),
@@ -161,6 +177,14 @@ def test_the_calculator_refuses_anything_else(expression: str, reason: str) -> N
         evaluate(expression)
 
 
+def test_the_calculator_still_reaches_its_bounds() -> None:
+    assert evaluate("round(123456, -1000)") == 0
+    assert len(str(evaluate("2 ** 3320"))) == 1000  # the largest power of two
+    assert evaluate("(-1) ** (10**999)") == 1
+    assert evaluate("round(2.675, 1000)") == 2.675
+    assert evaluate("abs(" * 40 + "-1" + ")" * 40) == 1
+
+
 async def test_current_time_in_a_timezone_and_an_unknown_one() -> None:
     tool = builtin_tool("current_time")
     paris = await tool.invoke({"timezone": "Europe/Paris"}, CONTEXT)
@@ -168,8 +192,42 @@ async def test_current_time_in_a_timezone_and_an_unknown_one() -> None:
     assert re.fullmatch(stamp + r" \(\w+day, Europe/Paris\)", paris.text)
     utc = await tool.invoke({}, CONTEXT)
     assert utc.text.endswith(", UTC)") and "+00:00" in utc.text
-    with pytest.raises(ToolError, match="unknown timezone 'Mars/Olympus'"):
+    gmt = await tool.invoke({"timezone": "Etc/GMT+5"}, CONTEXT)
+    assert "-05:00 (" in gmt.text
+    with pytest.raises(ToolError, match="unknown time zone 'Mars/Olympus'"):
         await tool.invoke({"timezone": "Mars/Olympus"}, CONTEXT)
+
+
+HOSTILE_ZONES = [
+    "Europe",  # a folder of the tz database: IsADirectoryError, with its path
+    "x" * 100_000,  # File name too long, with the path
+    "Europe/" + "y" * 300,
+    "zone.tab",  # a file of the database that is not a zone
+    "../../../../etc/passwd",
+    "/etc/localtime",
+    "Europe/../UTC",
+    "Europe//Paris",
+    "UTC\x00",
+    "Europe/Paris\n",
+    " UTC",
+]
+
+
+@pytest.mark.parametrize("zone", HOSTILE_ZONES, ids=lambda z: repr(z[:20]))
+async def test_a_bad_time_zone_is_a_clear_error_that_shows_no_path(zone: str, caplog) -> None:
+    """``Europe`` and a 100k-character zone showed the user a path inside the virtualenv
+    (and logged a traceback): the error names the zone, cut short, and nothing else."""
+    results = await run(runner(builtin_tool("current_time")), call("current_time", zone))
+    (result,) = results
+    assert result.is_error and result.content.startswith("Error: unknown time zone ")
+    assert result.content.endswith(": use an IANA name such as Europe/Paris or UTC")
+    assert len(result.content) < 160
+    assert "site-packages" not in result.content and "zoneinfo/" not in result.content
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING]
+
+
+def call(name: str, timezone: str) -> ToolCall:
+    return ToolCall(name, json.dumps({"timezone": timezone}), "z")
 
 
 # -- the runner -------------------------------------------------------------------------------
@@ -252,7 +310,7 @@ async def test_what_goes_wrong_is_a_result_for_the_model(caplog) -> None:
         "Error: the arguments are not valid JSON: Expecting property name enclosed in "
         "double quotes: line 1 column 2 (char 1)",
         "Error: the arguments must be a JSON object",
-        "Error: boom crashed: RuntimeError: kaput",
+        "Error: boom crashed (RuntimeError)",  # what it said may name files: only logged
         "Error: hang did not answer within 0.2 s",
         "Error: no such city",
     ]

@@ -17,6 +17,7 @@ from lumina_app.agents.tools.builtin import builtin_tool
 from lumina_app.agents.tools.mcp import McpServer, McpUnavailable
 from lumina_app.agents.tools.recall import NAME as RECALL
 from lumina_app.agents.tools.recall import Recall
+from lumina_app.agents.tools.sandbox import ComputePool
 from lumina_app.agents.tools.schema import spec_problem
 from lumina_app.agents.tools.spec import Tool, Toolbox, ToolInfo, ToolSpec
 
@@ -30,10 +31,12 @@ class ToolCatalog:
         *,
         start_timeout: float,
         retry_seconds: float,
+        compute: ComputePool,
         recall: Recall | None = None,
         clock=time.monotonic,
     ) -> None:
         self.start_timeout = start_timeout
+        self.compute = compute
         self.recall = recall
         self.retry_seconds = retry_seconds
         self._clock = clock
@@ -46,7 +49,7 @@ class ToolCatalog:
         toolbox = Toolbox()
         for name in agent.tools.builtins:
             if name != RECALL:
-                tool = builtin_tool(name)
+                tool = builtin_tool(name, self.compute)
                 toolbox.tools[tool.name] = tool
         wants_recall = agent.memory.recall or RECALL in agent.tools.builtins
         if wants_recall and self.recall is not None:
@@ -107,9 +110,9 @@ class ToolCatalog:
         task.add_done_callback(self._retired.discard)
 
     async def close(self) -> None:
-        """Shut every server down (the app is stopping)."""
+        """Shut every server and tool worker down (the app is stopping)."""
         servers, self._servers = list(self._servers.values()), {}
-        await asyncio.gather(*(s.close() for s in servers), *self._retired)
+        await asyncio.gather(*(s.close() for s in servers), *self._retired, self.compute.close())
 
 
 async def _tools_of(server: McpServer) -> list[ToolSpec] | McpUnavailable:

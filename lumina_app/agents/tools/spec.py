@@ -13,6 +13,23 @@ EVENT_MAX_BYTES = 2 * 1024
 TRUNCATED = "\n[… truncated by Lumina: the tool returned {total} bytes, the first {kept} are kept]"
 EVENT_TRUNCATED = "\n[… {kept} of {total} bytes]"
 BUILTIN = "builtin"
+# A tool name or call id as the model wrote it is kept to this many characters (a real
+# tool's name is at most 64): what is stored, streamed and counted stays small.
+NAME_MAX_CHARS = 64
+NAME_CUT = "…[{total} characters]"
+
+
+def capped_name(name: str) -> str:
+    """``name`` cut to NAME_MAX_CHARS, with a marker saying how long it was."""
+    if len(name) <= NAME_MAX_CHARS:
+        return name
+    return name[:NAME_MAX_CHARS] + NAME_CUT.format(total=len(name))
+
+
+def quoted(value: object, limit: int = 40) -> str:
+    """``value`` quoted for an error message, cut short: what a model sent can be huge."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ToolError(Exception):

@@ -374,15 +374,22 @@ class ColdStore:
         return await self.db.transact(writes.settle_with_rows, values, rows, bump, run)
 
     async def last_messages(
-        self, conversation_id: int, n: int, *, before_seq: int | None = None
+        self,
+        conversation_id: int,
+        n: int,
+        *,
+        before_seq: int | None = None,
+        after_seq: int | None = None,
     ) -> list[Msg]:
         """The last ``n`` messages a context can hold (final, not superseded), in seq
-        order, optionally only those before a seq: one indexed query, newest first."""
+        order, optionally only those between two seqs: one indexed query, newest first."""
         query = sa.select(M).where(
             M.c.conversation_id == conversation_id, M.c.status.not_in(_OUT_OF_CONTEXT)
         )
         if before_seq is not None:
             query = query.where(M.c.seq < before_seq)
+        if after_seq is not None:
+            query = query.where(M.c.seq > after_seq)
         query = query.order_by(M.c.seq.desc()).limit(n)
         async with self.db.connect() as conn:
             rows = (await conn.execute(query)).all()

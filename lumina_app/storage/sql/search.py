@@ -1,14 +1,25 @@
 """Full-text search over message text, on each backend's own index (migration 0007):
 SQLite FTS5, PostgreSQL ``tsvector`` + GIN, MariaDB/MySQL ``FULLTEXT``.
 
-Any query text is safe: it is reduced to its words (letters and digits), and every word
-must match (the last one as a prefix: it may still be being typed), so operators and
+Any query text is safe: it is reduced to its words (runs of letters and digits), and every
+word must match (the last one as a prefix: it may still be being typed), so operators and
 punctuation in what a user types never reach the engine's query syntax. Only final
 messages are indexed; a growing answer is found once it ends.
+
+Every backend splits text into the same words, so a code is found the same way everywhere
+(``ZEBRA-4417`` by ``zebra``, ``4417`` or ``ZEBRA-4417``; ``v2.3.1`` by ``v2.3``):
+punctuation separates words. SQLite's unicode61 and InnoDB do that themselves;
+PostgreSQL's parser would keep ``-4417`` (a signed number), ``v2.3.1`` (a file name) or
+``foo.bar`` (a host) whole, so its document is the text with ASCII punctuation turned to
+spaces (migration 0012). A word InnoDB does not index (short, a stopword) is matched as a
+whole word by a pattern, not as any substring. One difference is left: ``_`` joins a word
+on InnoDB only, so ``snake_case_name`` is found by itself or ``snake_case`` everywhere, but
+by ``case`` alone only on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -21,14 +32,33 @@ from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
+# ASCII punctuation but ``%`` (the DB-API's parameter mark), as PostgreSQL's documents
+# see it: spaces (migration 0012 builds the index on exactly this expression).
+_PG_PUNCTUATION = "!\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_PG_TEXT = (
+    "translate(left(lumina_message.content, 100000), "
+    f"'{_PG_PUNCTUATION.replace(chr(39), chr(39) * 2)}', '{' ' * len(_PG_PUNCTUATION)}')"
+)
 # What PostgreSQL indexes of a message (the same expression as the index, so it is used).
-_PG_DOCUMENT = sa.literal_column("to_tsvector('simple', left(lumina_message.content, 100000))")
+_PG_DOCUMENT = sa.literal_column(f"to_tsvector('simple', {_PG_TEXT})")
 _PG_CONFIG = sa.literal_column("'simple'")
 # Messages a search never returns: not final yet, or replaced by a regenerated answer.
 _UNSEARCHED = (MessageStatus.STREAMING.value, "superseded")
 
 
 _FTS = sa.table("lumina_message_fts", sa.column("rowid"))
+_PART = re.compile(r"[^\W_]+")
+
+
+def _parts(dialect: str, words: Sequence[str]) -> list[str]:
+    """The words as the index splits them: runs of letters and digits, except on InnoDB,
+    for which ``_`` is part of a word (so ``snake_case_name`` is one word there)."""
+    if dialect not in ("postgresql", "sqlite"):
+        return list(words)
+    found: list[str] = []
+    for word in words:
+        found += [p for p in _PART.findall(word) if p not in found]
+    return found
 
 
 def _fts_phrase(words: Sequence[str], prefix: bool) -> str:
@@ -64,8 +94,11 @@ def _split(dialect: str, words: Sequence[str]) -> tuple[list[str], list[str]]:
 def _match(dialect: str, words: Sequence[str]) -> tuple[sa.ColumnElement, sa.ColumnElement]:
     """(filter on lumina_message rows, relevance: higher is better) for ``words``; on
     SQLite the filter is an id subquery (see :func:`search_messages` for its ranking)."""
+    words = _parts(dialect, words)
+    if not words:  # only joiners, such as "_": no word to look for
+        return sa.false(), sa.literal(0.0)
     indexed, scanned = _split(dialect, words)
-    likes = [M.c.content.like(f"%{_like_escaped(w)}%", escape="\\") for w in scanned]
+    likes = [_scan(w, w == words[-1]) for w in scanned]
     if not indexed:  # a scan, within the caller's scope (owner, conversation, agent)
         return sa.and_(*likes), sa.literal(0.0)
     prefix = indexed[-1] == words[-1]
@@ -97,6 +130,16 @@ def _innodb_indexes(word: str) -> bool:
     return len(word) >= _INNODB_MIN_TOKEN and word not in _INNODB_STOPWORDS
 
 
+def _scan(word: str, prefix: bool) -> sa.ColumnElement:
+    """A word the index cannot find, looked for in the text: inside it for a script written
+    without spaces; elsewhere (InnoDB's short words and stopwords) as a whole word, or the
+    start of one if it is the last (a pattern of letters and digits only: ``_parts``)."""
+    if UNSPACED.search(word):
+        return M.c.content.like(f"%{_like_escaped(word)}%", escape="\\")
+    end = "" if prefix else "([^[:alnum:]]|$)"
+    return M.c.content.op("REGEXP")(f"(^|[^[:alnum:]]){word}{end}")
+
+
 def _like_escaped(word: str) -> str:
     return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -118,6 +161,7 @@ async def search_messages(
 ) -> list[MessageHit]:
     """The caller's messages matching every word: most relevant first (recency breaks
     ties, and orders them on SQLite)."""
+    words = _parts(db.dialect, words)
     if not words:
         return []
     columns = (C.c.uuid, C.c.title, M.c.id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
@@ -125,7 +169,7 @@ async def search_messages(
     if db.dialect == "sqlite" and indexed:  # from the FTS table, so bm25() ranks (lower: better)
         rank = -sa.func.bm25(sa.literal_column("lumina_message_fts"))
         fts_query = _fts_phrase(indexed, indexed[-1] == words[-1])
-        likes = [M.c.content.like(f"%{_like_escaped(w)}%", escape="\\") for w in scanned]
+        likes = [_scan(w, w == words[-1]) for w in scanned]
         query = (
             sa.select(*columns, rank.label("score"))
             .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))

@@ -32,6 +32,7 @@ class ContextState(AppState):
         self.facts = [
             f"{context.scenario.value} · {context.model}",
             f"window: {window}",
+            *([_earlier(context.earlier)] if context.earlier else []),
             f"~{context.tokens} tokens",
             *([f"{context.trimmed} left out by the token budget"] if context.trimmed else []),
             *([f"{len(context.calls)} model calls (tool steps)"] if len(context.calls) > 1 else []),
@@ -44,3 +45,8 @@ class ContextState(AppState):
     @rx.event
     def set_open(self, value: bool) -> None:
         self.open = value
+
+
+def _earlier(earlier: tuple[int, int, int]) -> str:
+    first, last, count = earlier
+    return f"{count} earlier messages {first}–{last} (not summarised yet)"
