@@ -14,6 +14,7 @@ from redis.exceptions import RedisError
 
 from lumina_app.storage.local.slots import LocalSlots
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
+from lumina_app.storage.redis.client import RedisUnavailable, through_breaker
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -52,10 +53,6 @@ for _, key in ipairs(KEYS) do
 end
 return 1
 """
-
-
-class RedisUnavailable(RedisError):
-    """Skipped: the circuit breaker says Redis is away."""
 
 
 class RedisSlots:
@@ -119,15 +116,7 @@ class RedisSlots:
         await self.client.aclose()
 
     async def _redis(self, operation: Callable[[], Awaitable[T]]) -> T:
-        if not self.breaker.allow():
-            raise RedisUnavailable("redis circuit open")
-        try:
-            result = await operation()
-        except (RedisError, OSError):
-            self.breaker.record_failure()
-            raise
-        self.breaker.record_success()
-        return result
+        return await through_breaker(self.breaker, operation)
 
     @staticmethod
     def _warn(what: str, exc: BaseException) -> None:
