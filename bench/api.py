@@ -55,10 +55,14 @@ FIRST_BYTE_P50_MS = 15.0
 FIRST_BYTE_P99_MS = 50.0
 OVERHEAD_P50_MS, OVERHEAD_P99_MS = 5.0, 20.0  # #18: what Lumina adds over the anchor
 CPU_PER_STREAM_MAX = 2.0  # #18: server CPU per short stream / the anchor's
-# Every loopback client is one owner, capped at 32 open streams, and one address, capped at
-# 256 open requests (docs/SECURITY.md): the cadence and idle-memory tests hold 100 and 200
-# at once (--idle may ask for more).
-LOOPBACK_CAPS = {"LUMINA_MAX_STREAMS_PER_OWNER": "1000", "LUMINA_MAX_REQUESTS_PER_ADDRESS": "0"}
+# Every loopback client is one owner, capped at 32 open streams and 16 runs going at once,
+# and one address, capped at 256 open requests (docs/SECURITY.md): the cadence and
+# idle-memory tests hold 100 and 200 at once (--idle may ask for more).
+LOOPBACK_CAPS = {
+    "LUMINA_MAX_STREAMS_PER_OWNER": "1000",
+    "LUMINA_MAX_ACTIVE_RUNS_PER_OWNER": "1000",
+    "LUMINA_MAX_REQUESTS_PER_ADDRESS": "0",
+}
 GAP_P99_MS = 25.0
 IDLE_KB_PER_STREAM = 40.0
 

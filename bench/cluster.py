@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         url = stack.enter_context(database("postgresql", work))
         env = {"LUMINA_REDIS_URL": stack.enter_context(redis_server(work))}
         env["LUMINA_DEMO_DELAY_MS"] = "0"
+        env["LUMINA_MAX_ACTIVE_RUNS_PER_OWNER"] = str(max(16, args.clients))
         servers = [
             stack.enter_context(app_server(work / f"i{n}", env=env, database_url=url))
             for n in (1, 2)

@@ -625,6 +625,8 @@ def main(argv: list[str] | None = None) -> int:
             "LUMINA_API_KEYS": ",".join(keys),
             # Every client here is loopback: the per-address cap would be one for them all.
             "LUMINA_MAX_REQUESTS_PER_ADDRESS": "0",
+            # The load owner's many runs at once are the point; the stream cap still holds.
+            "LUMINA_MAX_ACTIVE_RUNS_PER_OWNER": "100000",
         }
         admin = redis.Redis.from_url(redis_url)
         header(

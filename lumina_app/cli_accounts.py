@@ -98,14 +98,29 @@ def enable_user(name: str) -> None:
 
 
 @users_app.command("reset-password")
-def reset_password(name: str, password_stdin: PasswordStdin = False) -> None:
-    """Set an account's password; its signed-in sessions end."""
+def reset_password(
+    name: str,
+    password_stdin: PasswordStdin = False,
+    keep_sessions: Annotated[
+        bool, typer.Option("--keep-sessions", help="Leave the account's browsers signed in.")
+    ] = False,
+    keep_keys: Annotated[
+        bool, typer.Option("--keep-keys", help="Leave the account's API keys working.")
+    ] = False,
+) -> None:
+    """Set an account's password; its signed-in sessions end and its API keys are revoked
+    (unless kept with --keep-sessions / --keep-keys)."""
     password = _password(password_stdin)
 
     async def work(services: Services):
-        return await services.users.reset_password(OPERATOR, name, password)
+        return await services.users.reset_password(
+            OPERATOR, name, password, end_sessions=not keep_sessions, revoke_keys=not keep_keys
+        )
 
-    out.print(f"Set a new password for {run_with_services(work).user.username}", markup=False)
+    done = run_with_services(work)
+    sessions = "sessions kept" if keep_sessions else f"{done.sessions_ended} session(s) ended"
+    keys = "keys kept" if keep_keys else f"{done.keys_revoked} key(s) revoked"
+    out.print(f"Set a new password for {done.user.username}: {sessions}, {keys}", markup=False)
 
 
 @users_app.command("claim")

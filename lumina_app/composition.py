@@ -18,6 +18,7 @@ from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
+from lumina_app.agents.run_cap import RunCap
 from lumina_app.agents.sessions import SessionPool
 from lumina_app.agents.summaries import SummaryKeeper
 from lumina_app.agents.tools.builtin import BUILTINS
@@ -46,19 +47,23 @@ from lumina_app.services.recall import RecallService
 from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
 from lumina_app.services.signin import SignInService
+from lumina_app.services.signin_limits import SignInLimits
 from lumina_app.services.users import UserAdminService
 from lumina_app.settings import Settings
 from lumina_app.storage.hot_window import HotWindow
 from lumina_app.storage.local.hot_window import LocalHotWindow
 from lumina_app.storage.local.run_events import LocalRunEventLog
 from lumina_app.storage.local.run_locks import LocalRunLocks
+from lumina_app.storage.local.slots import LocalSlots
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
 from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
 from lumina_app.storage.redis.run_events import RedisRunEventLog
 from lumina_app.storage.redis.run_locks import RedisRunLocks
+from lumina_app.storage.redis.slots import RedisSlots
 from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import RunLocks
+from lumina_app.storage.slots import Slots
 from lumina_app.storage.sql.api_keys import ApiKeyStore
 from lumina_app.storage.sql.audit import AuditStore
 from lumina_app.storage.sql.claims import ClaimStore
@@ -101,6 +106,7 @@ class Services:
     chat: ChatEngine
     events: RunEventLog
     tools: ToolCatalog
+    slots: Slots
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
     _tasks: list[asyncio.Task] = field(default_factory=list)
@@ -151,8 +157,12 @@ class Services:
             await self.embeddings.embedder.close()
         await self.events.close()
         await self.chat.locks.close()
+        await self.slots.close()
         await self.memory.close()
         await self.db.close()
+
+
+_SLOTS_REDIS_TIMEOUT = 2.0  # seconds
 
 
 def _hot_window(settings: Settings) -> HotWindow:
@@ -213,17 +223,37 @@ def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
     )
 
 
+def _slots(settings: Settings) -> Slots:
+    """Counted in Redis when there is one, so every worker and instance counts together.
+    Its own client and breaker: a burst of sign-ins opens connections faster than the hot
+    window's 200 ms connect timeout allows on a busy machine, and a slow count must not
+    trip the hot window's breaker (a sign-in can wait a little; a stream cannot)."""
+    if not settings.redis_url:
+        return LocalSlots()
+    timeout = max(settings.redis_socket_timeout, _SLOTS_REDIS_TIMEOUT)
+    return RedisSlots(
+        create_redis_client(settings.redis_url, socket_timeout=timeout),
+        prefix=settings.redis_prefix,
+        breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
+    )
+
+
 def _access(
-    settings: Settings, db: SQLDatabase
+    settings: Settings, db: SQLDatabase, slots: Slots
 ) -> tuple[AuthService, SignInService, AccountService, UserAdminService]:
     """Who may call (auth), signing in, one's own account, managing accounts."""
     sessions, users, keys = SessionStore(db), UserStore(db), ApiKeyStore(db)
     audit = AuditLog(AuditStore(db))
     passwords = Passwords(min_length=settings.password_min_length)
     auth = AuthService(settings, sessions, users, keys, audit)
+    limits = SignInLimits(
+        slots,
+        per_address=settings.signin_attempts_per_minute,
+        per_user=settings.signin_attempts_per_user_per_minute,
+    )
     return (
         auth,
-        SignInService(settings, auth, users, sessions, passwords, audit),
+        SignInService(settings, auth, users, sessions, passwords, audit, limits),
         AccountService(auth, users, sessions, keys, passwords, audit),
         UserAdminService(auth, users, sessions, keys, passwords, audit, ClaimStore(db)),
     )
@@ -236,6 +266,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     # flush rate cap (interval / 5), so a run's flushes never wait on each other.
     flush_window = min(0.05, settings.flush_interval_ms / 1000 / 5)
     hot = _hot_window(settings)
+    slots = _slots(settings)
     memory = MemoryManager(
         ColdStore(db, flush_window=flush_window), hot, window=settings.context_window
     )
@@ -270,13 +301,18 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         prompts=PromptVersions(PromptStore(db)),
         summaries=summaries,
         tools=tools,
+        cap=RunCap(
+            slots,
+            limit=settings.max_active_runs_per_owner,
+            lease_seconds=settings.run_lease_seconds,
+        ),
     )
     archive = ArchiveService(memory, settings.data_dir, limits=ImportLimits.from_settings(settings))
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
     if mirror is not None:
         mirror.attach()
     agents = AgentService(registry, settings, tools)
-    auth, signin, accounts, users = _access(settings, db)
+    auth, signin, accounts, users = _access(settings, db, slots)
     runs = RunService(chat, records, memory)
     services = Services(
         settings=settings,
@@ -306,6 +342,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         chat=chat,
         events=events,
         tools=tools,
+        slots=slots,
         mirror=mirror,
         embeddings=embeddings,
     )

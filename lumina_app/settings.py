@@ -85,7 +85,7 @@ class Settings(BaseSettings):
     allowed_origins: str | None = None
     allowed_hosts: str | None = None
     session_ttl_hours: float = Field(14 * 24, gt=0)
-    signin_attempts_per_minute: int = Field(10, ge=1)  # failed sign-ins per address
+    signin_attempts_per_minute: int = Field(10, ge=1)  # sign-in attempts per address
     signin_attempts_per_user_per_minute: int = Field(10, ge=1)  # ... and per username
     password_min_length: int = Field(12, ge=8, le=256)
 
@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     # Requests in flight per client address per worker (streams, websockets, bodies still
     # arriving), or 429; 0 = no cap (behind a proxy every client has the proxy's address).
     max_requests_per_address: int = Field(256, ge=0)
+    # Runs going at once per owner, every way a run starts; with Redis across instances.
+    max_active_runs_per_owner: int = Field(16, ge=1)
 
     # -- archive import limits (docs/ARCHIVE.md) ----------------------------------------
     import_max_file_bytes: int = Field(64 * 1024**2, ge=1024)

@@ -21,6 +21,7 @@ from redis.exceptions import RedisError
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentDefinition, AgentRegistry
+from lumina_app.agents.run_cap import RunCap
 from lumina_app.agents.run_driver import ActiveRun, RunDriver
 from lumina_app.agents.sessions import SessionPool
 from lumina_app.agents.summaries import SummaryKeeper
@@ -66,8 +67,10 @@ class ChatEngine:
         prompts: PromptVersions,
         summaries: SummaryKeeper,
         tools: ToolCatalog,
+        cap: RunCap,
     ) -> None:
         self.settings = settings
+        self.cap = cap
         self.locks = locks
         self.tools = tools
         self.memory = memory
@@ -96,6 +99,7 @@ class ChatEngine:
             events=events,
             locks=self.locks,
             tools=tools,
+            cap=cap,
             on_end=self._forget_run,
         )
         memory.on_delete(self._forget_conversation)
@@ -330,7 +334,8 @@ class ChatEngine:
     ) -> ActiveRun:
         """Take the conversation's run slot (here and, with shared locks, everywhere),
         read it under the lock unless it is new (``conversation``), ``prepare`` the run,
-        and start generating. Busy: ConversationBusy; someone else's: not found."""
+        and start generating. Busy: ConversationBusy; someone else's: not found; the owner
+        at its cap of runs going at once: TooManyRuns."""
         run_id = "run-" + secrets.token_hex(8)
         log_context.bind(run=run_id, conversation=conversation_uuid)  # the run's task inherits
         busy = self._by_conversation.get(conversation_uuid)
@@ -338,6 +343,11 @@ class ChatEngine:
             await self._visible(conversation_uuid, principal, agent)  # others' ids: 404, not 409
             raise ConversationBusy(conversation_uuid, busy)
         self._by_conversation[conversation_uuid] = run_id  # the slot is ours from here on
+        try:
+            await self.cap.take(principal.owner, run_id)
+        except BaseException:
+            self._by_conversation.pop(conversation_uuid, None)
+            raise
         try:
             holder = await self.locks.acquire(conversation_uuid, run_id)
             if holder is not None and not await self._take_stale_lock(
@@ -354,6 +364,7 @@ class ChatEngine:
                 raise
         except BaseException:
             self._by_conversation.pop(conversation_uuid, None)
+            await self.cap.release(principal.owner, run_id)
             raise
         self._runs[run_id] = run
         await self.driver.publish(run, session_started(run))

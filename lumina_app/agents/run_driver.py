@@ -15,6 +15,7 @@ from lumina_app.agents.context import BuiltContext, carried, chat_message
 from lumina_app.agents.flusher import AnswerFlusher
 from lumina_app.agents.providers import Provider
 from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.run_cap import RunCap
 from lumina_app.agents.sessions import Session, SessionPool
 from lumina_app.agents.step import Step, finished_event, tool_rows
 from lumina_app.agents.tools.catalog import ToolCatalog
@@ -102,9 +103,11 @@ class RunDriver:
         events: RunEventLog,
         locks: RunLocks,
         tools: ToolCatalog,
+        cap: RunCap,
         on_end: Callable[[ActiveRun], None],
     ) -> None:
         self.tools = tools
+        self.cap = cap
         self.settings = settings
         self.memory = memory
         self.sessions = sessions
@@ -328,6 +331,7 @@ class RunDriver:
         # its next message the moment it reads the result must not find it still busy.
         self.on_end(run)
         await self.locks.release(run.conversation.uuid, run.run_id)
+        await self.cap.release(run.owner, run.run_id)
         try:
             if status is RunStatus.FAILED:
                 await self.publish(run, RunFailed(error or "failed", assistant.id))
@@ -342,6 +346,7 @@ class RunDriver:
         interval = self.settings.run_lease_seconds / 3
         while True:
             await asyncio.sleep(interval)
+            await self.cap.renew(run.owner, run.run_id)
             if not await self.locks.renew(run.conversation.uuid, run.run_id):
                 log.warning("run %s lost its lease; stopping it", run.run_id)
                 self.request_stop(run, RunStatus.INTERRUPTED)

@@ -80,6 +80,12 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     )
     api.include_router(routes_metrics.router, responses=error_responses(401, 403))
     api.include_router(routes_health.router, responses=error_responses(503))
+    api.add_api_route(
+        routes_admin.PREFIX + "/{_rest:path}",
+        routes_admin.unmatched_admin,
+        methods=list(ALL_METHODS),
+        include_in_schema=False,
+    )
     for path in ("/api/{_rest:path}", "/healthz"):  # last: only what nothing above serves
         api.add_api_route(path, unmatched, methods=list(ALL_METHODS), include_in_schema=False)
     api.add_api_route(

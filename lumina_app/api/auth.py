@@ -12,6 +12,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from lumina_app.api.deps import services_dependency
+from lumina_app.api.errors import no_such_endpoint
 from lumina_app.domain import Credentials, Principal
 from lumina_app.services.auth import SESSION_COOKIE
 
@@ -68,3 +69,19 @@ class AuthenticatedRoute(APIRoute):
             return await handler(request)
 
         return authenticated
+
+
+class AdminRoute(AuthenticatedRoute):
+    """Also checks the role before FastAPI reads the body: to a caller who is not an admin
+    an admin route is the same 404 as a route that does not exist, whatever it sent (a
+    dependency would come too late: FastAPI parses the body before any dependency runs)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def admins_only(request: Request) -> Response:
+            if not (await current_principal(request)).is_admin:
+                return no_such_endpoint(request)
+            return await handler(request)
+
+        return admins_only

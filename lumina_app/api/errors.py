@@ -22,6 +22,7 @@ from lumina_app.domain import (
     RequestInProgress,
     StoreUnavailable,
     TooManyAttempts,
+    TooManyRuns,
     TooManyStreams,
     UsernameTaken,
 )
@@ -38,6 +39,7 @@ _STATUS: list[tuple[type[LuminaError], int]] = [
     (InputTooLarge, 413),
     (InvalidInput, 422),
     (TooManyStreams, 429),
+    (TooManyRuns, 429),
     (StoreUnavailable, 503),
 ]
 
@@ -78,7 +80,7 @@ def lumina_error_response(exc: LuminaError) -> JSONResponse:
     response = error_response(status_for(exc), exc.code, str(exc), **extra)
     if isinstance(exc, NotAuthenticated):
         response.headers["WWW-Authenticate"] = "Bearer"
-    elif isinstance(exc, TooManyAttempts | TooManyStreams):
+    elif isinstance(exc, TooManyAttempts | TooManyStreams | TooManyRuns):
         response.headers["Retry-After"] = str(exc.retry_after)
     return response
 
@@ -131,13 +133,21 @@ def allowed_methods(request: Request, catch_all: Any = None) -> str | None:
     return ", ".join(allowed) or None
 
 
+def no_such_endpoint(request: Request) -> JSONResponse:
+    return error_response(404, "not_found", f"no such endpoint: {request.url.path}")
+
+
 async def unmatched(request: Request) -> JSONResponse:
     """What no API route serves. Registered last under /api/ (and /healthz): on the real
     server Reflex mounts its app at "" after these routes, so without this an unknown path
     or method got Reflex's plain-text 404 instead of a JSON error."""
-    allowed = allowed_methods(request)
+    return not_served(request, allowed_methods(request))
+
+
+def not_served(request: Request, allowed: str | None) -> JSONResponse:
+    """404 where no route serves the path, else 405 naming the ``allowed`` methods."""
     if allowed is None:
-        return error_response(404, "not_found", f"no such endpoint: {request.url.path}")
+        return no_such_endpoint(request)
     response = error_response(
         405, "method_not_allowed", f"{request.method} is not allowed here (allowed: {allowed})"
     )

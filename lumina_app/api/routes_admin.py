@@ -1,13 +1,16 @@
-"""Managing accounts, for admins. To anyone else each route is a plain 404."""
+"""Managing accounts, for admins. To anyone else each route, with any method and any body,
+is the 404 of a route that does not exist."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
 
-from lumina_app.api.auth import AuthenticatedRoute, Caller
+from lumina_app.api.auth import AdminRoute, Caller, current_principal
 from lumina_app.api.deps import ServicesDep
+from lumina_app.api.errors import allowed_methods, no_such_endpoint, not_served
 from lumina_app.api.schemas import NoNul
 from lumina_app.api.schemas_accounts import (
     AuditOut,
@@ -17,8 +20,10 @@ from lumina_app.api.schemas_accounts import (
     UserOut,
     UserWithPassword,
 )
+from lumina_app.domain import NotAuthenticated
 
-router = APIRouter(prefix="/api/v1/admin", tags=["admin"], route_class=AuthenticatedRoute)
+PREFIX = "/api/v1/admin"
+router = APIRouter(prefix=PREFIX, tags=["admin"], route_class=AdminRoute)
 
 
 @router.get("/users", response_model=list[UserOut])
@@ -57,8 +62,15 @@ async def enable_user(username: Username, caller: Caller, services: ServicesDep)
 async def reset_password(
     username: Username, body: ResetPassword, caller: Caller, services: ServicesDep
 ) -> UserWithPassword:
-    """Set a password, or generate one (returned here once); the account's sessions end."""
-    made = await services.users.reset_password(caller, username, body.password)
+    """Set a password, or generate one (returned here once). Unless ``endSessions`` or
+    ``revokeKeys`` is false, the account's sessions end and its API keys are revoked."""
+    made = await services.users.reset_password(
+        caller,
+        username,
+        body.password,
+        end_sessions=body.endSessions,
+        revoke_keys=body.revokeKeys,
+    )
     return UserWithPassword(user=UserOut.of(made.user), temporaryPassword=made.temporary)
 
 
@@ -75,3 +87,15 @@ async def audit(
         caller, limit=limit, before=before, username=username
     )
     return [AuditOut.of(e) for e in entries]
+
+
+async def unmatched_admin(request: Request) -> JSONResponse:
+    """A method no admin route serves at a path, or a path none serves: to an admin the
+    usual 405 or 404; to anyone else 404, so a member cannot map the admin routes."""
+    try:
+        admin = (await current_principal(request)).is_admin
+    except NotAuthenticated:
+        admin = False
+    if not admin:
+        return no_such_endpoint(request)
+    return not_served(request, allowed_methods(request, catch_all=unmatched_admin))

@@ -256,7 +256,12 @@ async def execute_stream(
     return stream_response(services, events, v1_frames, slot.release)
 
 
-@router.post("/agents/{agent_id}/execute", status_code=202, response_model=RunAccepted)
+@router.post(
+    "/agents/{agent_id}/execute",
+    status_code=202,
+    response_model=RunAccepted,
+    responses=error_responses(429),  # the owner's cap of runs going at once
+)
 async def execute(
     job: ExecutionDep,
     services: ServicesDep,
@@ -279,7 +284,9 @@ async def execute(
     )
 
 
-@router.post("/agents/{agent_id}/execute/sync", response_model=SyncResult)
+@router.post(
+    "/agents/{agent_id}/execute/sync", response_model=SyncResult, responses=error_responses(429)
+)
 async def execute_sync(
     job: ExecutionDep,
     services: ServicesDep,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Path
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from lumina_app.api.schemas import NoNul, StrictBody, Unicode
 from lumina_app.domain import ApiKeyInfo, AuditEntry, Role, User
@@ -150,6 +150,12 @@ class NewUser(StrictBody):
 class ResetPassword(StrictBody):
     password: Password | None = Field(
         default=None, description="Left out: a temporary password is generated and returned"
+    )
+    endSessions: StrictBool = Field(
+        default=True, description="Sign the account out of every browser (default: yes)"
+    )
+    revokeKeys: StrictBool = Field(
+        default=True, description="Revoke every API key of the account (default: yes)"
     )
 
 

@@ -103,6 +103,19 @@ class TooManyStreams(LuminaError):
         self.limit = limit
 
 
+class TooManyRuns(LuminaError):
+    """The owner already has as many runs going as one owner may; nothing was started."""
+
+    code = "too_many_runs"
+    retry_after = 5  # seconds: runs end as their answers do
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"at most {limit} runs may go at once per owner; wait for one to end and retry"
+        )
+        self.limit = limit
+
+
 class UsernameTaken(LuminaError):
     """An account with that username already exists."""
 

@@ -1,7 +1,8 @@
 """Signing a browser in (a password, or a LUMINA_API_KEYS key) and out: a session whose
 token goes into an HttpOnly cookie and whose hash into the store (docs/SECURITY.md).
 
-Failures are limited per address and per username, a name with no account costs the same
+Attempts are limited per address and per username (counted before the password is
+checked, given back on success: ``signin_limits``), a name with no account costs the same
 Argon2 check as one with an account, and every attempt goes to the audit log.
 """
 
@@ -56,6 +57,7 @@ class SignInService:
         sessions: SessionRecords,
         passwords: Passwords,
         audit: AuditLog,
+        limits: SignInLimits,
     ) -> None:
         self.settings = settings
         self.auth = auth
@@ -63,13 +65,7 @@ class SignInService:
         self.sessions = sessions
         self.passwords = passwords
         self.audit = audit
-        self.limits = SignInLimits(
-            per_address=settings.signin_attempts_per_minute,
-            per_user=settings.signin_attempts_per_user_per_minute,
-            redis_url=settings.redis_url,
-            prefix=settings.redis_prefix,
-            socket_timeout=settings.redis_socket_timeout,
-        )
+        self.limits = limits
 
     async def options(self) -> SignInOptions:
         return SignInOptions(
@@ -83,19 +79,18 @@ class SignInService:
             raise AccessDenied("no user accounts exist here: there is nothing to sign in to")
         name = normalize_username(username)
         address = credentials.client_host or "unknown"
-        await self.limits.check(address, name)
+        attempt = await self.limits.attempt(address, name)
         found = await self.users.find(name) if is_username(name) else None
         if found is None:
             await self.passwords.verify_nobody(password)
         if found is None or not await self.passwords.verify(password, found[1]):
-            await self.limits.failed(address, name)
             await self._failed(name, address, WRONG)
             raise NotAuthenticated(WRONG)
         user = found[0]
         if user.disabled:  # said only to whoever knows the password
             await self._failed(name, address, "account disabled")
             raise AccessDenied("this account is disabled")
-        await self.limits.succeeded(name)
+        await self.limits.succeeded(attempt)
         return await self._open(user.username, "password", credentials, user)
 
     async def with_key(self, key: str, credentials: Credentials) -> SignedIn:
@@ -103,12 +98,12 @@ class SignInService:
         if not self.settings.api_key_map:
             raise AccessDenied("no API keys are configured: sign in with a username instead")
         address = credentials.client_host or "unknown"
-        await self.limits.check(address)
+        attempt = await self.limits.attempt(address)
         owner = self.auth.configured_key_owner(key.strip())
         if owner is None:
-            await self.limits.failed(address)
             await self._failed("", address, "invalid API key")
             raise NotAuthenticated("that key is not valid")
+        await self.limits.succeeded(attempt)
         return await self._open(owner, "api-key", credentials)
 
     async def sign_out(self, token: str | None, credentials: Credentials) -> None:

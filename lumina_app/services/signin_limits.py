@@ -1,89 +1,65 @@
-"""Failed sign-ins, limited per client address and per username (a moving window of one
-minute each, ``limits``): guessing one account's password from many addresses is as slow
-as guessing anyone's from one. A refused attempt is not counted and not checked, so it
-costs the server nothing.
+"""Sign-in attempts, limited per client address and per username (a moving window of one
+minute each): guessing one account's password from many addresses is as slow as guessing
+anyone's from one.
 
-With Redis configured the counts live there, shared by every worker process and instance
-(else each worker would give an attacker its own allowance); otherwise, and while Redis
-is unreachable, in this process's memory — still limited, per process, never an open door
-and never a failed sign-in because Redis is down.
+An attempt is counted before its password is checked, atomically for both windows (so a
+burst of concurrent attempts cannot all pass the check before the first is counted), and
+given back if it succeeds. A refused attempt is not counted and not checked, so it costs
+the server nothing.
+
+The counts are ``Slots`` (``storage/slots.py``): with Redis configured they live there,
+shared by every worker process and instance (else each worker would give an attacker its
+own allowance); otherwise, and while Redis is unreachable, in this process — still
+limited, never an open door and never a failed sign-in because Redis is down.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
-from limits import RateLimitItem, parse
-from limits.aio.storage import MemoryStorage, RedisStorage
-from limits.aio.strategies import MovingWindowRateLimiter
-from limits.errors import StorageError
+import math
+import secrets
+from dataclasses import dataclass
 
 from lumina_app.domain import TooManyAttempts
+from lumina_app.storage.slots import Slots
 
-log = logging.getLogger(__name__)
-T = TypeVar("T")
+WINDOW_SECONDS = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One counted attempt: what a success gives back."""
+
+    member: str
+    address_key: str
+    user_key: str | None
 
 
 class SignInLimits:
-    def __init__(
-        self,
-        *,
-        per_address: int,
-        per_user: int,
-        redis_url: str | None = None,
-        prefix: str = "lumina",
-        socket_timeout: float = 2.0,
-    ) -> None:
-        self._local = MovingWindowRateLimiter(MemoryStorage())
-        self._shared = None
-        if redis_url:
-            storage = RedisStorage(
-                "async+" + redis_url,
-                implementation="redispy",
-                key_prefix=f"{prefix}:signin",
-                wrap_exceptions=True,
-                socket_timeout=socket_timeout,
-                socket_connect_timeout=socket_timeout,
-            )
-            self._shared = MovingWindowRateLimiter(storage)
-        self._address = parse(f"{per_address}/minute")
-        self._user = parse(f"{per_user}/minute")
+    def __init__(self, slots: Slots, *, per_address: int, per_user: int) -> None:
+        self.slots = slots
+        self.per_address = per_address
+        self.per_user = per_user
 
-    def _windows(self, address: str, username: str | None) -> list[tuple[RateLimitItem, str]]:
-        windows = [(self._address, f"address:{address}")]
-        if username is not None:
-            windows.append((self._user, f"user:{username}"))
-        return windows
+    async def attempt(self, address: str, username: str | None = None) -> Attempt:
+        """Count an attempt, or TooManyAttempts (429, with the wait) when either window is
+        full (then nothing is counted)."""
+        attempt = Attempt(
+            member=secrets.token_hex(8),
+            address_key=f"signin:address:{address}",
+            user_key=f"signin:user:{username}" if username is not None else None,
+        )
+        limits = {attempt.address_key: self.per_address}
+        if attempt.user_key is not None:
+            limits[attempt.user_key] = self.per_user
+        wait = await self.slots.take(limits, attempt.member, WINDOW_SECONDS)
+        if wait > 0:
+            seconds = max(1, math.ceil(min(wait, WINDOW_SECONDS)))
+            raise TooManyAttempts(f"too many failed sign-ins: try again in {seconds} s", seconds)
+        return attempt
 
-    async def _on(self, call: Callable[[MovingWindowRateLimiter], Awaitable[T]]) -> T:
-        """``call`` on the shared counts; on this process's own while Redis fails."""
-        if self._shared is not None:
-            try:
-                return await call(self._shared)
-            except StorageError as exc:
-                log.warning("sign-in limits: Redis unavailable, counting in process: %s", exc)
-        return await call(self._local)
-
-    async def check(self, address: str, username: str | None = None) -> None:
-        """TooManyAttempts (429, with the wait) once either window is full."""
-        wait = 0
-        for item, key in self._windows(address, username):
-            if not await self._on(lambda limiter, i=item, k=key: limiter.test(i, k)):
-                reset, _remaining = await self._on(
-                    lambda limiter, i=item, k=key: limiter.get_window_stats(i, k)
-                )
-                wait = max(wait, int(reset - time.time()) + 1, 1)
-        if wait:
-            raise TooManyAttempts(f"too many failed sign-ins: try again in {wait} s", wait)
-
-    async def failed(self, address: str, username: str | None = None) -> None:
-        for item, key in self._windows(address, username):
-            await self._on(lambda limiter, i=item, k=key: limiter.hit(i, k))
-
-    async def succeeded(self, username: str) -> None:
-        """The account's own count starts again (the address's does not: one valid account
-        must not buy more guesses at another)."""
-        await self._on(lambda limiter: limiter.clear(self._user, f"user:{username}"))
+    async def succeeded(self, attempt: Attempt) -> None:
+        """The attempt is given back, and the account's own count starts again (not the
+        address's: one valid account must not buy more guesses at another)."""
+        await self.slots.release([attempt.address_key], attempt.member)
+        if attempt.user_key is not None:
+            await self.slots.clear(attempt.user_key)

@@ -4,7 +4,8 @@ users``. To anyone else every method is a plain "not found", as if there were no
 An account set up by someone else (an admin on the web: a given or a generated password) is
 marked ``must_change_password``; the CLI is the operator at the console and marks nothing.
 Disabling ends the account's sessions and revokes its keys at once; enabling brings back
-neither (the user signs in again and makes new keys).
+neither (the user signs in again and makes new keys). A password reset does the same by
+default (each can be kept): whoever had the old password is shut out.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ MAX_AUDIT_PAGE = 200
 class NewPassword:
     user: User
     temporary: str | None  # generated: shown once, to whoever asked
+    sessions_ended: int = 0  # a reset's
+    keys_revoked: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +124,17 @@ class UserAdminService:
         return await self._find(user.username)
 
     async def reset_password(
-        self, principal: Principal, username: str, password: str | None = None
+        self,
+        principal: Principal,
+        username: str,
+        password: str | None = None,
+        *,
+        end_sessions: bool = True,
+        revoke_keys: bool = True,
     ) -> NewPassword:
-        """Set ``password``, or a generated one (returned once). The account's sessions
-        end: whoever was signed in with the old password is signed out."""
+        """Set ``password``, or a generated one (returned once). Unless told otherwise the
+        account's sessions end and its API keys are revoked: after a suspected compromise,
+        whoever was signed in, or made a key, with the old password is shut out."""
         _admin(principal)
         user = await self._find(username)
         if user.id == principal.user_id:
@@ -137,11 +147,28 @@ class UserAdminService:
             await self.passwords.hash(chosen),
             must_change_password=_someone_else(principal),
         )
-        ended = await self.sessions.revoke_all(owner=user.username, user_id=user.id)
-        self.auth.forget_sessions(ended)
-        detail = f"{'generated' if temporary else 'set'}; {len(ended)} session(s) ended"
+        ended: list[int] = []
+        if end_sessions:
+            ended = await self.sessions.revoke_all(owner=user.username, user_id=user.id)
+            self.auth.forget_sessions(ended)
+        revoked: list[int] = []
+        if revoke_keys:
+            revoked = await self.keys.revoke_all(user_id=user.id)
+            for key_id in revoked:
+                self.auth.forget_key(key_id)
+        detail = (
+            f"{'generated' if temporary else 'set'}; "
+            + (f"{len(ended)} session(s) ended" if end_sessions else "sessions kept")
+            + "; "
+            + (f"{len(revoked)} key(s) revoked" if revoke_keys else "keys kept")
+        )
         await self._record(principal, AuditEvent.PASSWORD_RESET, user.username, detail)
-        return NewPassword(user=await self._find(user.username), temporary=temporary)
+        return NewPassword(
+            user=await self._find(user.username),
+            temporary=temporary,
+            sessions_ended=len(ended),
+            keys_revoked=len(revoked),
+        )
 
     # -- keys, for the operator (``python -m lumina_app keys``) -------------------------
 

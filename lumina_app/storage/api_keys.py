@@ -22,5 +22,8 @@ class ApiKeyRecords(Protocol):
     async def revoke(self, key_id: int, *, user_id: int | None = None) -> bool:
         """Revoke a live key (only that user's, when given); False if there was none."""
 
+    async def revoke_all(self, *, user_id: int) -> list[int]:
+        """Revoke every live key of a user; the ids revoked."""
+
     async def touch(self, key_id: int) -> None:
         """Record that the key was just used."""

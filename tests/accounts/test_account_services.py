@@ -9,6 +9,7 @@ from lumina_app.domain import (
     LOCAL,
     OPERATOR,
     AccessDenied,
+    Credentials,
     InvalidInput,
     KeyNotFound,
     NotAuthenticated,
@@ -156,3 +157,37 @@ async def test_claim_moves_the_local_operators_data_to_an_account(accounts) -> N
     assert await accounts.idempotency.get("alice", "only-local") is not None
     again = await accounts.users.claim_local_data(OPERATOR, "alice")
     assert again.conversations == 0
+
+
+async def test_a_reset_revokes_the_accounts_keys_and_sessions_unless_kept(accounts) -> None:
+    admin = await sign_in(accounts, (await add_user(accounts, "root", Role.ADMIN)).username)
+    dave = await add_user(accounts, "dave")
+    erin = await add_user(accounts, "erin")
+    erins = (await accounts.accounts.create_key(as_user(erin), "erin's")).key
+
+    async def daves_access() -> tuple[Credentials, Credentials]:
+        key = (await accounts.accounts.create_key(as_user(dave), "made by mallory")).key
+        signed = await accounts.signin.with_password("dave", PASSWORD, browser())
+        return Credentials(authorization=f"Bearer {key}"), browser(session_token=signed.token)
+
+    async def works(credentials: Credentials) -> bool:
+        try:
+            return (await accounts.auth.authenticate(credentials)).owner == "dave"
+        except NotAuthenticated:
+            return False
+
+    kept = await daves_access()
+    done = await accounts.users.reset_password(
+        admin, "dave", PASSWORD, end_sessions=False, revoke_keys=False
+    )
+    assert (done.sessions_ended, done.keys_revoked) == (0, 0)
+    assert [await works(c) for c in kept] == [True, True]
+    stolen = await daves_access()
+    done = await accounts.users.reset_password(admin, "dave", PASSWORD, end_sessions=False)
+    assert (done.sessions_ended, done.keys_revoked) == (0, 2)
+    assert [await works(c) for c in (*kept, *stolen)] == [False, True, False, True]
+    done = await accounts.users.reset_password(admin, "dave", PASSWORD)
+    assert (done.sessions_ended, done.keys_revoked) == (2, 0)
+    assert [await works(c) for c in (*kept, *stolen)] == [False] * 4
+    assert await accounts.auth.authenticate(Credentials(authorization=f"Bearer {erins}"))
+    assert [k.username for k in await accounts.users.list_keys(admin)] == ["erin"]

@@ -3,6 +3,7 @@ Argon2 work), disabled accounts, limits per username and per address, the audit 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -19,6 +20,8 @@ from lumina_app.domain import (
 )
 from lumina_app.services.passwords import Passwords
 from lumina_app.services.signin_limits import SignInLimits
+from lumina_app.storage.redis.client import create_redis_client
+from lumina_app.storage.redis.slots import RedisSlots
 from tests.accounts.conftest import PASSWORD, add_user, browser
 
 
@@ -160,14 +163,35 @@ async def test_limits_are_shared_by_every_worker_through_redis(open_on) -> None:
 
 
 async def test_with_redis_unreachable_sign_in_is_still_limited_in_process(caplog) -> None:
-    limits = SignInLimits(
-        per_address=10, per_user=2, redis_url="redis://127.0.0.1:1/0", socket_timeout=0.2
-    )
+    client = create_redis_client("redis://127.0.0.1:1/0", socket_timeout=0.2)
+    limits = SignInLimits(RedisSlots(client, prefix="lumina"), per_address=10, per_user=2)
     for _ in range(2):
-        await limits.check("10.2.2.2", "alice")
-        await limits.failed("10.2.2.2", "alice")
+        await limits.attempt("10.2.2.2", "alice")
     with pytest.raises(TooManyAttempts):
-        await limits.check("10.2.2.3", "alice")
-    await limits.succeeded("alice")
-    await limits.check("10.2.2.3", "alice")
+        await limits.attempt("10.2.2.3", "alice")
+    await limits.succeeded(await limits.attempt("10.2.2.3", "bob"))
     assert any("Redis unavailable" in r.getMessage() for r in caplog.records)
+    await client.aclose()
+
+
+async def test_concurrent_attempts_are_counted_before_any_password_is_checked(open_on) -> None:
+    """A burst for one account: only as many attempts as the limit reach the Argon2
+    check; the others are refused at once, the right password among them or not."""
+    services = await open_on(signin_attempts_per_user_per_minute=4)
+    await add_user(services, "alice")
+    tries = [services.signin.with_password("alice", f"guess {n}", browser()) for n in range(12)]
+    outcomes = await asyncio.gather(*tries, return_exceptions=True)
+    kinds = sorted(type(o).__name__ for o in outcomes)
+    assert kinds == ["NotAuthenticated"] * 4 + ["TooManyAttempts"] * 8
+
+
+async def test_a_success_gives_its_attempt_back_to_the_address(open_on) -> None:
+    services = await open_on(signin_attempts_per_minute=3)
+    await add_user(services, "alice")
+    for _ in range(5):  # successes do not use up the address's allowance
+        await services.signin.with_password("alice", PASSWORD, browser("10.3.3.3"))
+    for _ in range(3):
+        with pytest.raises(NotAuthenticated):
+            await services.signin.with_password("alice", "typo", browser("10.3.3.3"))
+    with pytest.raises(TooManyAttempts):
+        await services.signin.with_password("alice", PASSWORD, browser("10.3.3.3"))

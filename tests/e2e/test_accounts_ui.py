@@ -235,12 +235,27 @@ def test_the_admin_page_creates_and_disables_a_user(people, users_server) -> Non
     expect(erin).to_have_url(re.compile(r"/login"), timeout=10_000)  # same process: one tick
     erin_row.get_by_test_id("enable-user").click()
     expect(erin_row.get_by_test_id("user-state")).to_have_text("temporary password")
+    key = {"Authorization": "Bearer " + users_server.cli("keys", "create", "erin").strip()}
     erin_row.get_by_test_id("reset-password").click()
+    for box in ("reset-end-sessions", "reset-revoke-keys"):  # shut out by default
+        expect(admin.get_by_test_id(box)).to_be_checked()
+    admin.get_by_test_id("reset-revoke-keys").uncheck()
+    shot(admin, "admin-reset")
     admin.get_by_test_id("confirm-reset").click()  # empty: a temporary one is generated
+    expect(temporary).to_have_value(re.compile(r".{16,}"))
+    admin.get_by_test_id("close-secret").click()
+    expect(admin.get_by_test_id("notice")).to_contain_text("their API keys still work")
+    assert httpx.get(f"{base}/api/v1/me", headers=key).status_code == 200
+    erin_row.get_by_test_id("reset-password").click()
+    expect(admin.get_by_test_id("reset-revoke-keys")).to_be_checked()  # each time anew
+    admin.get_by_test_id("confirm-reset").click()
     expect(temporary).to_have_value(re.compile(r".{16,}"))
     new_password = temporary.input_value()
     assert new_password != password
     admin.get_by_test_id("close-secret").click()
-    expect(admin.get_by_test_id("notice")).to_contain_text("New password set for erin")
+    expect(admin.get_by_test_id("notice")).to_contain_text(
+        "New password set for erin; they were signed out everywhere and their API keys revoked"
+    )
+    assert httpx.get(f"{base}/api/v1/me", headers=key).status_code == 401
     sign_in(erin, base, "erin", new_password)
     expect(erin).to_have_url(re.compile(r"/account/?$"))

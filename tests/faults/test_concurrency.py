@@ -116,7 +116,9 @@ TOKEN = re.compile(r"tok[0-9a-f]{12}")
 async def test_two_hundred_conversations_at_once_do_not_cross_talk(
     api_factory, backend_url
 ) -> None:
-    _services, api = await api_factory(database_url=backend_url, demo_delay_ms=0)
+    _services, api = await api_factory(
+        database_url=backend_url, demo_delay_ms=0, max_active_runs_per_owner=CONVERSATIONS
+    )
     tokens = [(f"tok{secrets.token_hex(6)}", f"tok{secrets.token_hex(6)}") for _ in range(200)]
 
     async def talk(first: str, second: str) -> tuple[str, list[httpx.Response]]:

@@ -57,6 +57,7 @@ CONTRACTS = {
     "storage.api_keys",
     "storage.audit",
     "storage.claims",
+    "storage.slots",
 }
 
 

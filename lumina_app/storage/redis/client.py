@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
+
+T = TypeVar("T")
+
+
+class RedisUnavailable(RedisError):
+    """Skipped: the circuit breaker says Redis is away."""
+
+
+async def through_breaker(breaker: CircuitBreaker, operation: Callable[[], Awaitable[T]]) -> T:
+    """``operation`` unless the breaker is open (then RedisUnavailable at once); its
+    outcome tells the breaker."""
+    if not breaker.allow():
+        raise RedisUnavailable("redis circuit open")
+    try:
+        result = await operation()
+    except (RedisError, OSError):
+        breaker.record_failure()
+        raise
+    breaker.record_success()
+    return result
 
 
 def create_redis_client(url: str, *, socket_timeout: float | None) -> aioredis.Redis:

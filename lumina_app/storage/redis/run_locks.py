@@ -15,13 +15,10 @@ from redis.exceptions import RedisError
 
 from lumina_app.storage.local.run_locks import LocalRunLocks
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
+from lumina_app.storage.redis.client import RedisUnavailable, through_breaker
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-class RedisUnavailable(RedisError):
-    """Skipped: the circuit breaker says Redis is away."""
 
 
 # Renew; a missing key (taken while Redis was away, or lost with a restart) is re-taken.
@@ -81,15 +78,7 @@ class RedisRunLocks:
         return f"{self.prefix}:{{{conversation_uuid}}}:lock"
 
     async def _redis(self, operation: Callable[[], Awaitable[T]]) -> T:
-        if not self.breaker.allow():
-            raise RedisUnavailable("redis circuit open")
-        try:
-            result = await operation()
-        except (RedisError, OSError):
-            self.breaker.record_failure()
-            raise
-        self.breaker.record_success()
-        return result
+        return await through_breaker(self.breaker, operation)
 
     async def acquire(self, conversation_uuid: str, run_id: str) -> str | None:
         local = await self._fallback.acquire(conversation_uuid, run_id)

@@ -87,6 +87,14 @@ class ApiKeyStore:
             result = await conn.execute(query.values(revoked_at=utcnow()))
         return result.rowcount == 1
 
+    async def revoke_all(self, *, user_id: int) -> list[int]:
+        live = [K.c.user_id == user_id, K.c.revoked_at.is_(None)]
+        async with self.db.begin() as conn:
+            ids = list((await conn.execute(sa.select(K.c.id).where(*live))).scalars())
+            if ids:
+                await conn.execute(sa.update(K).where(K.c.id.in_(ids)).values(revoked_at=utcnow()))
+        return ids
+
     async def touch(self, key_id: int) -> None:
         async with self.db.begin() as conn:
             await conn.execute(sa.update(K).where(K.c.id == key_id).values(last_used_at=utcnow()))

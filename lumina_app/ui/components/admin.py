@@ -127,13 +127,28 @@ def user_list() -> rx.Component:
     )
 
 
+def shut_out(control_id: str, label: str) -> rx.Component:
+    """A native checkbox, checked by default: the reset's request reads it (``secrets``)."""
+    return rx.el.label(
+        rx.el.input(
+            type="checkbox",
+            id=control_id,
+            default_checked=True,
+            custom_attrs={"data-testid": control_id},
+        ),
+        rx.text(label, size="2"),
+        display="flex",
+        gap="0.5em",
+        align_items="center",
+    )
+
+
 def reset_dialog() -> rx.Component:
     return rx.dialog.root(
         rx.dialog.content(
             rx.dialog.title("Reset the password of " + AdminState.reset_for),
             rx.dialog.description(
-                "Type a new password, or leave it empty to generate a temporary one. "
-                "Their signed-in browsers are signed out.",
+                "Type a new password, or leave it empty to generate a temporary one.",
                 size="2",
                 color="gray",
             ),
@@ -148,6 +163,8 @@ def reset_dialog() -> rx.Component:
                         width="100%",
                         custom_attrs={"data-testid": "reset-password-input"},
                     ),
+                    shut_out("reset-end-sessions", "Sign them out of every browser"),
+                    shut_out("reset-revoke-keys", "Revoke all their API keys"),
                     rx.flex(
                         rx.button(
                             "Cancel",

@@ -25,6 +25,10 @@ window.luminaField = (id) => {
   const el = document.getElementById(id);
   return el ? el.value : "";
 };
+window.luminaChecked = (id) => {
+  const el = document.getElementById(id);
+  return el ? el.checked : true;
+};
 window.luminaClear = (...ids) => {
   for (const id of ids) { const el = document.getElementById(id); if (el) el.value = ""; }
 };
@@ -70,11 +74,15 @@ window.luminaCreateUser = async () => {
 window.luminaResetPassword = async () => {
   const name = luminaField("reset-username"), password = luminaField("reset-password");
   const path = "/api/v1/admin/users/" + encodeURIComponent(name) + "/password";
-  const r = await luminaApi("POST", path, password ? {password} : {});
+  const body = {endSessions: luminaChecked("reset-end-sessions"),
+                revokeKeys: luminaChecked("reset-revoke-keys")};
+  if (password) body.password = password;
+  const r = await luminaApi("POST", path, body);
   if (!r.ok) return r;
   luminaClear("reset-password");
   luminaKeep(r.data.temporaryPassword);
-  return {ok: true, username: name, temporary: !!r.data.temporaryPassword};
+  return {ok: true, username: name, temporary: !!r.data.temporaryPassword,
+          endSessions: body.endSessions, revokeKeys: body.revokeKeys};
 };
 """
 

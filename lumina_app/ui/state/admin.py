@@ -93,8 +93,20 @@ class AdminState(AppState):
         if not result.get("ok"):
             self.error = str(result.get("error") or "The password was not reset.")
             return
-        await self._done(result, "New password set for {name}; their sessions ended.")
+        await self._done(result, "New password set for {name}; " + _shut_out(result) + ".")
 
     @rx.event
     def close_reveal(self) -> None:
         self.revealing = False
+
+
+def _shut_out(result: dict) -> str:
+    """What a reset did besides the password, as the page asked for it."""
+    sessions, keys = result.get("endSessions", True), result.get("revokeKeys", True)
+    if sessions and keys:
+        return "they were signed out everywhere and their API keys revoked"
+    if sessions:
+        return "they were signed out everywhere; their API keys still work"
+    if keys:
+        return "their API keys were revoked; their browsers stay signed in"
+    return "their browsers stay signed in and their API keys still work"
