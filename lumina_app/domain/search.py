@@ -31,6 +31,17 @@ class MessageHit:
     created_at: datetime
 
 
+QUESTION_WORDS = 4  # this many words or more, or a "?", reads as a question
+
+
+def is_question(query: str) -> bool:
+    """Whether a search box's text reads as a question ("when did I mention the zebra
+    code?") rather than words to look up: a question is ranked by relevance (recall),
+    a few words are found word for word (search)."""
+    text = query.strip()
+    return text.endswith("?") or len(_WORD.findall(text)) >= QUESTION_WORDS
+
+
 def terms(query: str) -> list[str]:
     """The words of a query, lower-cased, at most MAX_TERMS, each once."""
     found: list[str] = []

@@ -45,6 +45,28 @@ def test_a_search_hit_opens_its_conversation_at_the_message(page: Page, app_serv
     expect(page.get_by_test_id("message").last).to_contain_text("filler turn 24")
 
 
+def test_a_question_in_the_search_box_finds_the_message_ranked(page: Page, app_server) -> None:
+    """Every word of a question need not be there: it is ranked (recall), not looked up."""
+    with httpx.Client(base_url=app_server.url, timeout=30) as api:
+        for task in (
+            "the ticket for the broken printer is ZEBRA-4417",
+            "lunch was a sandwich with pickles",
+            "the weather looks grey today",
+        ):
+            api.post("/api/v1/agents/assistant/execute/sync", json={"task": task})
+    page.goto(f"{app_server.url}/chat/assistant")
+    box = page.get_by_test_id("search-input")
+    box.fill("which ticket did I open for the printer?")
+    hits = page.get_by_test_id("search-hit")
+    expect(hits.first).to_contain_text("ZEBRA-4417")
+    expect(hits.first.locator("mark").first).to_have_text(re.compile("ticket|printer"))
+    shot(page, "search-question")
+    box.fill("printer ticket")  # a few words: found word for word, as before
+    expect(hits.first).to_contain_text("ZEBRA-4417")
+    box.fill("printer sandwich")  # …which every word must match: none does
+    expect(hits).to_have_count(0)
+
+
 def test_an_answer_shows_exactly_what_its_model_was_given(page: Page, app_server) -> None:
     open_new(page, app_server.url)
     for text in ("The secret word is pineapple.", "What was the secret word?"):

@@ -301,7 +301,7 @@ def sidebar_content() -> rx.Component:
             rx.vstack(
                 rx.foreach(SidebarState.conversations, conversation_item),
                 rx.cond(
-                    SidebarState.conversations.length() == 0,
+                    (SidebarState.conversations.length() == 0) & (SidebarState.hits.length() == 0),
                     rx.text(
                         rx.cond(SidebarState.search != "", "No matches.", "No conversations yet."),
                         size="2",

@@ -7,6 +7,7 @@ import contextlib
 import reflex as rx
 
 from lumina_app.domain import InvalidInput, NotFound
+from lumina_app.domain.search import is_question
 from lumina_app.services.conversations import MAX_SEARCH_CHARS
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.base import AppState
@@ -58,9 +59,12 @@ class SidebarState(AppState):
         self.next_cursor = next_cursor or ""
 
     async def _find_messages(self) -> None:
-        """Messages matching the search (the list above filters whole conversations)."""
+        """Messages matching the search (the list above filters whole conversations): a
+        question is answered by ranked recall, a few words by the word-for-word search."""
+        services = self._services()
+        finder = services.recall if is_question(self.search) else services.search
         try:
-            found = await self._services().search.everywhere(
+            found = await finder.everywhere(
                 self._caller(), self.search, agent_id=self.agent_id, limit=HITS
             )
         except InvalidInput:  # no word to look for (only punctuation, say)
