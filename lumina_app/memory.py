@@ -461,15 +461,19 @@ class MemoryManager:
         rows = await history_match.seen_rows(self.cold.db, list(ids))
         return {uuid: rows.get(cid, []) for cid, uuid in ids.items()}
 
-    async def append_history(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
+    async def append_history(
+        self, conversation: ConversationInfo, msgs: Sequence[Msg]
+    ) -> list[Msg]:
         """Store messages a client brings along (earlier turns it had elsewhere): final rows,
-        the next seqs, one transaction; then windowed like any final rows."""
+        the next seqs, one transaction; then windowed like any final rows. Returns them
+        as stored (ids, seqs)."""
         for msg in msgs:
             check_storable_text(msg.content, "message")
         saved = await self.cold.append_messages(conversation.id, msgs)
         if saved:
             await self._window(conversation, saved)
             await self._finalised(conversation, saved)
+        return list(saved or [])
 
     async def gateway_meta(self, conversation: ConversationInfo) -> dict[str, Any]:
         return await history_match.gateway_meta(self.cold.db, conversation.id)

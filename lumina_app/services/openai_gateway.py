@@ -162,7 +162,7 @@ class OpenAIGateway:
             running = await self.runs.running_in(principal, conversation.uuid)
             if running is not None:
                 raise ConversationBusy(conversation.uuid, running)
-            await self.memory.append_history(conversation, _rows(rest))
+            await self.memory.append_history(conversation, history_rows(rest))
             conversation = await self.memory.find_visible(principal, conversation.uuid)
         return conversation, found
 
@@ -179,7 +179,7 @@ def _split(messages: list[Line]) -> tuple[str | None, list[Line]]:
     return ("\n\n".join(system) if system else None), dialogue
 
 
-def _rows(lines: list[Line]) -> list[Msg]:
+def history_rows(lines: list[Line]) -> list[Msg]:
     """Stored rows for history a client brought: a question and the answer after it share
     a turn id, as in a run."""
     rows: list[Msg] = []
