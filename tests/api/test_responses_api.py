@@ -238,3 +238,50 @@ def test_oversize_and_unknown_agent(server: AppServer, client: openai.OpenAI) ->
     assert huge.status_code == 413 and huge.json()["error"]["type"] == "invalid_request_error"
     with pytest.raises(openai.NotFoundError):
         client.responses.create(model="nobody", input="x")
+
+
+def test_conversations_round_trip(client: openai.OpenAI, server: AppServer) -> None:
+    conversation = client.conversations.create(
+        metadata={"topic": "pets"},
+        items=[{"type": "message", "role": "user", "content": "My cat is Tom."}],
+    )
+    assert conversation.id.startswith("conv_") and conversation.metadata == {"topic": "pets"}
+    assert client.conversations.retrieve(conversation.id).created_at == conversation.created_at
+    updated = client.conversations.update(conversation.id, metadata={"topic": "cats"})
+    assert client.conversations.retrieve(conversation.id).metadata == updated.metadata
+    added = client.conversations.items.create(
+        conversation.id, items=[{"role": "assistant", "content": "Noted: Tom."}]
+    )
+    assert [item.role for item in added.data] == ["assistant"]
+    answer = client.responses.create(
+        model="assistant", conversation=conversation.id, input="What is my cat called?"
+    )
+    assert "“My cat is Tom.”" in answer.output_text
+    items = client.conversations.items.list(conversation.id, order="asc")
+    assert [(i.role, i.content[0].text) for i in items.data][:3] == [
+        ("user", "My cat is Tom."),
+        ("assistant", "Noted: Tom."),
+        ("user", "What is my cat called?"),
+    ]
+    assert len(items.data) == 4 and items.data[-1].id == answer.output[0].id
+    newest = client.conversations.items.list(conversation.id, limit=1)
+    assert newest.data[0].id == answer.output[0].id and newest.has_more
+    older = client.conversations.items.list(conversation.id, limit=2, after=newest.data[0].id)
+    assert [i.role for i in older.data] == ["user", "assistant"]
+    one = client.conversations.items.retrieve(items.data[0].id, conversation_id=conversation.id)
+    assert one.content[0].text == "My cat is Tom."
+    with pytest.raises(openai.NotFoundError):
+        client.conversations.items.retrieve("msg_999999", conversation_id=conversation.id)
+    with _sdk(server, "key-bob") as bob:
+        with pytest.raises(openai.NotFoundError):
+            bob.conversations.retrieve(conversation.id)
+        with pytest.raises(openai.NotFoundError):
+            bob.conversations.items.list(conversation.id)
+        with pytest.raises(openai.NotFoundError):
+            bob.conversations.delete(conversation.id)
+    deleted = client.conversations.delete(conversation.id)
+    assert deleted.deleted and deleted.id == conversation.id
+    with pytest.raises(openai.NotFoundError):
+        client.conversations.retrieve(conversation.id)
+    with pytest.raises(openai.BadRequestError):
+        client.conversations.create(metadata={"agent": "assistant"}, items=[{"role": "x"}])
