@@ -285,3 +285,25 @@ def test_conversations_round_trip(client: openai.OpenAI, server: AppServer) -> N
         client.conversations.retrieve(conversation.id)
     with pytest.raises(openai.BadRequestError):
         client.conversations.create(metadata={"agent": "assistant"}, items=[{"role": "x"}])
+
+
+def test_resent_history_keeps_one_conversation(client: openai.OpenAI, server: AppServer) -> None:
+    """Codex's and the stateless Agents SDK's way: ``store: false``, the whole history
+    every turn (with the server's own item ids echoed back), developer messages."""
+    history: list[dict] = [{"role": "developer", "content": "You are terse."}]
+    conversations = set()
+    for question in ("resent first 5c1d", "resent second", "resent third"):
+        history.append({"type": "message", "role": "user", "content": question})
+        answer = client.responses.create(model="assistant", input=history, store=False)
+        assert answer.store is False
+        conversations.add(_uuid(answer))
+        history.append(answer.output[0].model_dump(mode="json", exclude_none=True))
+    assert len(conversations) == 1
+    stored = _messages(server, conversations.pop())
+    assert [content for _, content in stored[::2]] == [
+        "resent first 5c1d",
+        "resent second",
+        "resent third",
+    ]
+    assert len(stored) == 6  # no row twice
+    assert "I can see 4 earlier messages" in stored[-1][1]
