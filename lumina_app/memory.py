@@ -461,6 +461,20 @@ class MemoryManager:
         rows = await history_match.seen_rows(self.cold.db, list(ids))
         return {uuid: rows.get(cid, []) for cid, uuid in ids.items()}
 
+    async def by_session_key(
+        self, *, owner: str, agent_id: str, key_hash: str
+    ) -> tuple[str, list[Msg]] | None:
+        """The conversation a client's session key was recorded on, with the rows it could
+        have seen of it; None if the key is new."""
+        found = await history_match.by_session_key(
+            self.cold.db, owner=owner, agent_id=agent_id, key_hash=key_hash
+        )
+        if found is None:
+            return None
+        conversation_id, uuid = found
+        rows = await history_match.seen_rows(self.cold.db, [conversation_id])
+        return uuid, rows.get(conversation_id, [])
+
     async def append_history(
         self, conversation: ConversationInfo, msgs: Sequence[Msg]
     ) -> list[Msg]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Header, Path, Request, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
@@ -25,6 +25,8 @@ from lumina_app.services.responses import ResponsesService, ResponseTurn, Respon
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
 ResponseId = Annotated[str, Path(max_length=128)]
 CONVERSATION_HEADER = "X-Lumina-Conversation-Id"
+# Codex's id for its session: finds the conversation when the request names none.
+SessionHeader = Annotated[str | None, Header(alias="session-id", max_length=256)]
 
 
 @router.post(
@@ -36,11 +38,21 @@ CONVERSATION_HEADER = "X-Lumina-Conversation-Id"
     },
 )
 async def create_response(
-    body: CreateResponse, request: Request, services: ServicesDep, caller: Caller
+    body: CreateResponse,
+    request: Request,
+    services: ServicesDep,
+    caller: Caller,
+    session_id: SessionHeader = None,
 ) -> Response:
     """A turn: ``input`` is what is new when ``previous_response_id`` or ``conversation``
     names the conversation; else the input is matched against stored conversations."""
-    turn = ResponseTurn(body.model, body.lines(), body.previous_response_id, body.conversation_id())
+    turn = ResponseTurn(
+        body.model,
+        body.lines(),
+        body.previous_response_id,
+        body.conversation_id(),
+        session_key=body.prompt_cache_key or session_id,
+    )
     shown = {"instructions": body.instructions, "store": body.store is not False}
     if not body.stream:
         started = await services.responses.start(caller, turn)

@@ -5,8 +5,10 @@ history matching are the chat gateway's.
 
 A response names its conversation by ``previous_response_id`` (the conversation of that
 run) or ``conversation`` (``conv_<uuid>``): then ``input`` holds only what is new, and the
-context comes from Lumina's memory. Naming neither, the input is matched against the
-owner's conversations like a re-sent chat history (``store: false`` clients)."""
+context comes from Lumina's memory. Naming neither (``store: false`` clients that resend
+everything), the conversation is the one the client's session key (``prompt_cache_key``
+or the ``session-id`` header) was recorded on, else the one the input continues, matched
+like a re-sent chat history; only what it lacks is stored."""
 
 from __future__ import annotations
 
@@ -69,6 +71,7 @@ class ResponseTurn:
     lines: list[Line]
     previous_response_id: str | None = None
     conversation: str | None = None
+    session_key: str | None = None  # prompt_cache_key or the session-id header
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +115,9 @@ class ResponsesService:
                 )
             named = uuid
         if named is None:
-            return await self.gateway.start(principal, ChatTurn(turn.agent_id, turn.lines))
+            return await self.gateway.start(
+                principal, ChatTurn(turn.agent_id, turn.lines, session_key=turn.session_key)
+            )
         conversation = await self.memory.find_visible(principal, named)
         if conversation.agent_id != turn.agent_id:
             raise InvalidInput(

@@ -307,3 +307,45 @@ def test_resent_history_keeps_one_conversation(client: openai.OpenAI, server: Ap
     ]
     assert len(stored) == 6  # no row twice
     assert "I can see 4 earlier messages" in stored[-1][1]
+
+
+def test_a_session_key_finds_the_conversation(client: openai.OpenAI, server: AppServer) -> None:
+    """``prompt_cache_key`` or Codex's ``session-id`` header, before history matching: a
+    turn whose input does not replay the history still lands in its conversation, and
+    only what the conversation lacks is stored."""
+    first = client.responses.create(
+        model="assistant", input="keyed first", store=False, prompt_cache_key="thread-a1"
+    )
+    second = client.responses.create(
+        model="assistant", input="keyed second", store=False, prompt_cache_key="thread-a1"
+    )
+    assert _uuid(second) == _uuid(first)
+    assert "“keyed first”" in second.output_text
+    header = {"session-id": "codex-session-7"}
+    third = client.responses.create(
+        model="assistant", input="by header one", store=False, extra_headers=header
+    )
+    fourth = client.responses.create(
+        model="assistant",
+        input=[
+            {"role": "user", "content": "by header one"},
+            {"role": "assistant", "content": third.output_text},
+            {"role": "user", "content": "an answer the server never saw?"},
+            {"role": "assistant", "content": "from elsewhere"},
+            {"role": "user", "content": "by header two"},
+        ],
+        store=False,
+        extra_headers=header,
+    )
+    assert _uuid(fourth) == _uuid(third) != _uuid(first)
+    assert [c for _, c in _messages(server, _uuid(third))][2:4] == [
+        "an answer the server never saw?",
+        "from elsewhere",
+    ]
+    assert len(_messages(server, _uuid(third))) == 6
+    with _sdk(server, "key-bob") as bob:  # the same key of another owner is another session
+        theirs = bob.responses.create(
+            model="assistant", input="bob keyed", prompt_cache_key="thread-a1"
+        )
+    assert _uuid(theirs) != _uuid(first)
+    assert "start of our conversation" in theirs.output_text

@@ -11,6 +11,7 @@ from lumina_app.composition import open_services
 from lumina_app.domain import NotFound, Principal
 from lumina_app.domain.access import Via
 from lumina_app.domain.transcript import Line
+from lumina_app.services.openai_gateway import Found
 from lumina_app.services.responses import ResponseTurn, response_id
 
 
@@ -79,3 +80,18 @@ async def test_conversation_items_page_both_ways(services) -> None:
     await chats.delete(ALICE, conv)
     with pytest.raises(NotFound):
         await chats.get(ALICE, conv)
+
+
+async def test_a_session_key_finds_its_conversation(services) -> None:
+    turn = ResponseTurn("demo", [Line("user", "k1")], session_key="sess-42")
+    first = await services.responses.start(ALICE, turn)
+    await first.run.done.wait()
+    again = ResponseTurn("demo", [Line("user", "k2")], session_key="sess-42")
+    second = await services.responses.start(ALICE, again)
+    await second.run.done.wait()
+    assert second.found is Found.KEYED and second.conversation_id == first.conversation_id
+    other = await services.responses.start(BOB, again)
+    await other.run.done.wait()
+    assert other.found is Found.NEW and other.conversation_id != first.conversation_id
+    meta = await services.memory.gateway_meta(first.run.conversation)
+    assert "sess-42" not in str(meta)  # recorded as a hash, never the key itself
