@@ -13,6 +13,8 @@ import httpx
 import openai
 import pytest
 
+from tests.conftest import write_agent
+from tests.fake_llm import FakeLLM, Script
 from tests.server import AppServer
 
 KEYS = "ada:key-ada,bob:key-bob"
@@ -29,13 +31,21 @@ MESSAGE_FIELDS = {"type", "id", "status", "role", "content"}
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeLLM) -> Iterator[AppServer]:
     started = AppServer(
         tmp_path_factory.mktemp("responses"),
         backend_only=True,
         env={"LUMINA_REDIS_URL": "", "LUMINA_API_KEYS": KEYS},
     )
     started.prepare()
+    model = {"provider": "openai", "base_url": fake.base_url, "model": "fake-1"}
+    write_agent(started.data_dir / "agents", "echo", {"name": "Echo", **model}, {})
     started.start()
     yield started
     started.stop()
@@ -349,3 +359,32 @@ def test_a_session_key_finds_the_conversation(client: openai.OpenAI, server: App
         )
     assert _uuid(theirs) != _uuid(first)
     assert "start of our conversation" in theirs.output_text
+
+
+def test_one_active_run_and_cancel(client: openai.OpenAI, fake: FakeLLM) -> None:
+    fake.script = Script(chunks=[f"w{i} " for i in range(60)], delay=0.05)
+    stream = client.responses.create(model="echo", input="slow one", stream=True)
+    events = iter(stream)
+    created = next(events)
+    assert created.type == "response.created" and created.response.status == "in_progress"
+    with pytest.raises(openai.ConflictError) as busy:
+        client.responses.create(
+            model="echo", input="meanwhile", previous_response_id=created.response.id
+        )
+    assert busy.value.body["type"] == "conflict_error"
+    cancelled = client.responses.cancel(created.response.id)
+    assert cancelled.status == "cancelled"
+    rest = list(events)
+    assert rest[-1].type == "response.incomplete" and rest[-1].response.status == "cancelled"
+    assert client.responses.retrieve(created.response.id).status == "cancelled"
+    fake.script = Script()
+
+
+def test_a_failed_model_is_a_failed_response(client: openai.OpenAI, fake: FakeLLM) -> None:
+    fake.script = Script(error_status=400, error_message="context too long")
+    failed = client.responses.create(model="echo", input="will fail")
+    assert failed.status == "failed" and "context too long" in failed.error.message
+    streamed = list(client.responses.create(model="echo", input="will fail", stream=True))
+    assert streamed[-1].type == "response.failed"
+    assert streamed[-1].response.error.message == failed.error.message
+    fake.script = Script()
