@@ -106,7 +106,7 @@ class ResponsesService:
         """Find the conversation, store the input's earlier items, start the run."""
         named: str | None = None
         if turn.previous_response_id is not None:
-            named = (await self._status(principal, turn.previous_response_id)).conversation_id
+            named = await self._conversation_of(principal, turn.previous_response_id)
         if turn.conversation is not None:
             uuid = uuid_of(turn.conversation)
             if named is not None and named != uuid:
@@ -141,6 +141,12 @@ class ResponsesService:
         if running is not None:
             raise ConversationBusy(conversation.uuid, running)
         await self.memory.append_history(conversation, history_rows(lines))
+
+    async def _conversation_of(self, principal: Principal, response: str) -> str:
+        try:
+            return await self.runs.conversation_of(principal, run_id_of(response))
+        except RunNotFound:
+            raise NotFound(f"response {response!r} not found") from None
 
     async def _status(self, principal: Principal, response: str) -> RunView:
         try:

@@ -235,6 +235,17 @@ class RunService:
         )
         return [] if first is None else rows[first:]
 
+    async def conversation_of(self, principal: Principal, run_id: str) -> str:
+        """The uuid of the conversation a run of the caller's answered (a next turn's)."""
+        active = self.engine.active_run(_checked(run_id), owner=principal.owner)
+        if active is not None:
+            return active.conversation.uuid
+        record = await self.records.get_run(run_id, owner=principal.owner)
+        uuid = await self.memory.conversation_uuid(record.conversation_id) if record else None
+        if uuid is None:
+            raise RunNotFound(run_id)
+        return uuid
+
     async def running_in(self, principal: Principal, conversation_id: str) -> str | None:
         """The live run of one of the caller's conversations (any instance), if any."""
         conversation = await self.memory.find_visible(principal, conversation_id)
