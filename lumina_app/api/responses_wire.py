@@ -47,6 +47,18 @@ def message_item(msg: Msg) -> dict[str, Any]:
     }
 
 
+def item_list(msgs: list[Msg], has_more: bool = False) -> dict[str, Any]:
+    """Messages as an OpenAI list of items."""
+    data = [message_item(msg) for msg in msgs]
+    return {
+        "object": "list",
+        "data": data,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+        "has_more": has_more,
+    }
+
+
 def answer_item(message_id: int | None, text: str, status: str) -> dict[str, Any]:
     return {
         "type": "message",
@@ -122,9 +134,8 @@ def stream_framer(
     ``message_id`` its answer's row, ``finish`` the final object of a run's result. Every
     event carries its ``type`` and the next ``sequence_number``."""
     item = answer_item(message_id, "", "in_progress")
-    state: dict[str, Any] = {"seq": 0, "text": []}
-    where = {"item_id": item["id"], "output_index": 0}
-    part = {**where, "content_index": 0}
+    state = {"seq": 0}
+    part = {"item_id": item["id"], "output_index": 0, "content_index": 0}
 
     def event(kind: str, **fields: Any) -> bytes:
         body = {"type": kind, "sequence_number": state["seq"], **fields}
@@ -142,10 +153,9 @@ def stream_framer(
     def framer(run_event: RunEvent) -> bytes | None:
         payload = run_event.payload
         out = b""
-        if state["seq"] == 0:
+        if state["seq"] == 0:  # the run's first event, whatever it is
             out = opened()
         if isinstance(payload, AnswerChunk):
-            state["text"].append(payload.text)
             return out + event(
                 "response.output_text.delta", **part, delta=payload.text, logprobs=[]
             )

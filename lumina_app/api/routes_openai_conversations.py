@@ -11,9 +11,8 @@ from fastapi import APIRouter, Path, Query
 from lumina_app.api.auth import Caller
 from lumina_app.api.deps import ServicesDep
 from lumina_app.api.openai_errors import OpenAIRoute
-from lumina_app.api.responses_wire import message_item
+from lumina_app.api.responses_wire import item_list, message_item
 from lumina_app.api.schemas_responses import CreateConversation, CreateItems, UpdateConversation
-from lumina_app.domain import Msg
 from lumina_app.services.openai_conversations import ConversationView
 from lumina_app.services.responses import conversation_id
 
@@ -28,17 +27,6 @@ def _conversation(view: ConversationView) -> dict[str, Any]:
         "object": "conversation",
         "created_at": int(view.conversation.created_at.timestamp()),
         "metadata": view.metadata,
-    }
-
-
-def _items(msgs: list[Msg], has_more: bool = False) -> dict[str, Any]:
-    data = [message_item(msg) for msg in msgs]
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": has_more,
     }
 
 
@@ -81,7 +69,7 @@ async def delete_conversation(
 
 
 @router.get("/conversations/{conversation}/items")
-async def list_items(
+async def listitem_list(
     conversation: ConversationId,
     services: ServicesDep,
     caller: Caller,
@@ -93,16 +81,16 @@ async def list_items(
     page = await services.openai_conversations.items(
         caller, conversation, limit=limit, after=after, descending=order == "desc"
     )
-    return _items(page.items, page.has_more)
+    return item_list(page.items, page.has_more)
 
 
 @router.post("/conversations/{conversation}/items")
-async def add_items(
+async def additem_list(
     conversation: ConversationId, body: CreateItems, services: ServicesDep, caller: Caller
 ) -> dict[str, Any]:
     """Append messages (stored as final rows, as the client gives them)."""
     lines = [item.line() for item in body.items]
-    return _items(await services.openai_conversations.add(caller, conversation, lines))
+    return item_list(await services.openai_conversations.add(caller, conversation, lines))
 
 
 @router.get("/conversations/{conversation}/items/{item}")

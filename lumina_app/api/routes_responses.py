@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from lumina_app.api.auth import Caller
 from lumina_app.api.deps import ServicesDep, stream_response
 from lumina_app.api.openai_errors import OpenAIRoute
-from lumina_app.api.responses_wire import message_item, response_object, stream_framer
+from lumina_app.api.responses_wire import item_list, response_object, stream_framer
 from lumina_app.api.schemas import error_responses
 from lumina_app.api.schemas_responses import CreateResponse
 from lumina_app.api.stream_slots import stream_slots
@@ -118,11 +118,4 @@ async def response_input_items(
     response_id: ResponseId, services: ServicesDep, caller: Caller
 ) -> dict[str, Any]:
     """What the response was asked."""
-    items = [message_item(msg) for msg in await services.responses.input_items(caller, response_id)]
-    return {
-        "object": "list",
-        "data": items,
-        "first_id": items[0]["id"] if items else None,
-        "last_id": items[-1]["id"] if items else None,
-        "has_more": False,
-    }
+    return item_list(await services.responses.input_items(caller, response_id))
