@@ -105,6 +105,16 @@ async def get_response(
     return response_object(await services.responses.get(caller, response_id))
 
 
+@router.delete("/responses/{response_id}")
+async def delete_response(
+    response_id: ResponseId, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """Forget a stored response; the messages it wrote stay in its conversation (delete
+    the conversation to remove them). A running one is a 409: cancel it first."""
+    await services.responses.delete(caller, response_id)
+    return {"id": response_id, "object": "response", "deleted": True}
+
+
 @router.post("/responses/{response_id}/cancel")
 async def cancel_response(
     response_id: ResponseId, services: ServicesDep, caller: Caller

@@ -199,6 +199,14 @@ class ResponsesService:
         await self.runs.stop(principal, run_id_of(response))
         return await self.get(principal, response)
 
+    async def delete(self, principal: Principal, response: str) -> None:
+        """Forget a stored response (the run's record); its messages stay in the
+        conversation, which is the memory."""
+        try:
+            await self.runs.forget(principal, run_id_of(response))
+        except RunNotFound:
+            raise NotFound(f"response {response!r} not found") from None
+
     async def input_items(self, principal: Principal, response: str) -> list[Msg]:
         """What the response was asked: its question row."""
         run_id = (await self._status(principal, response)).run_id

@@ -77,6 +77,7 @@ def openai_state_routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
     return [
         ("POST", "/v1/responses", {"json": {"model": "tester", "input": "x"}}),
         ("GET", f"/v1/responses/{resp}", {}),
+        ("DELETE", f"/v1/responses/{resp}", {}),
         ("POST", f"/v1/responses/{resp}/cancel", {}),
         ("GET", f"/v1/responses/{resp}/input_items", {}),
         ("POST", "/v1/conversations", {"json": {"metadata": {"agent": "tester"}}}),

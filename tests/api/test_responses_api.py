@@ -182,7 +182,9 @@ async def test_async_sdk(server: AppServer) -> None:
         assert final is not None and "“async one”" in final.output_text
 
 
-def test_stored_response_get_input_items_cancel(client: openai.OpenAI) -> None:
+def test_stored_response_get_input_items_cancel_delete(
+    client: openai.OpenAI, server: AppServer
+) -> None:
     created = client.responses.create(model="assistant", input="keep me 77")
     fetched = client.responses.retrieve(created.id)
     assert fetched.id == created.id and fetched.output_text == created.output_text
@@ -191,6 +193,11 @@ def test_stored_response_get_input_items_cancel(client: openai.OpenAI) -> None:
     assert [(i.role, i.content[0].text) for i in items.data] == [("user", "keep me 77")]
     cancelled = client.responses.cancel(created.id)  # already over: left as it is
     assert cancelled.status == "completed"
+    client.responses.delete(created.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(created.id)
+    # The conversation keeps the turn: it is Lumina's memory, not the response object.
+    assert len(_messages(server, _uuid(created))) == 2
 
 
 def test_another_owners_ids_are_not_found(client: openai.OpenAI, server: AppServer) -> None:
@@ -200,6 +207,7 @@ def test_another_owners_ids_are_not_found(client: openai.OpenAI, server: AppServ
             lambda: bob.responses.retrieve(theirs.id),
             lambda: bob.responses.input_items.list(theirs.id),
             lambda: bob.responses.cancel(theirs.id),
+            lambda: bob.responses.delete(theirs.id),
             lambda: bob.responses.create(
                 model="assistant", input="x", previous_response_id=theirs.id
             ),

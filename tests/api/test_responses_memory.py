@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from lumina_app.composition import open_services
-from lumina_app.domain import NotFound, Principal
+from lumina_app.domain import ConversationBusy, NotFound, Principal
 from lumina_app.domain.access import Via
 from lumina_app.domain.transcript import Line
 from lumina_app.services.openai_gateway import Found
@@ -95,3 +95,27 @@ async def test_a_session_key_finds_its_conversation(services) -> None:
     assert other.found is Found.NEW and other.conversation_id != first.conversation_id
     meta = await services.memory.gateway_meta(first.run.conversation)
     assert "sess-42" not in str(meta)  # recorded as a hash, never the key itself
+
+
+async def test_deleting_a_response_keeps_its_messages(services, fake_llm) -> None:
+    first = await services.responses.start(ALICE, ResponseTurn("demo", [Line("user", "d1")]))
+    await first.run.done.wait()
+    gone = response_id(first.run.run_id)
+    with pytest.raises(NotFound):
+        await services.responses.delete(BOB, gone)
+    await services.responses.delete(ALICE, gone)
+    for call in (
+        services.responses.get(ALICE, gone),
+        services.responses.delete(ALICE, gone),
+        services.responses.start(ALICE, ResponseTurn("demo", [Line("user", "x")], gone)),
+    ):
+        with pytest.raises(NotFound):
+            await call
+    msgs = await services.memory.final_messages(first.run.conversation)
+    assert [m.content for m in msgs][:1] == ["d1"] and len(msgs) == 2
+    fake_llm.script.delay = 0.2
+    running = await services.responses.start(ALICE, ResponseTurn("tester", [Line("user", "r")]))
+    with pytest.raises(ConversationBusy):
+        await services.responses.delete(ALICE, response_id(running.run.run_id))
+    await running.run.done.wait()
+    await services.responses.delete(ALICE, response_id(running.run.run_id))
