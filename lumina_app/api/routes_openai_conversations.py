@@ -16,7 +16,12 @@ from lumina_app.api.schemas_responses import CreateConversation, CreateItems, Up
 from lumina_app.services.openai_conversations import ConversationView
 from lumina_app.services.responses import conversation_id
 
-router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
+router = APIRouter(
+    prefix="/v1",
+    tags=["openai"],
+    route_class=OpenAIRoute,
+    responses={400: {"description": "Invalid request (OpenAI's error shape)"}},
+)
 ConversationId = Annotated[str, Path(max_length=128)]
 ItemId = Annotated[str, Path(max_length=64)]
 

@@ -22,7 +22,12 @@ from lumina_app.api.stream_slots import stream_slots
 from lumina_app.domain import RunFinished, RunStatus
 from lumina_app.services.responses import ResponsesService, ResponseTurn, ResponseView
 
-router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
+router = APIRouter(
+    prefix="/v1",
+    tags=["openai"],
+    route_class=OpenAIRoute,
+    responses={400: {"description": "Invalid request (OpenAI's error shape)"}},
+)
 ResponseId = Annotated[str, Path(max_length=128)]
 CONVERSATION_HEADER = "X-Lumina-Conversation-Id"
 # Codex's id for its session: finds the conversation when the request names none.

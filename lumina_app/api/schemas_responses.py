@@ -81,7 +81,10 @@ class CreateResponse(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: Text = Field(min_length=1, max_length=128)
-    input: Text | list[MessageItem] = Field(min_length=1)
+    input: (
+        Annotated[str, NoNul, Field(min_length=1)]
+        | Annotated[list[MessageItem], Field(min_length=1, max_length=MAX_ITEMS)]
+    )
     instructions: Text | None = None
     previous_response_id: str | None = Field(default=None, max_length=128)
     conversation: Annotated[str, Field(max_length=128)] | ConversationRef | None = None
@@ -90,13 +93,6 @@ class CreateResponse(BaseModel):
     metadata: dict[str, Text] | None = None
     prompt_cache_key: str | None = Field(default=None, max_length=256)
     tools: list[dict[str, Any]] | None = None
-
-    @field_validator("input")
-    @classmethod
-    def _bounded(cls, value: object) -> object:
-        if isinstance(value, list) and len(value) > MAX_ITEMS:
-            raise ValueError(f"at most {MAX_ITEMS} input items")
-        return value
 
     @field_validator("tools")
     @classmethod

@@ -34,9 +34,11 @@ def item_id(message_id: int | None) -> str:
 
 def message_id_of(item: str) -> int:
     digits = item.removeprefix(ITEM_PREFIX)
-    if not item.startswith(ITEM_PREFIX) or not digits.isascii() or not digits.isdigit():
+    if not item.startswith(ITEM_PREFIX) or not (digits.isascii() and digits.isdigit()):
         raise NotFound(f"item {item!r} not found")
-    return int(digits[:18])
+    if len(digits) > 18:  # past any row id, and past a BIGINT
+        raise NotFound(f"item {item!r} not found")
+    return int(digits)
 
 
 def shown(msg: Msg) -> bool:
