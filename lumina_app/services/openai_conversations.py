@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lumina_app.domain import (
+    ConversationBusy,
     ConversationInfo,
     InvalidInput,
     MessageStatus,
@@ -20,6 +21,7 @@ from lumina_app.memory import MemoryManager
 from lumina_app.services.agents import AgentService
 from lumina_app.services.openai_gateway import history_rows
 from lumina_app.services.responses import uuid_of
+from lumina_app.services.runs import RunService
 
 ITEM_PREFIX = "msg_"
 DEFAULT_AGENT = "assistant"
@@ -60,9 +62,10 @@ class ItemPage:
 
 
 class OpenAIConversations:
-    def __init__(self, memory: MemoryManager, agents: AgentService) -> None:
+    def __init__(self, memory: MemoryManager, agents: AgentService, runs: RunService) -> None:
         self.memory = memory
         self.agents = agents
+        self.runs = runs
 
     def _default_agent(self) -> str:
         available = [view.id for view in self.agents.list() if view.available]
@@ -92,9 +95,9 @@ class OpenAIConversations:
     ) -> ConversationView:
         """Replace the metadata (the agent a conversation is with does not change)."""
         view = await self.get(principal, conversation)
-        agent = view.metadata.get(AGENT_KEY)
-        if agent is not None and metadata.get(AGENT_KEY, agent) != agent:
-            raise InvalidInput("metadata.agent: a conversation's agent cannot change")
+        agent = view.conversation.agent_id
+        if metadata.get(AGENT_KEY, agent) != agent:
+            raise InvalidInput(f"metadata.agent: this conversation is with {agent!r} for good")
         meta = await self.memory.gateway_meta(view.conversation)
         await self.memory.set_gateway_meta(
             view.conversation, opening=None, meta={**meta, "metadata": metadata}
@@ -131,8 +134,10 @@ class OpenAIConversations:
 
     async def add(self, principal: Principal, conversation: str, items: list[Line]) -> list[Msg]:
         found = await self.memory.find_visible(principal, uuid_of(conversation))
-        if found.status == "running":
-            raise InvalidInput("the conversation has a running response; add items after it")
+        # Never slip rows in beside a running turn: its answer's seq is already taken.
+        running = await self.runs.running_in(principal, found.uuid)
+        if running is not None:
+            raise ConversationBusy(found.uuid, running)
         return await self.memory.append_history(found, history_rows(items))
 
     async def item(self, principal: Principal, conversation: str, item: str) -> Msg:

@@ -396,3 +396,26 @@ def test_a_failed_model_is_a_failed_response(client: openai.OpenAI, fake: FakeLL
     assert streamed[-1].type == "response.failed"
     assert streamed[-1].response.error.message == failed.error.message
     fake.script = Script()
+
+
+def test_a_conversation_keeps_its_agent(client: openai.OpenAI, fake: FakeLLM) -> None:
+    conversation = client.conversations.create(metadata={"agent": "echo"})
+    with pytest.raises(openai.BadRequestError) as other:
+        client.responses.create(model="assistant", conversation=conversation.id, input="x")
+    assert "'echo'" in other.value.message
+    answer = client.responses.create(model="echo", conversation=conversation.id, input="hi")
+    assert answer.output_text == "Hello from the fake LLM."
+    with pytest.raises(openai.BadRequestError):
+        client.conversations.update(conversation.id, metadata={"agent": "assistant"})
+    fake.script = Script(chunks=[f"w{i} " for i in range(40)], delay=0.05)
+    stream = client.responses.create(
+        model="echo", conversation=conversation.id, input="slow", stream=True
+    )
+    events = iter(stream)
+    assert next(events).type == "response.created"
+    with pytest.raises(openai.ConflictError):  # no rows slipped in beside a running turn
+        client.conversations.items.create(
+            conversation.id, items=[{"role": "user", "content": "meanwhile"}]
+        )
+    assert list(events)[-1].type == "response.completed"
+    fake.script = Script()
