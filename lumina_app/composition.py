@@ -41,9 +41,11 @@ from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
+from lumina_app.services.openai_conversations import OpenAIConversations
 from lumina_app.services.openai_gateway import OpenAIGateway
 from lumina_app.services.passwords import Passwords
 from lumina_app.services.recall import RecallService
+from lumina_app.services.responses import ResponsesService
 from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
 from lumina_app.services.signin import SignInService
@@ -98,6 +100,8 @@ class Services:
     archive: ArchiveService
     idempotency: IdempotencyStore
     gateway: OpenAIGateway
+    responses: ResponsesService
+    openai_conversations: OpenAIConversations
     # the machinery behind them
     db: SQLDatabase
     memory: MemoryManager
@@ -314,6 +318,13 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     agents = AgentService(registry, settings, tools)
     auth, signin, accounts, users = _access(settings, db, slots)
     runs = RunService(chat, records, memory)
+    gateway = OpenAIGateway(
+        agents,
+        runs,
+        memory,
+        max_messages=settings.gateway_max_messages,
+        max_chars=settings.max_task_chars,
+    )
     services = Services(
         settings=settings,
         agents=agents,
@@ -328,13 +339,9 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         users=users,
         archive=archive,
         idempotency=IdempotencyStore(db),
-        gateway=OpenAIGateway(
-            agents,
-            runs,
-            memory,
-            max_messages=settings.gateway_max_messages,
-            max_chars=settings.max_task_chars,
-        ),
+        gateway=gateway,
+        responses=ResponsesService(gateway, runs, memory),
+        openai_conversations=OpenAIConversations(memory, agents, runs),
         db=db,
         memory=memory,
         registry=registry,

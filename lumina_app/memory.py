@@ -483,15 +483,33 @@ class MemoryManager:
         rows = await history_match.seen_rows(self.cold.db, list(ids))
         return {uuid: rows.get(cid, []) for cid, uuid in ids.items()}
 
-    async def append_history(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
+    async def by_session_key(
+        self, *, owner: str, agent_id: str, key_hash: str
+    ) -> tuple[str, list[Msg]] | None:
+        """The conversation a client's session key was recorded on, with the rows it could
+        have seen of it; None if the key is new."""
+        found = await history_match.by_session_key(
+            self.cold.db, owner=owner, agent_id=agent_id, key_hash=key_hash
+        )
+        if found is None:
+            return None
+        conversation_id, uuid = found
+        rows = await history_match.seen_rows(self.cold.db, [conversation_id])
+        return uuid, rows.get(conversation_id, [])
+
+    async def append_history(
+        self, conversation: ConversationInfo, msgs: Sequence[Msg]
+    ) -> list[Msg]:
         """Store messages a client brings along (earlier turns it had elsewhere): final rows,
-        the next seqs, one transaction; then windowed like any final rows."""
+        the next seqs, one transaction; then windowed like any final rows. Returns them
+        as stored (ids, seqs)."""
         for msg in msgs:
             check_storable_text(msg.content, "message")
         saved = await self.cold.append_messages(conversation.id, msgs)
         if saved:
             await self._window(conversation, saved)
             await self._finalised(conversation, saved)
+        return list(saved or [])
 
     async def gateway_meta(self, conversation: ConversationInfo) -> dict[str, Any]:
         return await history_match.gateway_meta(self.cold.db, conversation.id)

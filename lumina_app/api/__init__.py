@@ -14,7 +14,9 @@ from lumina_app.api import (
     routes_health,
     routes_metrics,
     routes_openai,
+    routes_openai_conversations,
     routes_recall,
+    routes_responses,
     routes_runs,
     routes_search,
     routes_v1,
@@ -75,9 +77,8 @@ def create_api(settings: Settings | None = None) -> FastAPI:
     for module in (routes_account, routes_admin):
         api.include_router(module.router, responses=errors)
     # The OpenAI-compatible gateway: errors in OpenAI's shape (401 ... 503, 400 for input).
-    api.include_router(
-        routes_openai.router, responses=error_responses(401, 403, 404, 409, 413, 503)
-    )
+    for module in (routes_openai, routes_responses, routes_openai_conversations):
+        api.include_router(module.router, responses=error_responses(401, 403, 404, 409, 413, 503))
     api.include_router(routes_metrics.router, responses=error_responses(401, 403))
     api.include_router(routes_health.router, responses=error_responses(503))
     api.add_api_route(

@@ -13,6 +13,7 @@ one conversation and no row is stored twice.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -49,6 +50,7 @@ class Found(StrEnum):
     """How a request's conversation was found (a metric's label)."""
 
     NAMED = "named"  # by the header or metadata.conversation_id
+    KEYED = "keyed"  # by the client's session key (Responses: prompt_cache_key, session-id)
     MATCHED = "matched"  # its earlier messages continue a stored conversation
     CREATED = "created"  # a new conversation holding its earlier messages
     NEW = "new"  # a first message: a new conversation
@@ -62,6 +64,7 @@ class ChatTurn:
     agent_id: str
     messages: list[Line]
     conversation_id: str | None = None
+    session_key: str | None = None  # a client's id for its conversation, recorded on it
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +117,24 @@ class OpenAIGateway:
         earlier = dialogue[:-1]
         conversation: ConversationInfo | None = None
         found = Found.NEW
+        key = session_hash(turn.session_key) if turn.session_key else None
         if turn.conversation_id is not None:
             conversation = await self.memory.find_visible(
                 principal, turn.conversation_id, agent_id=agent.id
             )
             found = Found.NAMED
-        elif earlier:
+        elif key is not None:
+            conversation = await self._keyed(principal, agent.id, key, earlier)
+            found = Found.KEYED
+        if conversation is None and earlier:
             conversation, found = await self._continued(principal, agent.id, earlier, question)
+        elif conversation is None:
+            found = Found.NEW
         meta = await self.memory.gateway_meta(conversation) if conversation else {}
+        if key is not None and meta.get("sessionKey") != key:
+            meta = {**meta, "sessionKey": key}
+            if conversation is not None:
+                await self.memory.set_gateway_meta(conversation, opening=None, meta=meta)
         if system is not None and meta.get("systemPrompt") != system:
             meta = {**meta, "systemPrompt": system}
             if conversation is not None:
@@ -163,6 +176,36 @@ class OpenAIGateway:
             if line.role == "user" and not line.text.strip():
                 raise InvalidInput(f"messages[{index}]: a user message must have text")
 
+    async def _keyed(
+        self, principal: Principal, agent_id: str, key: str, earlier: list[Line]
+    ) -> ConversationInfo | None:
+        """The conversation the session key was recorded on, with what of ``earlier`` it
+        lacks stored (nothing if the client's history went another way: Lumina's memory
+        stands); None for a new key."""
+        found = await self.memory.by_session_key(
+            owner=principal.owner, agent_id=agent_id, key_hash=key
+        )
+        if found is None:
+            return None
+        uuid, rows = found
+        conversation = await self.memory.find_visible(principal, uuid, agent_id=agent_id)
+        seen = visible(rows)
+        rest = earlier[len(seen) :] if earlier[: len(seen)] == seen else []
+        return await self._store(principal, conversation, rest)
+
+    async def _store(
+        self, principal: Principal, conversation: ConversationInfo, rest: list[Line]
+    ) -> ConversationInfo:
+        """``rest`` appended as history (never beside a running turn: its answer's seq is
+        already taken); the conversation as it is then."""
+        if not rest:
+            return conversation
+        running = await self.runs.running_in(principal, conversation.uuid)
+        if running is not None:
+            raise ConversationBusy(conversation.uuid, running)
+        await self.memory.append_history(conversation, history_rows(rest))
+        return await self.memory.find_visible(principal, conversation.uuid)
+
     async def _continued(
         self, principal: Principal, agent_id: str, earlier: list[Line], question: str
     ) -> tuple[ConversationInfo, Found]:
@@ -186,14 +229,12 @@ class OpenAIGateway:
             )
             await self.memory.set_gateway_meta(conversation, opening=opening, meta={})
             rest, found = earlier, Found.CREATED
-        if rest:
-            # Never slip rows in beside a running turn: its answer's seq is already taken.
-            running = await self.runs.running_in(principal, conversation.uuid)
-            if running is not None:
-                raise ConversationBusy(conversation.uuid, running)
-            await self.memory.append_history(conversation, _rows(rest))
-            conversation = await self.memory.find_visible(principal, conversation.uuid)
-        return conversation, found
+        return await self._store(principal, conversation, rest), found
+
+
+def session_hash(key: str) -> str:
+    """What a session key is recorded as: never the key itself."""
+    return hashlib.sha256(("session:" + key).encode()).hexdigest()
 
 
 def _split(messages: list[Line]) -> tuple[str | None, list[Line]]:
@@ -208,7 +249,7 @@ def _split(messages: list[Line]) -> tuple[str | None, list[Line]]:
     return ("\n\n".join(system) if system else None), dialogue
 
 
-def _rows(lines: list[Line]) -> list[Msg]:
+def history_rows(lines: list[Line]) -> list[Msg]:
     """Stored rows for history a client brought: a question and the answer after it share
     a turn id, as in a run."""
     rows: list[Msg] = []

@@ -13,6 +13,7 @@ from lumina_app.agents.context import chat_message, render
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.domain import (
+    ConversationBusy,
     ConversationNotFound,
     Msg,
     MsgRole,
@@ -247,6 +248,26 @@ class RunService:
             (i for i, m in enumerate(rows) if (m.meta or {}).get("runId") == record.run_id), None
         )
         return [] if first is None else rows[first:]
+
+    async def forget(self, principal: Principal, run_id: str) -> None:
+        """Delete an ended run's record (what ``/context`` and ``GET`` read); the messages
+        it wrote stay in their conversation. A running run is a 409: stop it first."""
+        active = self.engine.active_run(_checked(run_id), owner=principal.owner)
+        if active is not None:
+            raise ConversationBusy(active.conversation.uuid, run_id)
+        if not await self.records.delete_run(run_id, owner=principal.owner):
+            raise RunNotFound(run_id)
+
+    async def conversation_of(self, principal: Principal, run_id: str) -> str:
+        """The uuid of the conversation a run of the caller's answered (a next turn's)."""
+        active = self.engine.active_run(_checked(run_id), owner=principal.owner)
+        if active is not None:
+            return active.conversation.uuid
+        record = await self.records.get_run(run_id, owner=principal.owner)
+        uuid = await self.memory.conversation_uuid(record.conversation_id) if record else None
+        if uuid is None:
+            raise RunNotFound(run_id)
+        return uuid
 
     async def running_in(self, principal: Principal, conversation_id: str) -> str | None:
         """The live run of one of the caller's conversations (any instance), if any."""

@@ -12,6 +12,9 @@ from lumina_app.domain import RunRecord
 class RunRecords(Protocol):
     async def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord | None: ...
 
+    async def delete_run(self, run_id: str, *, owner: str) -> bool:
+        """Forget an ended run's record (its messages stay); False if none or running."""
+
     async def running_runs(self) -> list[tuple[str, str, datetime]]:
         """``(run_id, conversation uuid, started_at)`` of every run recorded as running."""
 

@@ -68,8 +68,31 @@ def routes(
         ("GET", "/api/v1/admin/audit", {}),
         ("GET", "/v1/models", {}),
         ("POST", "/v1/chat/completions", {"json": chat_body()}),
+        *openai_state_routes(conv, run),
         ("GET", "/metrics", {}),
     ]
+
+
+def openai_state_routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
+    """The Responses and Conversations routes, naming ``conv`` and ``run`` their way."""
+    resp, oconv = "resp_" + run.removeprefix("run-"), "conv_" + conv
+    return [
+        ("POST", "/v1/responses", {"json": {"model": "tester", "input": "x"}}),
+        ("GET", f"/v1/responses/{resp}", {}),
+        ("DELETE", f"/v1/responses/{resp}", {}),
+        ("POST", f"/v1/responses/{resp}/cancel", {}),
+        ("GET", f"/v1/responses/{resp}/input_items", {}),
+        ("POST", "/v1/conversations", {"json": {"metadata": {"agent": "tester"}}}),
+        ("GET", f"/v1/conversations/{oconv}", {}),
+        ("POST", f"/v1/conversations/{oconv}", {"json": {"metadata": {}}}),
+        ("DELETE", f"/v1/conversations/{oconv}", {}),
+        ("GET", f"/v1/conversations/{oconv}/items", {}),
+        ("POST", f"/v1/conversations/{oconv}/items", {"json": {"items": [ITEM]}}),
+        ("GET", f"/v1/conversations/{oconv}/items/msg_1", {}),
+    ]
+
+
+ITEM = {"role": "user", "content": "x"}
 
 
 def chat_body(conversation: str | None = None) -> dict:
@@ -94,6 +117,12 @@ def foreign_routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
         ("POST", "/api/agent/tester/chat", {"json": {"message": "x", "conversationId": conv}}),
         ("GET", f"/api/v1/runs/{run}/stream", {"params": {"format": "v1"}}),
         ("POST", "/v1/chat/completions", {"json": chat_body(conv)}),
+        (
+            "POST",
+            "/v1/responses",
+            {"json": {"model": "tester", "input": "x", "conversation": conv}},
+        ),
+        *[r for r in openai_state_routes(conv, run) if r[1].count("/") > 2],
     ]
 
 
@@ -106,6 +135,9 @@ async def test_the_route_table_covers_every_api_route(api) -> None:
         if path != "/healthz" and not path.startswith("/api/v1/auth/")  # open: sign in/out
     }
     placeholders = {
+        "resp_RUN": "{response_id}",
+        "conv_CONV/items/msg_1": "{conversation}/items/{item}",
+        "conv_CONV": "{conversation}",
         "CONV": "{conversation_id}",
         "RUN": "{run_id}",
         "SESSION": "{session_id}",
@@ -141,7 +173,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 17
+    assert len(with_bodies) == 22
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 

@@ -123,6 +123,29 @@ def asks_a_question(body: object) -> bool:
     return last.get("role") == "user" and isinstance(content, str) and bool(content.strip())
 
 
+def responds_to_a_question(body: object) -> bool:
+    """A response's new input must end with a user message with text, give no function
+    tools, and not name two different conversations (400s, rules OpenAPI cannot state;
+    tested in tests/api/test_responses_api.py)."""
+    if not isinstance(body, dict):
+        return True
+    given = body.get("input")
+    if isinstance(given, str):
+        asks = bool(given.strip())
+    elif isinstance(given, list) and given and isinstance(given[-1], dict):
+        dialogue = [item for item in given if isinstance(item, dict)]
+        dialogue = [i for i in dialogue if i.get("role") not in ("system", "developer")]
+        asks = bool(dialogue) and asks_a_question({"messages": dialogue})
+    else:
+        return True  # schema-invalid anyway: a negative case
+    tools = body.get("tools")
+    functions = isinstance(tools, list) and any(
+        isinstance(t, dict) and t.get("type") == "function" for t in tools
+    )
+    both = body.get("conversation") is not None and body.get("previous_response_id") is not None
+    return asks and not functions and not both
+
+
 def filter_case(_context, case):
     """execute* takes the task as a query parameter or in the JSON body: with neither it is
     a 422 ("task is required"), a rule across two locations that OpenAPI cannot state
@@ -130,6 +153,8 @@ def filter_case(_context, case):
     completions that ask nothing (``asks_a_question``)."""
     if case.path == "/v1/chat/completions":
         return asks_a_question(case.body)
+    if case.path == "/v1/responses":
+        return responds_to_a_question(case.body)
     if "/execute" not in case.path:
         return True
     body = case.body if isinstance(case.body, dict) else {}

@@ -33,6 +33,26 @@ async def candidates(
         return [(row.id, row.uuid) for row in await conn.execute(query)]
 
 
+async def by_session_key(
+    db: SQLDatabase, *, owner: str, agent_id: str, key_hash: str
+) -> tuple[int, str] | None:
+    """(id, uuid) of the owner's newest conversation of that agent whose gateway meta holds
+    ``key_hash`` (a sha256 hex, so a plain substring match is exact enough)."""
+    query = (
+        sa.select(C.c.id, C.c.uuid)
+        .where(
+            C.c.owner == owner,
+            C.c.agent_id == agent_id,
+            sa.cast(C.c.meta, sa.Text).like(f"%{key_hash}%"),
+        )
+        .order_by(C.c.updated_at.desc(), C.c.id.desc())
+        .limit(1)
+    )
+    async with db.connect() as conn:
+        row = (await conn.execute(query)).first()
+    return (row.id, row.uuid) if row else None
+
+
 async def seen_rows(db: SQLDatabase, conversation_ids: Sequence[int]) -> dict[int, list[Msg]]:
     """Per conversation, its questions and shown answers in seq order (one query)."""
     if not conversation_ids:

@@ -1,0 +1,105 @@
+"""The Conversations API: ``/v1/conversations[/{id}]`` and its items, in OpenAI's wire
+format (services/openai_conversations.py). ``conv_<uuid>`` is the Lumina conversation of
+that uuid; an item is one of its messages (``msg_<message id>``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query
+
+from lumina_app.api.auth import Caller
+from lumina_app.api.deps import ServicesDep
+from lumina_app.api.openai_errors import OpenAIRoute
+from lumina_app.api.responses_wire import item_list, message_item
+from lumina_app.api.schemas_responses import CreateConversation, CreateItems, UpdateConversation
+from lumina_app.services.openai_conversations import ConversationView
+from lumina_app.services.responses import conversation_id
+
+router = APIRouter(
+    prefix="/v1",
+    tags=["openai"],
+    route_class=OpenAIRoute,
+    responses={400: {"description": "Invalid request (OpenAI's error shape)"}},
+)
+ConversationId = Annotated[str, Path(max_length=128)]
+ItemId = Annotated[str, Path(max_length=64)]
+
+
+def _conversation(view: ConversationView) -> dict[str, Any]:
+    return {
+        "id": conversation_id(view.conversation.uuid),
+        "object": "conversation",
+        "created_at": int(view.conversation.created_at.timestamp()),
+        "metadata": view.metadata,
+    }
+
+
+@router.post("/conversations")
+async def create_conversation(
+    body: CreateConversation, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """A new conversation with ``metadata.agent`` (else the default agent), holding
+    ``items`` if given."""
+    lines = [item.line() for item in body.items or []]
+    view, _saved = await services.openai_conversations.create(
+        caller, metadata=body.metadata or {}, items=lines
+    )
+    return _conversation(view)
+
+
+@router.get("/conversations/{conversation}")
+async def get_conversation(
+    conversation: ConversationId, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    return _conversation(await services.openai_conversations.get(caller, conversation))
+
+
+@router.post("/conversations/{conversation}")
+async def update_conversation(
+    conversation: ConversationId, body: UpdateConversation, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """Replace the conversation's metadata."""
+    view = await services.openai_conversations.update(caller, conversation, body.metadata)
+    return _conversation(view)
+
+
+@router.delete("/conversations/{conversation}")
+async def delete_conversation(
+    conversation: ConversationId, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """Its messages, runs, hot window and archive go, as with every delete."""
+    uuid = await services.openai_conversations.delete(caller, conversation)
+    return {"id": conversation_id(uuid), "object": "conversation.deleted", "deleted": True}
+
+
+@router.get("/conversations/{conversation}/items")
+async def listitem_list(
+    conversation: ConversationId,
+    services: ServicesDep,
+    caller: Caller,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    after: Annotated[str | None, Query(max_length=64)] = None,
+    order: Literal["asc", "desc"] = "desc",
+) -> dict[str, Any]:
+    """Its messages, newest first unless ``order=asc``; ``after`` an item id."""
+    page = await services.openai_conversations.items(
+        caller, conversation, limit=limit, after=after, descending=order == "desc"
+    )
+    return item_list(page.items, page.has_more)
+
+
+@router.post("/conversations/{conversation}/items")
+async def additem_list(
+    conversation: ConversationId, body: CreateItems, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """Append messages (stored as final rows, as the client gives them)."""
+    lines = [item.line() for item in body.items]
+    return item_list(await services.openai_conversations.add(caller, conversation, lines))
+
+
+@router.get("/conversations/{conversation}/items/{item}")
+async def get_item(
+    conversation: ConversationId, item: ItemId, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    return message_item(await services.openai_conversations.item(caller, conversation, item))

@@ -1,0 +1,136 @@
+"""The Responses API: ``POST /v1/responses`` (JSON or SSE), ``GET``, ``POST …/cancel`` and
+``GET …/input_items`` of a stored response, with Lumina's memory behind them
+(services/responses.py). ``model`` is the agent id; a stored response is a run.
+
+Same keys, owner scoping, stream slots and one-active-run 409 as the chat gateway; errors
+in OpenAI's shape (``openai_errors.py``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path, Request, Response
+from fastapi.responses import JSONResponse
+
+from lumina_app.api.auth import Caller
+from lumina_app.api.deps import ServicesDep, stream_response
+from lumina_app.api.openai_errors import OpenAIRoute
+from lumina_app.api.responses_wire import item_list, response_object, stream_framer
+from lumina_app.api.schemas import error_responses
+from lumina_app.api.schemas_responses import CreateResponse
+from lumina_app.api.stream_slots import stream_slots
+from lumina_app.domain import RunFinished, RunStatus
+from lumina_app.services.responses import ResponsesService, ResponseTurn, ResponseView
+
+router = APIRouter(
+    prefix="/v1",
+    tags=["openai"],
+    route_class=OpenAIRoute,
+    responses={400: {"description": "Invalid request (OpenAI's error shape)"}},
+)
+ResponseId = Annotated[str, Path(max_length=128)]
+CONVERSATION_HEADER = "X-Lumina-Conversation-Id"
+# Codex's id for its session: finds the conversation when the request names none.
+SessionHeader = Annotated[str | None, Header(alias="session-id", max_length=256)]
+
+
+@router.post(
+    "/responses",
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "a response, or its events"},
+        400: {"description": "Invalid request (OpenAI's error shape)"},
+        **error_responses(429),
+    },
+)
+async def create_response(
+    body: CreateResponse,
+    request: Request,
+    services: ServicesDep,
+    caller: Caller,
+    session_id: SessionHeader = None,
+) -> Response:
+    """A turn: ``input`` is what is new when ``previous_response_id`` or ``conversation``
+    names the conversation; else the input is matched against stored conversations."""
+    turn = ResponseTurn(
+        body.model,
+        body.lines(),
+        body.previous_response_id,
+        body.conversation_id(),
+        session_key=body.prompt_cache_key or session_id,
+    )
+    shown = {"instructions": body.instructions, "store": body.store is not False}
+    if not body.stream:
+        started = await services.responses.start(caller, turn)
+        result = await services.runs.result(started.run)
+        view = ResponsesService.finished(started, result, body.previous_response_id)
+        answer = JSONResponse(response_object(view, **shown))
+        answer.headers[CONVERSATION_HEADER] = view.conversation_uuid
+        return answer
+    slot = stream_slots(request.app).take(
+        caller.owner, limit=services.settings.max_streams_per_owner
+    )
+    try:
+        started = await services.responses.start(caller, turn)
+        events = await services.runs.events(caller, started.run.run_id)
+    except BaseException:
+        slot.release()
+        raise
+    record = started.run.record
+    opening = ResponseView(
+        run_id=started.run.run_id,
+        conversation_uuid=started.conversation_id,
+        agent_id=record.agent_id,
+        status=RunStatus.RUNNING,
+        content="",
+        message_id=started.run.assistant.id,
+        created_at=record.started_at,
+        completed_at=None,
+        input_tokens=0,
+        output_tokens=0,
+        previous_response_id=body.previous_response_id,
+    )
+
+    def finish(result: RunFinished) -> dict[str, Any]:
+        view = ResponsesService.finished(started, result, body.previous_response_id)
+        return response_object(view, **shown)
+
+    framer = stream_framer(response_object(opening, **shown), opening.message_id, finish)
+    stream = stream_response(services, events, framer, slot.release)
+    stream.raw_headers.append(
+        (CONVERSATION_HEADER.lower().encode(), started.conversation_id.encode())
+    )
+    return stream
+
+
+@router.get("/responses/{response_id}")
+async def get_response(
+    response_id: ResponseId, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """A stored response: the run's answer as it is now."""
+    return response_object(await services.responses.get(caller, response_id))
+
+
+@router.delete("/responses/{response_id}")
+async def delete_response(
+    response_id: ResponseId, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """Forget a stored response; the messages it wrote stay in its conversation (delete
+    the conversation to remove them). A running one is a 409: cancel it first."""
+    await services.responses.delete(caller, response_id)
+    return {"id": response_id, "object": "response", "deleted": True}
+
+
+@router.post("/responses/{response_id}/cancel")
+async def cancel_response(
+    response_id: ResponseId, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """Stop a running response; its answer so far is kept (``cancelled``)."""
+    return response_object(await services.responses.cancel(caller, response_id))
+
+
+@router.get("/responses/{response_id}/input_items")
+async def response_input_items(
+    response_id: ResponseId, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """What the response was asked."""
+    return item_list(await services.responses.input_items(caller, response_id))

@@ -1,0 +1,151 @@
+"""The Conversations API's service: a Lumina conversation *is* an OpenAI conversation
+(``conv_<uuid>``), its messages are its items (``msg_<message id>``). Metadata lives in the
+conversation's gateway meta; the agent is ``metadata.agent``, else the default agent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lumina_app.domain import (
+    ConversationBusy,
+    ConversationInfo,
+    InvalidInput,
+    MessageStatus,
+    Msg,
+    MsgRole,
+    NotFound,
+    Principal,
+)
+from lumina_app.domain.transcript import Line
+from lumina_app.memory import MemoryManager
+from lumina_app.services.agents import AgentService
+from lumina_app.services.openai_gateway import history_rows
+from lumina_app.services.responses import uuid_of
+from lumina_app.services.runs import RunService
+
+ITEM_PREFIX = "msg_"
+DEFAULT_AGENT = "assistant"
+AGENT_KEY = "agent"
+SHOWN_ROLES = (MsgRole.USER, MsgRole.ASSISTANT, MsgRole.SYSTEM)
+HIDDEN_STATUSES = (MessageStatus.SUPERSEDED, MessageStatus.FAILED)
+
+
+def item_id(message_id: int | None) -> str:
+    return f"{ITEM_PREFIX}{message_id}"
+
+
+def message_id_of(item: str) -> int:
+    digits = item.removeprefix(ITEM_PREFIX)
+    if not item.startswith(ITEM_PREFIX) or not (digits.isascii() and digits.isdigit()):
+        raise NotFound(f"item {item!r} not found")
+    if len(digits) > 18:  # past any row id, and past a BIGINT
+        raise NotFound(f"item {item!r} not found")
+    return int(digits)
+
+
+def shown(msg: Msg) -> bool:
+    """An item a client sees: a question, a shown answer or a system line (not TOOL rows,
+    replaced or failed answers)."""
+    return msg.role in SHOWN_ROLES and msg.status not in HIDDEN_STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationView:
+    conversation: ConversationInfo
+    metadata: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPage:
+    items: list[Msg]
+    has_more: bool
+
+
+class OpenAIConversations:
+    def __init__(self, memory: MemoryManager, agents: AgentService, runs: RunService) -> None:
+        self.memory = memory
+        self.agents = agents
+        self.runs = runs
+
+    def _default_agent(self) -> str:
+        available = [view.id for view in self.agents.list() if view.available]
+        if DEFAULT_AGENT in available or not available:
+            return DEFAULT_AGENT
+        return available[0]
+
+    async def create(
+        self, principal: Principal, *, metadata: dict[str, str], items: list[Line]
+    ) -> tuple[ConversationView, list[Msg]]:
+        agent = self.agents.definition(metadata.get(AGENT_KEY) or self._default_agent())
+        first = next((line.text for line in items if line.role == "user"), "")
+        conversation = await self.memory.create_conversation(
+            agent_id=agent.id, title=first[:80], owner=principal.owner
+        )
+        await self.memory.set_gateway_meta(conversation, opening=None, meta={"metadata": metadata})
+        saved = await self.memory.append_history(conversation, history_rows(items))
+        return ConversationView(conversation, metadata), saved
+
+    async def get(self, principal: Principal, conversation: str) -> ConversationView:
+        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        meta = await self.memory.gateway_meta(found)
+        return ConversationView(found, dict(meta.get("metadata") or {}))
+
+    async def update(
+        self, principal: Principal, conversation: str, metadata: dict[str, str]
+    ) -> ConversationView:
+        """Replace the metadata (the agent a conversation is with does not change)."""
+        view = await self.get(principal, conversation)
+        agent = view.conversation.agent_id
+        if metadata.get(AGENT_KEY, agent) != agent:
+            raise InvalidInput(f"metadata.agent: this conversation is with {agent!r} for good")
+        meta = await self.memory.gateway_meta(view.conversation)
+        await self.memory.set_gateway_meta(
+            view.conversation, opening=None, meta={**meta, "metadata": metadata}
+        )
+        return ConversationView(view.conversation, metadata)
+
+    async def delete(self, principal: Principal, conversation: str) -> str:
+        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        await self.memory.delete(found)
+        return found.uuid
+
+    async def items(
+        self,
+        principal: Principal,
+        conversation: str,
+        *,
+        limit: int,
+        after: str | None,
+        descending: bool,
+    ) -> ItemPage:
+        """A page of items, oldest first or newest first, after the item ``after``."""
+        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        seq: int | None = None
+        if after is not None:
+            seq = (await self._message(found, after)).seq
+        if descending:
+            before = seq if seq is not None else found.last_seq + 1
+            rows = await self.memory.history(found, limit=limit + 1, before_seq=before)
+            rows.reverse()
+        else:
+            rows = await self.memory.history(found, limit=limit + 1, after_seq=seq or 0)
+        page = [row for row in rows[:limit] if shown(row)]
+        return ItemPage(page, len(rows) > limit)
+
+    async def add(self, principal: Principal, conversation: str, items: list[Line]) -> list[Msg]:
+        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        # Never slip rows in beside a running turn: its answer's seq is already taken.
+        running = await self.runs.running_in(principal, found.uuid)
+        if running is not None:
+            raise ConversationBusy(found.uuid, running)
+        return await self.memory.append_history(found, history_rows(items))
+
+    async def item(self, principal: Principal, conversation: str, item: str) -> Msg:
+        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        return await self._message(found, item)
+
+    async def _message(self, conversation: ConversationInfo, item: str) -> Msg:
+        rows = await self.memory.messages_by_id(conversation.id or 0, [message_id_of(item)])
+        if not rows or not shown(rows[0]):
+            raise NotFound(f"item {item!r} not found")
+        return rows[0]
