@@ -23,10 +23,10 @@ import pytest
 import redis
 import sqlalchemy as sa
 from alembic import command
-from alembic.config import Config
 
 from lumina_app.composition import open_services
 from lumina_app.settings import load_settings
+from lumina_app.storage.sql.schema_state import alembic_config
 from tests.fake_llm import FakeLLM
 from tests.preflight import missing_services
 
@@ -43,14 +43,6 @@ BACKENDS = ["sqlite", "mariadb", "postgresql"]
 
 
 # -- SQL ---------------------------------------------------------------------------------
-
-
-def alembic_config(url: str) -> Config:
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(ROOT / "alembic"))
-    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    cfg.attributes["configure_logger"] = False
-    return cfg
 
 
 def _create_server_database(admin_url: str, name: str) -> str:
