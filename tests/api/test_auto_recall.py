@@ -4,6 +4,7 @@ is exactly what the model received, and the demo model's answer names them."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -30,15 +31,20 @@ async def context_of(api, run_id: str) -> list[dict]:
 
 @pytest.fixture
 async def api_on(api_factory, database, data_dir):
-    """The shipped ``assistant`` (auto-recall on) on the demo model, a window of 4."""
+    """The shipped ``assistant`` (auto-recall on) on the demo model, a window of 4; and
+    ``recaller``, the same agent without the rolling summary."""
     shutil.copytree(ROOT / "data/agents/assistant", data_dir / "agents/assistant")
+    shipped = json.loads((data_dir / "agents/assistant/config.json").read_text())
+    shipped["memory"]["summary"] = False
+    write_agent(data_dir / "agents", "recaller", shipped, {"agent.md": "You recall."})
     _services, client = await api_factory(database_url=database.url, context_window=4)
     return client
 
 
 async def test_the_demo_model_names_what_was_recalled(api_on) -> None:
-    conv = await chat_past_the_window(api_on, "assistant")
-    run = await say(api_on, QUESTION, conv, agent="assistant")
+    """Without a summary, what left the window comes back only through recall."""
+    conv = await chat_past_the_window(api_on, "recaller")
+    run = await say(api_on, QUESTION, conv, agent="recaller")
     sent = await context_of(api_on, run["runId"])
     recalled = [m["content"] for m in sent if m["role"] == "system" and
                 m["content"].startswith("Earlier in this conversation:")]  # fmt: skip
@@ -48,6 +54,17 @@ async def test_the_demo_model_names_what_was_recalled(api_on) -> None:
     assert "#1" in run["answer"] and "I also recall earlier messages" in run["answer"]
     windowed = [m["content"] for m in sent if m["role"] == "user"]
     assert FACT not in windowed  # it came back through recall, not the window
+
+
+async def test_a_summary_agent_is_sent_what_left_the_window_once(api_on) -> None:
+    """The shipped assistant (summary on): a message past the window that no summary
+    covers yet is sent word for word (#24), so recall does not send it a second time."""
+    conv = await chat_past_the_window(api_on, "assistant")
+    run = await say(api_on, QUESTION, conv, agent="assistant")
+    sent = await context_of(api_on, run["runId"])
+    assert [m["content"] for m in sent if m["role"] == "user"].count(FACT) == 1
+    recalled = [m["content"] for m in sent if m["content"].startswith("Earlier in this")]
+    assert not any(FACT in text for text in recalled)
 
 
 async def test_the_recorded_context_is_what_the_model_received(
