@@ -71,7 +71,7 @@ def test_a_tool_error_is_shown_as_such(page: Page, app_server) -> None:
     card = cards(page).last
     expect(card).to_have_attribute("data-status", "error")
     card.locator("summary").click()
-    expect(card.get_by_test_id("tool-result")).to_contain_text("unknown timezone 'Mars/Olympus'")
+    expect(card.get_by_test_id("tool-result")).to_contain_text("unknown time zone 'Mars/Olympus'")
     page.reload()
     expect(cards(page).last).to_have_attribute("data-status", "error")
 
