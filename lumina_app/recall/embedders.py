@@ -38,6 +38,11 @@ class Embedder(Protocol):
         """A short query's vector at once, if this embedder can do so without I/O."""
         ...
 
+    async def warm(self) -> None:
+        """Load what the first embedding needs (at start, off the event loop), so memory
+        is taken once at start and no request pays for the load."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -78,7 +83,10 @@ class LocalEmbedder:
         return await asyncio.to_thread(self.embed_now, texts)
 
     def embed_query(self, text: str) -> np.ndarray | None:
-        return self.embed_now([text])[0]
+        return None  # CPU work: the caller awaits embed(), which runs in a thread
+
+    async def warm(self) -> None:
+        await asyncio.to_thread(_wordllama)
 
     async def close(self) -> None:
         return None
@@ -121,6 +129,9 @@ class OpenAIEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray | None:
         return None  # a request: the caller awaits embed()
+
+    async def warm(self) -> None:
+        return None
 
     async def close(self) -> None:
         await self._client.aclose()

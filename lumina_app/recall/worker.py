@@ -54,6 +54,10 @@ class EmbedWorker:
         self._wake.set()
 
     async def run_forever(self) -> None:
+        try:
+            await self.embedder.warm()
+        except (EmbeddingError, OSError, ValueError) as exc:  # embedding stays off meanwhile
+            log.warning("the embedder did not load: %s", exc)
         while True:
             await self._wake.wait()
             self._wake.clear()
