@@ -31,6 +31,8 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
         await services.close()
         log.error("refusing to start: %s", problem)
         raise RuntimeError(problem)
+    if services.embeddings is not None:  # its memory taken now, and frozen below with it
+        await services.embeddings.warm()
     install(services)
     # Everything loaded so far (Reflex, the app, its modules) lives for the whole process.
     # Frozen, a full collection no longer walks it: measured on this app, that took each

@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 
 from lumina_app.domain import ConversationInfo, Msg, StoreUnavailable
-from lumina_app.recall.embedders import Embedder, EmbeddingError
+from lumina_app.recall.embedders import MAX_INPUT_CHARS, Embedder, EmbeddingError
 from lumina_app.recall.retriever import VECTOR_DTYPE
 from lumina_app.storage.sql import recall_rows
 from lumina_app.storage.sql.database import SQLDatabase
@@ -44,6 +44,13 @@ class EmbedWorker:
         self._stopping = False
         self.listeners: list[Callable[[int], None]] = []  # vectors written (tests, metrics)
 
+    async def warm(self) -> None:
+        """Load the embedder before the first request needs it (the server, at start)."""
+        try:
+            await self.embedder.warm()
+        except (EmbeddingError, OSError, ValueError) as exc:  # loaded on first use instead
+            log.warning("the embedder did not load at start: %s", exc)
+
     async def on_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         """``MemoryManager.on_final`` hook: the conversation has new final rows."""
         self.due(conversation.id)
@@ -54,10 +61,6 @@ class EmbedWorker:
         self._wake.set()
 
     async def run_forever(self) -> None:
-        try:
-            await self.embedder.warm()
-        except (EmbeddingError, OSError, ValueError) as exc:  # embedding stays off meanwhile
-            log.warning("the embedder did not load: %s", exc)
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -91,7 +94,11 @@ class EmbedWorker:
         written = 0
         while not self._stopping and (
             rows := await recall_rows.pending(
-                self.db, self.embedder.name, conversation_id=conversation_id, limit=BATCH
+                self.db,
+                self.embedder.name,
+                conversation_id=conversation_id,
+                limit=BATCH,
+                chars=MAX_INPUT_CHARS,
             )
         ):
             await self._write(rows)

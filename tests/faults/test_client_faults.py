@@ -196,6 +196,9 @@ def fast(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AppServer, 
             LUMINA_DEMO_DELAY_MS="0",
             LUMINA_SSE_SEND_TIMEOUT_SECONDS=str(SEND_TIMEOUT),
             LUMINA_LLM_MODEL="fake",
+            # What the server holds for silent clients is measured here; the background
+            # embedding of the 6 MB answer (its own, bounded allocation: #31) is not.
+            LUMINA_EMBEDDINGS_PROVIDER="off",
         )
         yield server, llm
         server.stop()

@@ -112,12 +112,20 @@ async def version(db: SQLDatabase, conversation_id: int, model: str) -> tuple[ob
 
 
 async def pending(
-    db: SQLDatabase, model: str, *, conversation_id: int | None = None, limit: int = 256
+    db: SQLDatabase,
+    model: str,
+    *,
+    conversation_id: int | None = None,
+    limit: int = 256,
+    chars: int = 8000,
 ) -> list[PendingRow]:
-    """Recalled rows with no vector of ``model`` yet, oldest first, with the text before each."""
+    """Recalled rows with no vector of ``model`` yet, oldest first, with the text before each:
+    the first ``chars`` characters of each, what an embedding reads (a message of megabytes
+    is not fetched whole to embed its start)."""
     missing = M.outerjoin(V, sa.and_(V.c.message_id == M.c.id, V.c.model == model))
+    content = sa.func.substr(M.c.content, 1, chars).label("content")
     query = (
-        sa.select(M.c.id, M.c.conversation_id, M.c.seq, M.c.content)
+        sa.select(M.c.id, M.c.conversation_id, M.c.seq, content)
         .select_from(missing)
         .where(_recalled(), V.c.message_id.is_(None))
         .order_by(M.c.id)
@@ -132,7 +140,7 @@ async def pending(
             before: dict[tuple[int, int], str] = {}
             for cid in {c for c, _ in wanted}:
                 seqs = [s for c, s in wanted if c == cid]
-                prev = sa.select(M.c.seq, M.c.content).where(
+                prev = sa.select(M.c.seq, content).where(
                     M.c.conversation_id == cid, M.c.seq.in_(seqs), _recalled()
                 )
                 before |= {(cid, p.seq): p.content for p in (await conn.execute(prev)).all()}
