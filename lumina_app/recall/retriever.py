@@ -68,7 +68,8 @@ class UnitIndex:
         """``previous``: the text said before each row (default: the row before it here)."""
         self.rows = list(rows)
         if previous is None:
-            previous = ["", *(r.content for r in self.rows[:-1])]
+            # A conversation with nothing to recall yet has no rows, and no "before" either.
+            previous = ["", *(r.content for r in self.rows[:-1])][: len(self.rows)]
         docs = []
         for row, before in zip(self.rows, previous, strict=True):
             doc = text.terms(row.content)
