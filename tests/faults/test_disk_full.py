@@ -11,6 +11,7 @@ import contextlib
 import errno
 import os
 import shutil
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,11 +53,12 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A small file system of its own, unmounted afterwards."""
     target = tmp_path / "small"
     target.mkdir()
+    not_run = "NOT RUN: disk full under SQLite is unverified here"
     if os.geteuid() != 0:
-        pytest.skip("mounting a small file system needs root")
+        pytest.skip(f"{not_run}: mounting a small file system needs root (run as root)")
     reason = _mount(target, tmp_path)
     if reason:
-        pytest.skip(f"no small file system could be mounted: {reason}")
+        pytest.skip(f"{not_run}: no small file system could be mounted: {reason}")
     try:
         yield target
     finally:
@@ -103,6 +105,12 @@ async def test_disk_full_is_503_nothing_acknowledged_is_lost_and_it_recovers(
     acknowledged = ["first"]
 
     _fill(small_fs / "filler")
+    # The app checkpoints the WAL every second; a checkpointed WAL is reused from its start,
+    # so a small write would fit again without a free byte on the disk. A reader holding a
+    # snapshot keeps the WAL from being reset: every write from here needs new space.
+    reader = sqlite3.connect(small_fs / "lumina.db")
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM lumina_message").fetchone()
     refused = None
     for i in range(400):  # the WAL's free pages are used up first
         task = f"{i} {TASK}"
@@ -134,6 +142,7 @@ async def test_disk_full_is_503_nothing_acknowledged_is_lost_and_it_recovers(
     listed = await api.get(f"/api/v1/conversations/{conv}/messages", params={"limit": 100})
     assert listed.status_code == 200, listed.text  # reads still work
 
+    reader.close()
     (small_fs / "filler").unlink()
     again = await api.post(
         "/api/v1/agents/demo/execute/sync", json={"task": "after", "conversationId": conv}
