@@ -21,9 +21,7 @@ async def stored_conversation(services, owner: str = "alice"):
     """A gateway conversation whose rows a client saw as q1, a1, q2, a2."""
     memory = services.memory
     conversation = await memory.create_conversation(agent_id="demo", title="t", owner=owner)
-    await services.reads.gateway.set_gateway_meta(
-        conversation, opening=opening_hash("q1"), meta={}
-    )
+    await services.reads.gateway.set_gateway_meta(conversation, opening=opening_hash("q1"), meta={})
     await memory.append_history(
         conversation,
         [
