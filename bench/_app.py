@@ -57,7 +57,7 @@ from lumina_app.domain import Finish as Finish
 from lumina_app.domain import TextDelta as TextDelta
 from lumina_app.domain import ToolCall as ToolCall
 from lumina_app.domain import Usage as Usage
-from lumina_app.memory import MemoryManager
+from lumina_app.memory import MemoryManager, MemoryReads
 from lumina_app.recall.embedders import LocalEmbedder as LocalEmbedder
 from lumina_app.recall.retriever import UnitIndex as UnitIndex
 from lumina_app.recall.retriever import Units as Units
@@ -98,7 +98,9 @@ class Memory:
             )
         else:
             hot = LocalHotWindow(window=window, max_conversations=100)
-        self.memory = MemoryManager(ColdStore(self.db), hot, window=window)
+        cold = ColdStore(self.db)
+        self.memory = MemoryManager(cold, hot, window=window)
+        self.reads = MemoryReads.over(cold, self.db)
         self._checkpoints = asyncio.create_task(self._checkpoint_forever())
 
     async def _checkpoint_forever(self) -> None:
@@ -175,7 +177,7 @@ class Archive:
         """Inside the running event loop."""
         self.store = Memory(sync_url, None)
         self.memory = self.store.memory
-        self.service = ArchiveService(self.memory, data_dir)
+        self.service = ArchiveService(self.memory, self.store.reads.archive, data_dir)
 
     async def export(self, conversation: ConversationInfo, root: Path) -> Path:
         """The CLI's ``export --conversation ID --out ROOT``; returns the folder written."""
@@ -189,7 +191,7 @@ class Archive:
 
     async def rendered(self, conversation: ConversationInfo) -> tuple[list, dict[Path, bytes]]:
         """history.json's list and every file of the conversation's folder, in memory."""
-        msgs = await self.memory.final_messages(conversation)
+        msgs = await self.store.reads.archive.final_messages(conversation)
         files = archive_files.conversation_files(conversation, msgs)
         return archive_files.archive_history(msgs), {Path(k): v for k, v in files.items()}
 
@@ -402,7 +404,7 @@ class App:
 
     async def summaries_of(self, conversation: str) -> int:
         conv = await self.memory.get_conversation(conversation)
-        return len(await self.memory.summaries_of(conv))
+        return len(await self.services.reads.archive.summaries_of(conv))
 
     async def drop_runs(self, run_ids: Sequence[str]) -> None:
         """Finished runs' event buffers (kept for resuming), so they do not pile up."""

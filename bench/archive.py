@@ -111,7 +111,7 @@ async def run(count: int, repeat: int, work: Path, sync_url: str) -> tuple[dict,
     texts = [f"{QUESTION} #{i // 2}" if i % 2 == 0 else f"{ANSWER} #{i // 2}" for i in range(count)]
     stamps = [start + timedelta(milliseconds=1500 * i + 7) for i in range(count)]
     conv = await _app.seed(archive.memory, texts, title="基准 benchmark", stamps=stamps)
-    before = await archive.memory.final_messages(conv)
+    before = await archive.store.reads.archive.final_messages(conv)
     history, files = await archive.rendered(conv)
     rows = [
         (m.seq, m.turn_id, m.role.value, m.content, m.created_at.strftime("%Y-%m-%d %H:%M:%S.%f"))
@@ -141,7 +141,7 @@ async def run(count: int, repeat: int, work: Path, sync_url: str) -> tuple[dict,
         assert errors == [] and added == count, (added, errors)
         conv = await archive.memory.get_conversation(conv.uuid)
         t["executemany"].append(executemany(db_file, rows))
-    same = comparable(await archive.memory.final_messages(conv)) == comparable(before)
+    same = comparable(await archive.store.reads.archive.final_messages(conv)) == comparable(before)
     await archive.close()
     return t, same, len(files)
 

@@ -6,8 +6,8 @@ recall against the ``ILIKE`` scan it replaced.
 
 A throw-away migrated database and a private redis-server. The store is loaded in stages
 (default 10,000 then 1,000,000 messages, 100 per conversation: 10,000 conversations at the
-end); after each stage, through Lumina's own code (``MemoryManager``, as the services
-call it):
+end); after each stage, through Lumina's own code (``MemoryManager`` and its read
+repositories, as the services call them):
 
 * list page       ``list_conversations(owner, limit=20)``: all agents, one agent, and the
                   next page through the cursor;
@@ -99,30 +99,31 @@ def ilike_anchor(engine: sa.Engine, words: list[str], conversation_id: int | Non
     return query.order_by(M.c.id.desc()).limit(20)
 
 
-async def stage_ops(memory, loader: Loader, engine: sa.Engine, n: int, budget: float) -> dict:
+async def stage_ops(store, loader: Loader, engine: sa.Engine, n: int, budget: float) -> dict:
     """Every timed operation at the current size: name -> Samples (and hit counts)."""
+    memory, reads = store.memory, store.reads
     rng = random.Random(11)
     out: dict[str, Samples] = {}
     hits: dict[str, int] = {}
 
     async def list_all() -> None:
-        items, _ = await memory.list_conversations(owner=OWNER, limit=20)
+        items, _ = await reads.conversations.list_conversations(owner=OWNER, limit=20)
         assert len(items) == 20
 
     async def list_agent() -> None:
-        items, _ = await memory.list_conversations(
+        items, _ = await reads.conversations.list_conversations(
             owner=OWNER, agent_id=rng.choice(AGENTS), limit=20
         )
         assert items
 
-    _, cursor = await memory.list_conversations(owner=OWNER, limit=20)
+    _, cursor = await reads.conversations.list_conversations(owner=OWNER, limit=20)
 
     async def list_next() -> None:
-        await memory.list_conversations(owner=OWNER, limit=20, cursor=cursor)
+        await reads.conversations.list_conversations(owner=OWNER, limit=20, cursor=cursor)
 
     async def open_one() -> None:
         conv = await memory.get_conversation(rng.choice(loader.uuids))
-        msgs = await memory.history(conv, limit=40)
+        msgs = await reads.conversations.history(conv, limit=40)
         assert len(msgs) == min(40, conv.message_count)
 
     async def send() -> None:
@@ -141,11 +142,11 @@ async def stage_ops(memory, loader: Loader, engine: sa.Engine, n: int, budget: f
 
     target = await memory.get_conversation(loader.uuids[len(loader.uuids) // 2])
     for kind, words in QUERIES.items():
-        found = await memory.search(words, owner=OWNER, limit=20)
+        found = await reads.search.search(words, owner=OWNER, limit=20)
         hits[f"recall: {kind}"] = len(found)
-        op = lambda w=words: memory.search(w, owner=OWNER, limit=20)  # noqa: E731
+        op = lambda w=words: reads.search.search(w, owner=OWNER, limit=20)  # noqa: E731
         out[f"recall: {kind}"] = await time_async(op, Loop(n, 1, budget_s=budget, min_n=5))
-        in_conv = lambda w=words: memory.search(  # noqa: E731
+        in_conv = lambda w=words: reads.search.search(  # noqa: E731
             w, owner=OWNER, conversation=target, limit=20
         )
         out[f"recall in one conversation: {kind}"] = await time_async(in_conv, Loop(n, 5))
@@ -196,7 +197,7 @@ async def run(args, sync_url: str, redis_url: str) -> tuple[list[dict], tuple[fl
                 f"in {seconds:.0f} s; database {size / 1e6:,.0f} MB"
             )
             t0 = time.perf_counter()
-            ops = await stage_ops(store.memory, loader, engine, args.iterations, args.budget)
+            ops = await stage_ops(store, loader, engine, args.iterations, args.budget)
             note(f"measured at {loader.messages:,} in {time.perf_counter() - t0:.0f} s")
             stages.append(
                 {

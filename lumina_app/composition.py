@@ -30,7 +30,7 @@ from lumina_app.archive.limits import ImportLimits
 from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
-from lumina_app.memory import MemoryManager
+from lumina_app.memory import MemoryManager, MemoryReads
 from lumina_app.observability import hooks as metric_hooks
 from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
 from lumina_app.recall.retriever import Retriever
@@ -66,10 +66,11 @@ from lumina_app.storage.redis.slots import RedisSlots
 from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import RunLocks
 from lumina_app.storage.slots import Slots
+from lumina_app.storage.sql import write_paths
 from lumina_app.storage.sql.api_keys import ApiKeyStore
 from lumina_app.storage.sql.audit import AuditStore
 from lumina_app.storage.sql.claims import ClaimStore
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.idempotency import IdempotencyStore
@@ -105,6 +106,7 @@ class Services:
     # the machinery behind them
     db: SQLDatabase
     memory: MemoryManager
+    reads: MemoryReads  # the repositories handed to the services above
     registry: AgentRegistry
     providers: ProviderFactory
     chat: ChatEngine
@@ -271,14 +273,16 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     flush_window = min(0.05, settings.flush_interval_ms / 1000 / 5)
     hot = _hot_window(settings)
     slots = _slots(settings)
-    memory = MemoryManager(
-        ColdStore(db, flush_window=flush_window), hot, window=settings.context_window
-    )
+    # The write strategy, chosen once: inline on SQLite, one statement per phase on
+    # PostgreSQL, a run_sync transaction elsewhere (storage/sql/write_paths.py).
+    cold = SQLColdStore(db, write_path=write_paths.for_database(db), flush_window=flush_window)
+    memory = MemoryManager(cold, hot, window=settings.context_window)
+    reads = MemoryReads.over(cold, db)
     registry = AgentRegistry(settings.agents_dir)
     providers = ProviderFactory(settings)
     events = _run_events(settings, hot)
     records = RunStore(db)
-    summaries = SummaryKeeper(memory, providers, window=settings.context_window)
+    summaries = SummaryKeeper(memory, reads.summaries, providers, window=settings.context_window)
     embeds = embedder(settings)
     retriever = Retriever(db, embeds)
     embeddings = EmbedWorker(db, embeds) if embeds is not None else None
@@ -311,27 +315,30 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
             lease_seconds=settings.run_lease_seconds,
         ),
     )
-    archive = ArchiveService(memory, settings.data_dir, limits=ImportLimits.from_settings(settings))
+    archive = ArchiveService(
+        memory, reads.archive, settings.data_dir, limits=ImportLimits.from_settings(settings)
+    )
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
     if mirror is not None:
         mirror.attach()
     agents = AgentService(registry, settings, tools)
     auth, signin, accounts, users = _access(settings, db, slots)
-    runs = RunService(chat, records, memory)
+    runs = RunService(chat, records, memory, reads.runs)
     gateway = OpenAIGateway(
         agents,
         runs,
         memory,
+        reads.gateway,
         max_messages=settings.gateway_max_messages,
         max_chars=settings.max_task_chars,
     )
     services = Services(
         settings=settings,
         agents=agents,
-        conversations=ConversationService(memory, agents, archive),
+        conversations=ConversationService(memory, agents, archive, reads.conversations),
         runs=runs,
         health=HealthService(memory),
-        search=SearchService(memory),
+        search=SearchService(memory, reads.search),
         recall=RecallService(memory, retriever),
         auth=auth,
         signin=signin,
@@ -340,10 +347,13 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         archive=archive,
         idempotency=IdempotencyStore(db),
         gateway=gateway,
-        responses=ResponsesService(gateway, runs, memory),
-        openai_conversations=OpenAIConversations(memory, agents, runs),
+        responses=ResponsesService(gateway, runs, memory, reads.runs),
+        openai_conversations=OpenAIConversations(
+            memory, agents, runs, reads.conversations, reads.gateway
+        ),
         db=db,
         memory=memory,
+        reads=reads,
         registry=registry,
         providers=providers,
         chat=chat,

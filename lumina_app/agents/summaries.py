@@ -20,6 +20,7 @@ from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.summary import ExtractiveSummarizer, ModelSummarizer, SummaryFailed
 from lumina_app.domain import ConversationNotFound, StoreUnavailable, Summary
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.summary_store import SummaryStore
 
 log = logging.getLogger(__name__)
 SummaryWritten = Callable[[str, str, Summary], None]
@@ -29,6 +30,7 @@ class SummaryKeeper:
     def __init__(
         self,
         memory: MemoryManager,
+        store: SummaryStore,
         providers: ProviderFactory,
         *,
         window: int,
@@ -37,6 +39,7 @@ class SummaryKeeper:
         attempts: int = 3,
     ) -> None:
         self.memory = memory
+        self.store = store
         self.providers = providers
         self.window = window
         self.every = every
@@ -95,7 +98,7 @@ class SummaryKeeper:
         covered = view.summary.covered_to_seq if view.summary else 0
         if boundary - covered < self.every:
             return None
-        left = await self.memory.unsummarized(
+        left = await self.store.unsummarized(
             conversation, after_seq=covered, before_seq=boundary + 1
         )
         provider = self.providers.for_agent(agent)

@@ -22,6 +22,7 @@ from lumina_app.archive.reader import read_conversation
 from lumina_app.archive.tree import find_conversation_folders
 from lumina_app.domain import ConversationInfo, ImportOutcome, InvalidInput, Msg
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.archive_rows import ArchiveRows
 
 log = logging.getLogger(__name__)
 MAX_OWNER = 128  # lumina_conversation.owner is String(128)
@@ -69,9 +70,15 @@ class ArchiveService:
     """Writes conversations to ``<root>/agents/...`` and reads such trees back into SQL."""
 
     def __init__(
-        self, memory: MemoryManager, root: Path, *, limits: ImportLimits = DEFAULT_LIMITS
+        self,
+        memory: MemoryManager,
+        rows: ArchiveRows,
+        root: Path,
+        *,
+        limits: ImportLimits = DEFAULT_LIMITS,
     ) -> None:
         self.memory = memory
+        self.rows = rows
         self.root = root
         self.limits = limits
         # Serialises writes under ``root`` with deletes, so a late mirror write cannot
@@ -83,7 +90,7 @@ class ArchiveService:
 
     async def snapshot(self, conversation: ConversationInfo) -> list[Msg]:
         """The conversation's final messages in seq order (one query)."""
-        return await self.memory.final_messages(conversation)
+        return await self.rows.final_messages(conversation)
 
     async def select(
         self, *, agent_id: str | None = None, conversation_id: str | None = None
@@ -94,7 +101,7 @@ class ArchiveService:
         found: list[ConversationInfo] = []
         cursor = None
         while True:
-            page, cursor = await self.memory.list_conversations(
+            page, cursor = await self.rows.list_conversations(
                 agent_id=agent_id, limit=500, cursor=cursor
             )
             found.extend(page)
@@ -113,7 +120,7 @@ class ArchiveService:
         """Write one conversation's folder under ``root`` (default: the data dir); returns
         the number of messages written."""
         msgs = await self.snapshot(conversation)
-        summaries = await self.memory.summaries_of(conversation)
+        summaries = await self.rows.summaries_of(conversation)
         await asyncio.to_thread(
             partial(writer.write_conversation, turns=turns, summaries=summaries),
             root or self.root,
@@ -142,7 +149,7 @@ class ArchiveService:
     async def document(self, conversation: ConversationInfo) -> dict[str, Any]:
         """``{"meta": <meta.json>, "history": <history.json>}``."""
         msgs = await self.snapshot(conversation)
-        summaries = await self.memory.summaries_of(conversation)
+        summaries = await self.rows.summaries_of(conversation)
         return {
             "meta": files.archive_meta(conversation, msgs, summaries),
             "history": files.archive_history(msgs),
@@ -154,7 +161,7 @@ class ArchiveService:
     async def zip_archive(self, conversation: ConversationInfo) -> bytes:
         """The conversation's folder, laid out from the archive root, as a .zip."""
         msgs = await self.snapshot(conversation)
-        summaries = await self.memory.summaries_of(conversation)
+        summaries = await self.rows.summaries_of(conversation)
         return await asyncio.to_thread(
             lambda: files.zip_files(
                 files.conversation_files(conversation, msgs, summaries=summaries)
@@ -241,7 +248,7 @@ class ArchiveService:
         conversation.owner = owner
         item.conversation_id, item.agent_id = conversation.uuid, conversation.agent_id
         try:
-            item.outcome, item.added = await self.memory.import_conversation(
+            item.outcome, item.added = await self.rows.import_conversation(
                 conversation, archived.messages, archived.summaries
             )
         except InvalidInput as exc:

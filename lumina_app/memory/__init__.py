@@ -1,7 +1,9 @@
 """The memory layer (DESIGN §4): the dual-track policy over the cold store and the hot
-window. ``manager`` holds the write order and the window reads; the modules beside it hold
-what each consumer reads of the cold store."""
+window. ``manager`` holds the write order, the window reads and rebuilds; the modules
+beside it are the read repositories each consumer is handed (``reads.MemoryReads``)."""
 
-from lumina_app.memory.manager import DeleteHook, FinalHook, MemoryManager, MemoryView, WindowStats
+from lumina_app.memory.manager import DeleteHook, FinalHook, MemoryManager
+from lumina_app.memory.reads import MemoryReads
+from lumina_app.memory.views import MemoryView, WindowStats
 
-__all__ = ["DeleteHook", "FinalHook", "MemoryManager", "MemoryView", "WindowStats"]
+__all__ = ["DeleteHook", "FinalHook", "MemoryManager", "MemoryReads", "MemoryView", "WindowStats"]

@@ -4,75 +4,38 @@ SQL is the system of record; the hot window is a projection of its last N final 
 Writes commit to SQL first and then touch the hot tier in one round trip. Reads use the
 hot tier when its high-water mark has caught up with SQL, and rebuild it with one indexed
 query otherwise. When the hot tier is unavailable everything is served from SQL.
+
+What the services read of the cold store besides (search, history matching, archive
+rows, run inspection, summaries, pages) are the repositories beside this module.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from lumina_app.domain import (
     ConversationInfo,
     ConversationNotFound,
     ConversationStatus,
-    ImportOutcome,
     MessageStatus,
     Msg,
-    MsgRole,
     Principal,
     RunRecord,
     StoreUnavailable,
     Summary,
 )
 from lumina_app.domain.access import is_conversation_id
-from lumina_app.domain.search import MessageHit
 from lumina_app.domain.text import check_storable_text
-from lumina_app.domain.versions import AnswerRow, number_versions
+from lumina_app.memory.views import MemoryView, WindowStats
+from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
-from lumina_app.storage.sql import archive_rows, history_match, regenerate, search, summaries
-from lumina_app.storage.sql.cold_store import ColdStore
 
 log = logging.getLogger(__name__)
 
 DeleteHook = Callable[[ConversationInfo], Awaitable[None]]
 FinalHook = Callable[[ConversationInfo, Sequence[Msg]], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryView:
-    """What a context is built from: the last N final messages and the rolling summary
-    of what left them (None when there is none yet)."""
-
-    messages: list[Msg]
-    summary: Summary | None = None
-
-
-@dataclass(slots=True)
-class WindowStats:
-    """Hot-window reads by result; ``listeners`` (metrics) hear each one as it happens."""
-
-    hits: int = 0
-    rebuilds: int = 0
-    fallbacks: int = 0
-    listeners: list[Callable[[str], None]] = field(default_factory=list)
-
-    def count(self, result: str) -> None:
-        """``hit``, ``rebuild`` or ``fallback``."""
-        if result == "hit":
-            self.hits += 1
-        elif result == "rebuild":
-            self.rebuilds += 1
-        else:
-            self.fallbacks += 1
-        for listener in self.listeners:
-            listener(result)
-
-    @property
-    def hit_rate(self) -> float:
-        total = self.hits + self.rebuilds + self.fallbacks
-        return self.hits / total if total else 0.0
+RunsDeletedHook = Callable[[list[str]], Awaitable[None]]
 
 
 class MemoryManager:
@@ -85,11 +48,15 @@ class MemoryManager:
         self.stats = WindowStats()
         self._delete_hooks: list[DeleteHook] = []
         self._final_hooks: list[FinalHook] = []
-        self._runs_deleted_hooks: list[Callable[[list[str]], Awaitable[None]]] = []
+        self._runs_deleted_hooks: list[RunsDeletedHook] = []
 
     def on_delete(self, hook: DeleteHook) -> None:
         """Other tiers (archive, run buffers) register what a delete must also clear."""
         self._delete_hooks.append(hook)
+
+    def on_runs_deleted(self, hook: RunsDeletedHook) -> None:
+        """Whoever keeps per-run data (event buffers) drops it when its runs are deleted."""
+        self._runs_deleted_hooks.append(hook)
 
     def on_final(self, hook: FinalHook) -> None:
         """Observers (the archive mirror) of messages committed final; called after SQL and
@@ -127,9 +94,6 @@ class MemoryManager:
             conversation_id, owner=principal.owner, agent_id=agent_id
         )
 
-    async def list_conversations(self, **kwargs: Any) -> tuple[list[ConversationInfo], str | None]:
-        return await self.cold.list_conversations(**kwargs)
-
     async def rename(self, conversation: ConversationInfo, title: str) -> None:
         """A new title; the conversation keeps its place in lists (ordered by activity)."""
         check_storable_text(title, "title")
@@ -154,10 +118,6 @@ class MemoryManager:
         fork = await self.cold.fork_conversation(source, at_seq, title=title, owner=owner)
         await self._finalised(fork, [])
         return fork
-
-    def on_runs_deleted(self, hook: Callable[[list[str]], Awaitable[None]]) -> None:
-        """Whoever keeps per-run data (event buffers) drops it when its runs are deleted."""
-        self._runs_deleted_hooks.append(hook)
 
     # -- writes --------------------------------------------------------------------
 
@@ -273,6 +233,20 @@ class MemoryManager:
             await self._finalised(conversation, [assistant, *results])
         return written
 
+    async def append_history(
+        self, conversation: ConversationInfo, msgs: Sequence[Msg]
+    ) -> list[Msg]:
+        """Store messages a client brings along (earlier turns it had elsewhere): final rows,
+        the next seqs, one transaction; then windowed like any final rows. Returns them
+        as stored (ids, seqs)."""
+        for msg in msgs:
+            check_storable_text(msg.content, "message")
+        saved = await self.cold.append_messages(conversation.id, msgs)
+        if saved:
+            await self._window(conversation, saved)
+            await self._finalised(conversation, saved)
+        return list(saved or [])
+
     # -- reads ---------------------------------------------------------------------
 
     async def load(self, conversation: ConversationInfo) -> list[Msg]:
@@ -331,7 +305,7 @@ class MemoryManager:
         """What a context for the message at ``seq`` is built from, read from SQL: the last
         N messages before it a context can hold, and the newest summary covering less."""
         msgs = await self.cold.last_messages(conversation.id, self.window, before_seq=seq)
-        summary = await summaries.latest(self.cold.db, conversation.id, before_seq=seq)
+        summary = await self.cold.latest_summary(conversation.id, before_seq=seq)
         return MemoryView(msgs, summary)
 
     async def with_unsummarized(
@@ -359,179 +333,20 @@ class MemoryManager:
     async def _from_sql(self, conversation: ConversationInfo) -> MemoryView:
         """One indexed query for the last N, one for the newest summary."""
         msgs = await self.cold.last_messages(conversation.id, self.window)
-        return MemoryView(msgs, await summaries.latest(self.cold.db, conversation.id))
+        return MemoryView(msgs, await self.cold.latest_summary(conversation.id))
 
     # -- summaries -----------------------------------------------------------------
-
-    async def summary_of(self, summary_id: int) -> Summary | None:
-        return await summaries.get(self.cold.db, summary_id)
-
-    async def unsummarized(
-        self, conversation: ConversationInfo, *, after_seq: int, before_seq: int
-    ) -> list[Msg]:
-        """Final messages with ``after_seq < seq < before_seq``: what left the window
-        since the last summary. Superseded answers are never summarized."""
-        if before_seq - after_seq <= 1:
-            return []
-        msgs = await self.cold.page_messages(
-            conversation.id, limit=before_seq - after_seq - 1, after_seq=after_seq
-        )
-        return [
-            m
-            for m in msgs
-            if m.seq < before_seq and m.status.is_final and m.status is not MessageStatus.SUPERSEDED
-        ]
 
     async def write_summary(
         self, conversation: ConversationInfo, *, covered_to_seq: int, text: str, model: str
     ) -> Summary:
         """SQL first, then the copy beside the hot window."""
         check_storable_text(text, "summary")
-        summary = await summaries.add(
-            self.cold.db, conversation.id, covered_to_seq=covered_to_seq, text=text, model=model
+        summary = await self.cold.add_summary(
+            conversation.id, covered_to_seq=covered_to_seq, text=text, model=model
         )
         await self._hot(self.hot.set_summary(conversation.uuid, summary))
         return summary
-
-    async def summaries_of(self, conversation: ConversationInfo) -> list[Summary]:
-        return await summaries.all_of(self.cold.db, conversation.id)
-
-    async def history(
-        self,
-        conversation: ConversationInfo,
-        *,
-        limit: int = 50,
-        after_seq: int | None = None,
-        before_seq: int | None = None,
-    ) -> list[Msg]:
-        """Replay: every message ever stored, paged by seq (always from SQL)."""
-        return await self.cold.page_messages(
-            conversation.id, limit=limit, after_seq=after_seq, before_seq=before_seq
-        )
-
-    async def versions(
-        self, conversation: ConversationInfo, msgs: Sequence[Msg]
-    ) -> dict[int, tuple[int, int]]:
-        """``seq -> (version, versions)`` for the answer rows among ``msgs`` (a page in seq
-        order). Only a page with superseded rows, or one starting inside a turn, needs
-        one more query (for the turns' rows off the page); otherwise each answer is the
-        only version of its turn."""
-        answers = [m for m in msgs if m.role is not MsgRole.USER]
-        off_page = msgs and msgs[0].role is not MsgRole.USER and msgs[0].seq > 1
-        if off_page or any(m.status is MessageStatus.SUPERSEDED for m in answers):
-            turns = sorted({m.turn_id for m in answers})
-            rows = await regenerate.answer_rows(self.cold.db, conversation.id, turns)
-        else:
-            rows = [
-                AnswerRow(m.seq, m.turn_id, m.role is MsgRole.ASSISTANT, m.meta.get("runId"))
-                for m in answers
-            ]
-        return number_versions(rows)
-
-    async def turn_rows(self, conversation_id: int, after_seq: int, before_seq: int) -> list[Msg]:
-        """Every stored row strictly between two seqs, in order (a run's tool steps)."""
-        rows = await self.cold.page_messages(
-            conversation_id, after_seq=after_seq, limit=max(0, before_seq - after_seq - 1)
-        )
-        return [m for m in rows if m.seq < before_seq]
-
-    async def search(
-        self,
-        words: Sequence[str],
-        *,
-        owner: str,
-        conversation: ConversationInfo | None = None,
-        agent_id: str | None = None,
-        limit: int = 20,
-    ) -> list[MessageHit]:
-        """An owner's final messages matching every word, through the full-text index."""
-        return await search.search_messages(
-            self.cold.db,
-            words,
-            owner=owner,
-            conversation_id=conversation.id if conversation else None,
-            agent_id=agent_id,
-            limit=limit,
-        )
-
-    async def final_messages(self, conversation: ConversationInfo) -> list[Msg]:
-        """Every final message in seq order (exports): one query, from SQL."""
-        return await archive_rows.final_messages(self.cold.db, conversation.id)
-
-    async def messages_by_id(self, conversation_id: int, ids: Sequence[int]) -> list[Msg]:
-        """Stored messages of one conversation by id, in seq order."""
-        return await self.cold.messages_by_id(conversation_id, ids)
-
-    async def get_message(self, message_id: int) -> Msg | None:
-        return await self.cold.get_message(message_id)
-
-    async def conversation_uuid(self, conversation_id: int) -> str | None:
-        return await self.cold.conversation_uuid(conversation_id)
-
-    # -- the OpenAI-compatible gateway ---------------------------------------------
-
-    async def opened_with(
-        self, *, owner: str, agent_id: str, opening: str, limit: int
-    ) -> dict[str, list[Msg]]:
-        """Conversations of ``owner`` and ``agent_id`` that opened with a question of that
-        hash (most recent first, at most ``limit``): the rows a client saw of each, by uuid."""
-        ids = dict(
-            await history_match.candidates(
-                self.cold.db, owner=owner, agent_id=agent_id, opening=opening, limit=limit
-            )
-        )
-        rows = await history_match.seen_rows(self.cold.db, list(ids))
-        return {uuid: rows.get(cid, []) for cid, uuid in ids.items()}
-
-    async def by_session_key(
-        self, *, owner: str, agent_id: str, key_hash: str
-    ) -> tuple[str, list[Msg]] | None:
-        """The conversation a client's session key was recorded on, with the rows it could
-        have seen of it; None if the key is new."""
-        found = await history_match.by_session_key(
-            self.cold.db, owner=owner, agent_id=agent_id, key_hash=key_hash
-        )
-        if found is None:
-            return None
-        conversation_id, uuid = found
-        rows = await history_match.seen_rows(self.cold.db, [conversation_id])
-        return uuid, rows.get(conversation_id, [])
-
-    async def append_history(
-        self, conversation: ConversationInfo, msgs: Sequence[Msg]
-    ) -> list[Msg]:
-        """Store messages a client brings along (earlier turns it had elsewhere): final rows,
-        the next seqs, one transaction; then windowed like any final rows. Returns them
-        as stored (ids, seqs)."""
-        for msg in msgs:
-            check_storable_text(msg.content, "message")
-        saved = await self.cold.append_messages(conversation.id, msgs)
-        if saved:
-            await self._window(conversation, saved)
-            await self._finalised(conversation, saved)
-        return list(saved or [])
-
-    async def gateway_meta(self, conversation: ConversationInfo) -> dict[str, Any]:
-        return await history_match.gateway_meta(self.cold.db, conversation.id)
-
-    async def set_gateway_meta(
-        self, conversation: ConversationInfo, *, opening: str | None, meta: dict[str, Any]
-    ) -> None:
-        await history_match.set_gateway_meta(
-            self.cold.db, conversation.id, opening=opening, meta=meta
-        )
-
-    # -- archive import ------------------------------------------------------------
-
-    async def import_conversation(
-        self,
-        conversation: ConversationInfo,
-        msgs: Sequence[Msg],
-        summaries: Sequence[Summary] = (),
-    ) -> tuple[ImportOutcome, int]:
-        """Store an archived conversation (one transaction). A hot window it had falls
-        behind ``last_seq`` and is rebuilt by the next read."""
-        return await archive_rows.import_conversation(self.cold.db, conversation, msgs, summaries)
 
     # -- the hot tier ----------------------------------------------------------------
 
@@ -545,7 +360,7 @@ class MemoryManager:
 
     async def ping(self) -> None:
         """Raises if the system of record cannot be reached."""
-        await self.cold.db.ping()
+        await self.cold.ping()
 
     async def close(self) -> None:
         """Closes the hot tier (the database belongs to whoever opened it)."""

@@ -13,6 +13,7 @@ from typing import Any
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import ConversationInfo, InvalidInput, Msg, Principal
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.services.agents import AgentService
 
 MAX_SEARCH_CHARS = 200  # a longer pattern costs the database real CPU and finds nothing new
@@ -45,11 +46,16 @@ class Export:
 
 class ConversationService:
     def __init__(
-        self, memory: MemoryManager, agents: AgentService, archive: ArchiveService
+        self,
+        memory: MemoryManager,
+        agents: AgentService,
+        archive: ArchiveService,
+        reads: ConversationReads,
     ) -> None:
         self.memory = memory
         self.agents = agents
         self.archive = archive
+        self.reads = reads
 
     async def create(
         self, principal: Principal, *, agent_id: str, title: str = ""
@@ -71,7 +77,7 @@ class ConversationService:
         """Newest activity first; ``search`` matches titles and message text."""
         if search is not None and len(search) > MAX_SEARCH_CHARS:
             raise InvalidInput(f"search text is limited to {MAX_SEARCH_CHARS} characters")
-        return await self.memory.list_conversations(
+        return await self.reads.list_conversations(
             agent_id=agent_id, owner=principal.owner, limit=limit, cursor=cursor, search=search
         )
 
@@ -142,7 +148,7 @@ class ConversationService:
         """A page of a conversation already found visible (see :meth:`messages`)."""
         if after is None and before is None:
             after = 0
-        msgs = await self.memory.history(
+        msgs = await self.reads.history(
             conversation, limit=limit, after_seq=after, before_seq=before
         )
         if before is not None:  # with ``after`` too, the store pages forward from it: cut
@@ -150,7 +156,7 @@ class ConversationService:
         upper = conversation.last_seq if before is None else min(conversation.last_seq, before - 1)
         next_after = msgs[-1].seq if msgs and msgs[-1].seq < upper else None
         next_before = msgs[0].seq if msgs and msgs[0].seq > (after or 0) + 1 else None
-        versions = await self.memory.versions(conversation, msgs)
+        versions = await self.reads.versions(conversation, msgs)
         return MessagePage(msgs, next_after, next_before, versions)
 
     async def latest(

@@ -18,6 +18,8 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.transcript import Line
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_reads import ConversationReads
+from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.services.agents import AgentService
 from lumina_app.services.openai_gateway import history_rows
 from lumina_app.services.responses import uuid_of
@@ -62,10 +64,19 @@ class ItemPage:
 
 
 class OpenAIConversations:
-    def __init__(self, memory: MemoryManager, agents: AgentService, runs: RunService) -> None:
+    def __init__(
+        self,
+        memory: MemoryManager,
+        agents: AgentService,
+        runs: RunService,
+        reads: ConversationReads,
+        gateway: GatewayHistory,
+    ) -> None:
         self.memory = memory
         self.agents = agents
         self.runs = runs
+        self.reads = reads
+        self.gateway = gateway
 
     def _default_agent(self) -> str:
         available = [view.id for view in self.agents.list() if view.available]
@@ -81,13 +92,13 @@ class OpenAIConversations:
         conversation = await self.memory.create_conversation(
             agent_id=agent.id, title=first[:80], owner=principal.owner
         )
-        await self.memory.set_gateway_meta(conversation, opening=None, meta={"metadata": metadata})
+        await self.gateway.set_gateway_meta(conversation, opening=None, meta={"metadata": metadata})
         saved = await self.memory.append_history(conversation, history_rows(items))
         return ConversationView(conversation, metadata), saved
 
     async def get(self, principal: Principal, conversation: str) -> ConversationView:
         found = await self.memory.find_visible(principal, uuid_of(conversation))
-        meta = await self.memory.gateway_meta(found)
+        meta = await self.gateway.gateway_meta(found)
         return ConversationView(found, dict(meta.get("metadata") or {}))
 
     async def update(
@@ -98,8 +109,8 @@ class OpenAIConversations:
         agent = view.conversation.agent_id
         if metadata.get(AGENT_KEY, agent) != agent:
             raise InvalidInput(f"metadata.agent: this conversation is with {agent!r} for good")
-        meta = await self.memory.gateway_meta(view.conversation)
-        await self.memory.set_gateway_meta(
+        meta = await self.gateway.gateway_meta(view.conversation)
+        await self.gateway.set_gateway_meta(
             view.conversation, opening=None, meta={**meta, "metadata": metadata}
         )
         return ConversationView(view.conversation, metadata)
@@ -125,10 +136,10 @@ class OpenAIConversations:
             seq = (await self._message(found, after)).seq
         if descending:
             before = seq if seq is not None else found.last_seq + 1
-            rows = await self.memory.history(found, limit=limit + 1, before_seq=before)
+            rows = await self.reads.history(found, limit=limit + 1, before_seq=before)
             rows.reverse()
         else:
-            rows = await self.memory.history(found, limit=limit + 1, after_seq=seq or 0)
+            rows = await self.reads.history(found, limit=limit + 1, after_seq=seq or 0)
         page = [row for row in rows[:limit] if shown(row)]
         return ItemPage(page, len(rows) > limit)
 
@@ -145,7 +156,7 @@ class OpenAIConversations:
         return await self._message(found, item)
 
     async def _message(self, conversation: ConversationInfo, item: str) -> Msg:
-        rows = await self.memory.messages_by_id(conversation.id or 0, [message_id_of(item)])
+        rows = await self.reads.messages_by_id(conversation, [message_id_of(item)])
         if not rows or not shown(rows[0]):
             raise NotFound(f"item {item!r} not found")
         return rows[0]

@@ -32,6 +32,7 @@ from lumina_app.domain import (
 from lumina_app.domain.text import check_storable_text
 from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.services.agents import AgentService, AgentView
 from lumina_app.services.runs import RunService
 
@@ -84,6 +85,7 @@ class OpenAIGateway:
         agents: AgentService,
         runs: RunService,
         memory: MemoryManager,
+        history: GatewayHistory,
         *,
         max_messages: int = 1000,
         max_chars: int = 32_000,
@@ -91,6 +93,7 @@ class OpenAIGateway:
         self.agents = agents
         self.runs = runs
         self.memory = memory
+        self.history = history
         self.max_messages = max_messages
         self.max_chars = max_chars
 
@@ -130,15 +133,15 @@ class OpenAIGateway:
             conversation, found = await self._continued(principal, agent.id, earlier, question)
         elif conversation is None:
             found = Found.NEW
-        meta = await self.memory.gateway_meta(conversation) if conversation else {}
+        meta = await self.history.gateway_meta(conversation) if conversation else {}
         if key is not None and meta.get("sessionKey") != key:
             meta = {**meta, "sessionKey": key}
             if conversation is not None:
-                await self.memory.set_gateway_meta(conversation, opening=None, meta=meta)
+                await self.history.set_gateway_meta(conversation, opening=None, meta=meta)
         if system is not None and meta.get("systemPrompt") != system:
             meta = {**meta, "systemPrompt": system}
             if conversation is not None:
-                await self.memory.set_gateway_meta(conversation, opening=None, meta=meta)
+                await self.history.set_gateway_meta(conversation, opening=None, meta=meta)
         prompt = meta.get("systemPrompt") if agent.allow_client_system_prompt else None
         run = await self.runs.start(
             principal,
@@ -148,7 +151,7 @@ class OpenAIGateway:
             system_prompt=prompt,
         )
         if conversation is None:  # made by the run: index it for the next request
-            await self.memory.set_gateway_meta(
+            await self.history.set_gateway_meta(
                 run.conversation, opening=opening_hash(question), meta=meta
             )
         if prompt is not None:
@@ -182,7 +185,7 @@ class OpenAIGateway:
         """The conversation the session key was recorded on, with what of ``earlier`` it
         lacks stored (nothing if the client's history went another way: Lumina's memory
         stands); None for a new key."""
-        found = await self.memory.by_session_key(
+        found = await self.history.by_session_key(
             owner=principal.owner, agent_id=agent_id, key_hash=key
         )
         if found is None:
@@ -215,7 +218,7 @@ class OpenAIGateway:
         # greeting) and has no question yet opens with this request's.
         first = next((line.text for line in earlier if line.role == "user"), question)
         opening = opening_hash(first)
-        found = await self.memory.opened_with(
+        found = await self.history.opened_with(
             owner=principal.owner, agent_id=agent_id, opening=opening, limit=MATCH_CANDIDATES
         )
         best = longest_prefix({uuid: visible(rows) for uuid, rows in found.items()}, earlier)
@@ -227,7 +230,7 @@ class OpenAIGateway:
             conversation = await self.memory.create_conversation(
                 agent_id=agent_id, title=title_from(first), owner=principal.owner
             )
-            await self.memory.set_gateway_meta(conversation, opening=opening, meta={})
+            await self.history.set_gateway_meta(conversation, opening=opening, meta={})
             rest, found = earlier, Found.CREATED
         return await self._store(principal, conversation, rest), found
 

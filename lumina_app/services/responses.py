@@ -31,6 +31,7 @@ from lumina_app.domain.access import is_conversation_id
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.domain.transcript import Line
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.run_inspection import RunInspection
 from lumina_app.services.openai_gateway import ChatTurn, GatewayRun, OpenAIGateway, history_rows
 from lumina_app.services.runs import RunService, RunView
 
@@ -97,10 +98,17 @@ class ResponseView:
 
 
 class ResponsesService:
-    def __init__(self, gateway: OpenAIGateway, runs: RunService, memory: MemoryManager) -> None:
+    def __init__(
+        self,
+        gateway: OpenAIGateway,
+        runs: RunService,
+        memory: MemoryManager,
+        inspection: RunInspection,
+    ) -> None:
         self.gateway = gateway
         self.runs = runs
         self.memory = memory
+        self.inspection = inspection
 
     async def start(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
         """Find the conversation, store the input's earlier items, start the run."""
@@ -213,5 +221,5 @@ class ResponsesService:
         record = await self.runs.records.get_run(run_id, owner=principal.owner)
         if record is None or record.user_message_id is None:
             return []
-        question = await self.memory.get_message(record.user_message_id)
+        question = await self.inspection.get_message(record.user_message_id)
         return [question] if question is not None else []

@@ -29,6 +29,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.access import is_conversation_id, is_run_id
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.run_inspection import RunInspection
 from lumina_app.storage.run_records import RunRecords
 
 
@@ -73,10 +74,17 @@ class RunContext:
 
 
 class RunService:
-    def __init__(self, engine: ChatEngine, records: RunRecords, memory: MemoryManager) -> None:
+    def __init__(
+        self,
+        engine: ChatEngine,
+        records: RunRecords,
+        memory: MemoryManager,
+        inspection: RunInspection,
+    ) -> None:
         self.engine = engine
         self.records = records
         self.memory = memory
+        self.inspection = inspection
 
     async def start(
         self,
@@ -167,13 +175,13 @@ class RunService:
         if record is None:
             raise RunNotFound(run_id)
         answer = (
-            await self.memory.get_message(record.assistant_message_id)
+            await self.inspection.get_message(record.assistant_message_id)
             if record.assistant_message_id
             else None
         )
         return RunView(
             run_id=run_id,
-            conversation_id=await self.memory.conversation_uuid(record.conversation_id) or "",
+            conversation_id=await self.inspection.conversation_uuid(record.conversation_id) or "",
             agent_id=record.agent_id,
             status=record.status,
             scenario=record.scenario,
@@ -200,10 +208,10 @@ class RunService:
         if not recipe or record.user_message_id is None:
             raise NotFound(f"run {run_id!r} has no recorded context (it ran before Lumina kept it)")
         prompt = await self.engine.prompts.text(recipe["prompt"]) or ""
-        summary = await self.memory.summary_of(recipe["summary"]) if recipe["summary"] else None
-        history = await self.memory.messages_by_id(record.conversation_id, recipe["ids"])
-        question = await self.memory.get_message(record.user_message_id)
-        recalled = await self.memory.messages_by_id(
+        summary = await self.inspection.summary_of(recipe["summary"]) if recipe["summary"] else None
+        history = await self.inspection.messages_by_id(record.conversation_id, recipe["ids"])
+        question = await self.inspection.get_message(record.user_message_id)
+        recalled = await self.inspection.messages_by_id(
             record.conversation_id, recipe.get("recalled", [])
         )
         messages = render(
@@ -240,10 +248,10 @@ class RunService:
         last = record.assistant_message_id
         if question is None or last is None:
             return []
-        answer = await self.memory.get_message(last)
+        answer = await self.inspection.get_message(last)
         if answer is None or answer.seq <= question.seq + 1:
             return []
-        rows = await self.memory.turn_rows(record.conversation_id, question.seq, answer.seq)
+        rows = await self.inspection.turn_rows(record.conversation_id, question.seq, answer.seq)
         first = next(
             (i for i, m in enumerate(rows) if (m.meta or {}).get("runId") == record.run_id), None
         )
@@ -264,7 +272,7 @@ class RunService:
         if active is not None:
             return active.conversation.uuid
         record = await self.records.get_run(run_id, owner=principal.owner)
-        uuid = await self.memory.conversation_uuid(record.conversation_id) if record else None
+        uuid = await self.inspection.conversation_uuid(record.conversation_id) if record else None
         if uuid is None:
             raise RunNotFound(run_id)
         return uuid

@@ -13,6 +13,7 @@ from datetime import datetime
 from lumina_app.domain import InvalidInput, Principal
 from lumina_app.domain.search import UNSPACED, MessageHit, terms
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.search_reads import SearchReads
 
 MAX_QUERY_CHARS = 200
 SNIPPET_CHARS = 160
@@ -30,8 +31,9 @@ class SearchHit:
 
 
 class SearchService:
-    def __init__(self, memory: MemoryManager) -> None:
+    def __init__(self, memory: MemoryManager, reads: SearchReads) -> None:
         self.memory = memory
+        self.reads = reads
 
     async def in_conversation(
         self, principal: Principal, conversation_id: str, query: str, *, limit: int = 20
@@ -40,7 +42,7 @@ class SearchService:
         words = _words(query)
         if not words:
             return []
-        hits = await self.memory.search(
+        hits = await self.reads.search(
             words, owner=principal.owner, conversation=conversation, limit=limit
         )
         return [_hit(h, words) for h in hits]
@@ -51,9 +53,7 @@ class SearchService:
         words = _words(query)
         if not words:
             return []
-        hits = await self.memory.search(
-            words, owner=principal.owner, agent_id=agent_id, limit=limit
-        )
+        hits = await self.reads.search(words, owner=principal.owner, agent_id=agent_id, limit=limit)
         return [_hit(h, words) for h in hits]
 
 

@@ -134,7 +134,7 @@ async def test_messages_are_stored_with_turn_ids_and_roles(services) -> None:
     events = await send(services, "你好 👋")
     session, result = events[0], events[-1]
     conv = await services.memory.get_conversation(session.data["conversationId"])
-    stored = await services.memory.history(conv)
+    stored = await services.reads.conversations.history(conv)
     assert [(m.role, m.content, m.status) for m in stored] == [
         (MsgRole.USER, "你好 👋", MessageStatus.COMPLETE),
         (MsgRole.ASSISTANT, "Hello from the fake LLM.", MessageStatus.COMPLETE),
@@ -157,7 +157,7 @@ async def test_provider_error_fails_the_answer_with_the_message(services, fake_l
     assert len(errors) == 1 and "context length exceeded" in errors[0].data["message"]
     assert events[-1].data["status"] == "failed"
     conv = await services.memory.get_conversation(events[0].data["conversationId"])
-    answer = (await services.memory.history(conv))[-1]
+    answer = (await services.reads.conversations.history(conv))[-1]
     assert answer.status is MessageStatus.FAILED
     assert "context length exceeded" in answer.meta["error"]
     assert conv.status is ConversationStatus.FAILED
@@ -190,7 +190,7 @@ async def test_consumer_gone_the_answer_still_completes(services, fake_llm) -> N
     assert run is not None
     await asyncio.wait_for(run.done.wait(), 5)
     conv = await services.memory.get_conversation(session.data["conversationId"])
-    answer = (await services.memory.history(conv))[-1]
+    answer = (await services.reads.conversations.history(conv))[-1]
     assert answer.status is MessageStatus.COMPLETE
     assert answer.content == "".join(f"w{i} " for i in range(20))
 
@@ -207,7 +207,7 @@ async def test_cancel_on_disconnect_interrupts(settings_factory, fake_llm) -> No
         await gen.aclose()
         await asyncio.wait_for(run.done.wait(), 5)
         conv = await services.memory.get_conversation(session.data["conversationId"])
-        answer = (await services.memory.history(conv))[-1]
+        answer = (await services.reads.conversations.history(conv))[-1]
         assert answer.status is MessageStatus.INTERRUPTED
         assert answer.content.startswith("w0 ") and len(answer.content) < len("w0 ") * 50
     finally:
@@ -225,7 +225,7 @@ async def test_stop_keeps_the_partial_text(services, fake_llm) -> None:
             await services.chat.stop(run.run_id)
     assert seen[-1].type is EventType.RESULT and seen[-1].data["status"] == "stopped"
     conv = await services.memory.get_conversation(run.conversation.uuid)
-    answer = (await services.memory.history(conv))[-1]
+    answer = (await services.reads.conversations.history(conv))[-1]
     assert answer.status is MessageStatus.STOPPED
     assert (
         answer.content.startswith("w0 w1 w2 w3 w4 ") and answer.content == seen[-1].data["content"]
@@ -254,7 +254,7 @@ async def test_crash_recovery_closes_streaming_answers(services, settings_factor
     restarted = await open_services(settings_factory(run_lease_seconds=0.5))
     try:
         current = await restarted.memory.get_conversation(conv.uuid)
-        answer = (await restarted.memory.history(current))[-1]
+        answer = (await restarted.reads.conversations.history(current))[-1]
         assert (answer.status, answer.content) == (MessageStatus.INTERRUPTED, "half of it")
         assert current.status is not ConversationStatus.RUNNING
         assert (await restarted.chat.runs.get_run("run-crashed")).status == "interrupted"

@@ -145,7 +145,7 @@ async def test_faults_are_results_for_the_model_and_the_server_survives(
 
 async def stored_rows(services, events):
     conv = await services.memory.get_conversation(events[0].data["conversationId"])
-    return conv, await services.memory.history(conv, limit=200)
+    return conv, await services.reads.conversations.history(conv, limit=200)
 
 
 async def wait_for(condition, within: float = 10.0) -> None:
@@ -355,7 +355,7 @@ async def test_a_run_waiting_for_a_server_to_start_can_be_stopped(
     await asyncio.sleep(0.3)
     await asyncio.wait_for(services.chat.stop(run.run_id), 5)
     assert run.result.status == "stopped"
-    message = await services.memory.get_message(run.result.message_id)
+    message = await services.reads.runs.get_message(run.result.message_id)
     assert message.status is MessageStatus.STOPPED
 
 

@@ -52,7 +52,9 @@ async def test_a_summary_of_what_left_the_window_joins_every_later_context(
     conv = first.conversation_id
     for n in range(2, 9):  # 16 messages: 10+ have left a window of 4
         await turn(services, "keeper", f"question {n}", conv)
-    summaries = await services.memory.summaries_of(await services.memory.get_conversation(conv))
+    summaries = await services.reads.archive.summaries_of(
+        await services.memory.get_conversation(conv)
+    )
     assert summaries, "no summary was written"
     latest = summaries[-1]
     assert latest.covered_to_seq >= 10 and latest.model == "fake-1"
@@ -142,9 +144,9 @@ async def test_the_offline_demo_model_writes_an_extractive_summary(memory_servic
     conv = (await turn(services, "offline", "I live in Lisbon. I like trams.")).conversation_id
     for n in range(8):
         await turn(services, "offline", f"next {n}", conv)
-    (summary,) = (await services.memory.summaries_of(await services.memory.get_conversation(conv)))[
-        -1:
-    ]
+    (summary,) = (
+        await services.reads.archive.summaries_of(await services.memory.get_conversation(conv))
+    )[-1:]
     assert summary.model == "demo-extractive"
     assert "The user said: “I live in Lisbon. I like trams.”" in summary.text
 
@@ -156,17 +158,17 @@ async def test_a_summary_that_fails_never_blocks_a_turn(memory_services, fake_ll
     for n in range(5):  # 12 messages: 8 left the window, not yet 10
         await turn(services, "keeper", f"q{n}", conv)
     conversation = await services.memory.get_conversation(conv)
-    assert await services.memory.summaries_of(conversation) == []
+    assert await services.reads.archive.summaries_of(conversation) == []
     fake_llm.script.error_status = 503  # the model is down: answers and summaries fail
     for n in range(2):
         failed = await turn(services, "keeper", f"down {n}", conv)
         assert failed.status.value == "failed"
-    assert await services.memory.summaries_of(conversation) == []
+    assert await services.reads.archive.summaries_of(conversation) == []
     assert any("not written" in r.getMessage() for r in caplog.records)
     fake_llm.script.error_status = None
     after = await turn(services, "keeper", "q6", conv)  # the turn was never held up
     assert after.status.value == "complete"
-    assert await services.memory.summaries_of(conversation)  # caught up after the next run
+    assert await services.reads.archive.summaries_of(conversation)  # caught up after the next run
 
 
 async def test_the_context_endpoint_is_exactly_what_the_model_was_sent(
@@ -202,7 +204,7 @@ async def test_delete_takes_the_summaries_and_export_import_carries_them(
     for n in range(8):
         await turn(services, "offline", f"and then {n}", conv)
     conversation = await services.memory.get_conversation(conv)
-    kept = await services.memory.summaries_of(conversation)
+    kept = await services.reads.archive.summaries_of(conversation)
     assert kept
     folder = tmp_path / "export"  # not the data dir, whose copy goes with a delete
     report = await services.archive.export_all(folder, conversation_id=conv)
@@ -211,17 +213,17 @@ async def test_delete_takes_the_summaries_and_export_import_carries_them(
     assert '"summaries"' in meta_path.read_text(encoding="utf-8")
 
     await services.conversations.delete(LOCAL, conv)
-    assert await services.memory.summaries_of(conversation) == []  # gone with it
+    assert await services.reads.archive.summaries_of(conversation) == []  # gone with it
     assert await services.search.everywhere(LOCAL, "fig") == []  # and its index entries
 
     imported = await services.archive.import_path(folder)
     assert imported.errors == []
     again = await services.memory.get_conversation(conv)
-    restored = await services.memory.summaries_of(again)
+    restored = await services.reads.archive.summaries_of(again)
     assert [(s.covered_to_seq, s.text, s.model) for s in restored] == [
         (s.covered_to_seq, s.text, s.model) for s in kept
     ]
     await services.archive.import_path(folder)  # again: nothing added twice
-    assert len(await services.memory.summaries_of(again)) == len(kept)
+    assert len(await services.reads.archive.summaries_of(again)) == len(kept)
     view = await services.memory.load_view(again)
     assert view.summary is not None and view.summary.text == kept[-1].text

@@ -67,7 +67,7 @@ def as_sent(call: Call) -> dict:
 
 async def stored(services, conversation: str):
     conv = await services.memory.get_conversation(conversation)
-    return conv, await services.memory.history(conv, limit=200)
+    return conv, await services.reads.conversations.history(conv, limit=200)
 
 
 async def test_a_tool_turn_streams_runs_the_calls_and_asks_the_model_again(

@@ -151,7 +151,7 @@ async def test_summaries_that_fit_come_along(api_on) -> None:
     await memory.write_summary(source, covered_to_seq=2, text="Lisbon first.", model="t")
     await memory.write_summary(source, covered_to_seq=4, text="Lisbon, Porto.", model="t")
     forked = (await fork(api_on, conv, atSeq=3))["uuid"]
-    copied = await memory.summaries_of(await memory.get_conversation(forked))
+    copied = await current().reads.archive.summaries_of(await memory.get_conversation(forked))
     assert [(s.covered_to_seq, s.text) for s in copied] == [(2, "Lisbon first.")]
     view = await memory.load_view(await memory.get_conversation(forked))
     assert view.summary.text == "Lisbon first." and [m.seq for m in view.messages] == [1, 2, 3]

@@ -21,7 +21,7 @@ async def stored_conversation(services, owner: str = "alice"):
     """A gateway conversation whose rows a client saw as q1, a1, q2, a2."""
     memory = services.memory
     conversation = await memory.create_conversation(agent_id="demo", title="t", owner=owner)
-    await memory.set_gateway_meta(conversation, opening=opening_hash("q1"), meta={})
+    await services.reads.gateway.set_gateway_meta(conversation, opening=opening_hash("q1"), meta={})
     await memory.append_history(
         conversation,
         [
@@ -68,7 +68,7 @@ async def test_messages_the_conversation_lacks_are_stored_first(services) -> Non
     started = await services.gateway.start(ALICE, ChatTurn("demo", lines))
     await finish(started)
     assert started.found is Found.MATCHED
-    msgs = await services.memory.final_messages(
+    msgs = await services.reads.archive.final_messages(
         await services.memory.find_visible(ALICE, conversation.uuid)
     )
     assert [m.content for m in msgs[-3:-1]] == ["an answer from elsewhere", "q4"]
@@ -82,7 +82,7 @@ async def test_a_different_history_makes_a_new_conversation(services) -> None:
     await finish(started)
     assert started.found is Found.CREATED
     assert started.conversation_id != conversation.uuid
-    msgs = await services.memory.final_messages(started.run.conversation)
+    msgs = await services.reads.archive.final_messages(started.run.conversation)
     assert [m.content for m in msgs[:3]] == ["q1", "not what was answered", "q2"]
 
 
@@ -108,7 +108,7 @@ async def test_no_rows_slip_in_beside_a_running_turn(services, fake_llm) -> None
     with pytest.raises(ConversationBusy):
         await services.gateway.start(ALICE, ChatTurn("tester", resent))
     await finish(running)
-    msgs = await services.memory.final_messages(running.run.conversation)
+    msgs = await services.reads.archive.final_messages(running.run.conversation)
     assert [m.content for m in msgs] == ["q1", answer, "q2", running.run.result.content]
 
 
@@ -122,5 +122,5 @@ async def test_a_history_that_opens_with_a_greeting(services) -> None:
     second = await services.gateway.start(ALICE, ChatTurn("demo", lines))
     await finish(second)
     assert second.found is Found.MATCHED and second.conversation_id == first.conversation_id
-    msgs = await services.memory.final_messages(second.run.conversation)
+    msgs = await services.reads.archive.final_messages(second.run.conversation)
     assert [m.content for m in msgs[:4]] == ["Hi! How can I help?", "hello 77", answer, "next"]

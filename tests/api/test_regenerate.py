@@ -290,7 +290,7 @@ async def test_a_summary_reaching_the_question_goes(api_on) -> None:
     await memory.write_summary(source, covered_to_seq=2, text="Lisbon.", model="t")
     await memory.write_summary(source, covered_to_seq=4, text="Lisbon, Porto: old.", model="t")
     await regenerate(api_on, conv)
-    kept = await memory.summaries_of(await memory.get_conversation(conv))
+    kept = await current().reads.archive.summaries_of(await memory.get_conversation(conv))
     assert [(s.covered_to_seq, s.text) for s in kept] == [(2, "Lisbon.")]
     view = await memory.load_view(await memory.get_conversation(conv))
     assert view.summary.text == "Lisbon."

@@ -40,7 +40,7 @@ async def test_a_continued_response_stores_its_new_items_once(services) -> None:
     second = await services.responses.start(ALICE, ResponseTurn("demo", lines, previous))
     await second.run.done.wait()
     assert second.conversation_id == first.conversation_id
-    msgs = await services.memory.final_messages(second.run.conversation)
+    msgs = await services.reads.archive.final_messages(second.run.conversation)
     contents = [m.content for m in msgs]
     assert contents[0] == "q1" and contents[2:5] == ["q2", "a2", "q3"] and len(msgs) == 6
     with pytest.raises(NotFound):
@@ -93,7 +93,7 @@ async def test_a_session_key_finds_its_conversation(services) -> None:
     other = await services.responses.start(BOB, again)
     await other.run.done.wait()
     assert other.found is Found.NEW and other.conversation_id != first.conversation_id
-    meta = await services.memory.gateway_meta(first.run.conversation)
+    meta = await services.reads.gateway.gateway_meta(first.run.conversation)
     assert "sess-42" not in str(meta)  # recorded as a hash, never the key itself
 
 
@@ -111,7 +111,7 @@ async def test_deleting_a_response_keeps_its_messages(services, fake_llm) -> Non
     ):
         with pytest.raises(NotFound):
             await call
-    msgs = await services.memory.final_messages(first.run.conversation)
+    msgs = await services.reads.archive.final_messages(first.run.conversation)
     assert [m.content for m in msgs][:1] == ["d1"] and len(msgs) == 2
     fake_llm.script.delay = 0.2
     running = await services.responses.start(ALICE, ResponseTurn("tester", [Line("user", "r")]))

@@ -11,7 +11,7 @@ import pytest
 
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import ConversationInfo, ConversationStatus, Msg, MsgRole
-from lumina_app.memory import MemoryManager
+from lumina_app.memory import MemoryManager, MemoryReads
 from lumina_app.settings import load_settings
 from lumina_app.storage.local.hot_window import LocalHotWindow
 from lumina_app.storage.sql.cold_store import ColdStore
@@ -33,7 +33,10 @@ TURNS = [
 
 def make_archive(engine, root: Path) -> ArchiveService:
     hot = LocalHotWindow(window=20, max_conversations=100)
-    return ArchiveService(MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20), root)
+    cold = ColdStore(SQLDatabase(engine))
+    return ArchiveService(
+        MemoryManager(cold, hot, window=20), MemoryReads.over(cold, cold.db).archive, root
+    )
 
 
 @pytest.fixture

@@ -181,7 +181,7 @@ async def test_a_superseded_answer_stays_out_of_contexts(sqlite_archive, tmp_pat
         ("q", "complete"),
         ("better", "complete"),
     ]
-    stored = await memory.history(conversation)
+    stored = await memory.cold.page_messages(conversation.id)
     assert [m.status.value for m in stored] == ["complete", "superseded", "complete"]
     document = await sqlite_archive.document(conversation)
     assert [e.get("status") for e in document["history"]] == [None, "superseded", None]

@@ -1,4 +1,6 @@
-"""The SQL cold store: the system of record for conversations and every message."""
+"""The SQL cold store: the system of record for conversations and every message
+(``storage.cold_store.ColdStore`` is its contract). How its write transactions reach the
+database is the write strategy it is given (``write_paths``), chosen once per database."""
 
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ from lumina_app.domain import (
     Msg,
     MsgRole,
     RunRecord,
+    Summary,
     utcnow,
 )
 from lumina_app.domain.search import terms as search_terms
-from lumina_app.storage.sql import forks, regenerate, writes, writes_pg
+from lumina_app.storage.sql import forks, regenerate, summaries, write_paths, writes
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.flush_batch import FlushBatch
 from lumina_app.storage.sql.models import conversations as C
@@ -86,14 +89,23 @@ def decode_cursor(cursor: str, arity: int) -> list[str]:
     return parts
 
 
-class ColdStore:
+class SQLColdStore:
     """Async data functions over conversations and messages. Every write is one
-    transaction; runs and idempotency keys have stores of their own on the same database."""
+    transaction; runs and idempotency keys have stores of their own on the same database.
+    ``write_path``: how the transactions run (default: ``write_paths.for_database(db)``)."""
 
-    def __init__(self, db: SQLDatabase, *, flush_window: float = 0.05) -> None:
+    def __init__(
+        self,
+        db: SQLDatabase,
+        *,
+        write_path: write_paths.TransactionWrites | None = None,
+        flush_window: float = 0.05,
+    ) -> None:
         self.db = db
+        self.write_path = write_path or write_paths.for_database(db)
+        transact = self.write_path.transact
         self._flushes = FlushBatch(
-            lambda batch: db.transact(writes.flush_answers, batch), window=flush_window
+            lambda batch: transact(writes.flush_answers, batch), window=flush_window
         )
 
     # -- conversations -------------------------------------------------------------
@@ -112,7 +124,7 @@ class ColdStore:
             conversation.uuid = conversation_uuid
         if created_at:
             conversation.created_at = conversation.updated_at = created_at
-        await self.db.transact(writes.insert_conversation, conversation)
+        await self.write_path.transact(writes.insert_conversation, conversation)
         return conversation
 
     async def start_conversation(
@@ -133,10 +145,7 @@ class ColdStore:
         conversation.last_seq = conversation.message_count = count
         if status is not None:
             conversation.status = status
-        if self.db.dialect == "postgresql" and run is not None and msgs:
-            await self.db.transact_one(writes_pg.start, conversation, msgs, run)
-            return list(msgs)
-        await self.db.transact(writes.start_conversation, conversation, msgs, run)
+        await self.write_path.start(conversation, msgs, run)
         return list(msgs)
 
     async def fork_conversation(
@@ -146,7 +155,7 @@ class ColdStore:
         fork = ConversationInfo.new(agent_id=source.agent_id, title=title, owner=owner)
         fork.parent_uuid, fork.forked_at_seq = source.uuid, at_seq
         with offloaded():  # copies many rows: off the event loop's thread on SQLite
-            await self.db.transact(forks.copy_conversation, source.id, fork, at_seq)
+            await self.write_path.transact(forks.copy_conversation, source.id, fork, at_seq)
         return fork
 
     async def get_conversation(
@@ -292,10 +301,7 @@ class ColdStore:
         bump["updated_at"] = now
         if status is not None:
             bump["status"] = status.value
-        if self.db.dialect == "postgresql" and writes_pg.one_statement_accept(msgs, bump, run):
-            await self.db.transact_one(writes_pg.accept, conversation_id, msgs, bump, run)
-            return list(msgs)
-        await self.db.transact(writes.append_messages, conversation_id, msgs, bump, run)
+        await self.write_path.accept(conversation_id, msgs, bump, run)
         return list(msgs)
 
     async def flush_answer(self, message_id: int, content: str) -> bool:
@@ -333,14 +339,8 @@ class ColdStore:
             settle = {"_cid": conversation_id, "_tools": tool_calls, "updated_at": now}
             if conversation_status is not None:
                 settle["status"] = conversation_status.value
-        if (
-            only_streaming
-            and self.db.dialect == "postgresql"
-            and writes_pg.one_statement_final(values, settle, run)
-        ):
-            return await self.db.transact_one(writes_pg.final_write, values, settle, run)
-        return await self.db.transact(
-            writes.update_message, values, only_streaming=only_streaming, settle=settle, run=run
+        return await self.write_path.settle(
+            values, only_streaming=only_streaming, settle=settle, run=run
         )
 
     async def settle_with_rows(
@@ -371,7 +371,7 @@ class ColdStore:
         }
         if conversation_status is not None:
             bump["status"] = conversation_status.value
-        return await self.db.transact(writes.settle_with_rows, values, rows, bump, run)
+        return await self.write_path.transact(writes.settle_with_rows, values, rows, bump, run)
 
     async def last_messages(
         self,
@@ -421,7 +421,7 @@ class ColdStore:
         now = utcnow()
         bump = {"_cid": conversation_id, "_n": 1, "_tools": 0, "updated_at": now}
         bump["status"] = status.value
-        return await self.db.transact(
+        return await self.write_path.transact(
             regenerate.answer_again, conversation_id, question, answer, run, bump
         )
 
@@ -466,3 +466,23 @@ class ColdStore:
     async def conversation_uuid(self, conversation_id: int) -> str | None:
         async with self.db.connect() as conn:
             return await conn.scalar(sa.select(C.c.uuid).where(C.c.id == conversation_id))
+
+    # -- summaries -----------------------------------------------------------------
+
+    async def latest_summary(
+        self, conversation_id: int, *, before_seq: int | None = None
+    ) -> Summary | None:
+        return await summaries.latest(self.db, conversation_id, before_seq=before_seq)
+
+    async def add_summary(
+        self, conversation_id: int, *, covered_to_seq: int, text: str, model: str
+    ) -> Summary:
+        return await summaries.add(
+            self.db, conversation_id, covered_to_seq=covered_to_seq, text=text, model=model
+        )
+
+    async def ping(self) -> None:
+        await self.db.ping()
+
+
+ColdStore = SQLColdStore  # the name the CLI, benches and tests build it by

@@ -1,5 +1,6 @@
 """One SQL database as the stores use it: the async engine, SQLite's write gate and its
-inline write path, and the two ways to run a transaction.
+inline write path, and the ways to run a write transaction (which one a turn's writes
+take is ``write_paths``' choice).
 
 SQLite has one writer at a time; writers of this process queue at the write gate, so an
 inline statement finds the lock free (only another process's lock sends it to a thread).
@@ -57,24 +58,20 @@ class SQLDatabase:
         async with translated_errors(), self.engine.connect() as conn:
             yield conn
 
-    async def transact(self, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """A transaction written as one sync function of a ``Connection`` (``writes``):
-        inline on SQLite, through ``run_sync`` (one greenlet for the whole transaction)
-        elsewhere."""
-        async with translated_errors():
-            if self._sqlite is not None:
-                async with self._write_gate:
-                    return await self._sqlite.transact(body, *args, **kwargs)
-            async with self.engine.begin() as conn:
-                return await conn.run_sync(body, *args, **kwargs)
+    async def transact_inline(self, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """SQLite: a transaction written as one sync function of a ``Connection``
+        (``writes``) on the write path's own pysqlite connection, behind the write gate:
+        inline, or on a worker thread when another process holds the lock."""
+        if self._sqlite is None:
+            raise RuntimeError(f"inline transactions are SQLite's, not {self.dialect}'s")
+        async with translated_errors(), self._write_gate:
+            return await self._sqlite.transact(body, *args, **kwargs)
 
-    async def transact_one(self, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``transact`` for a body that sends exactly one statement: on MariaDB/PostgreSQL
-        in autocommit, where the statement commits itself (as durably as a COMMIT) and the
-        BEGIN and COMMIT round trips are not needed (the driver's commit of an idle
-        connection sends nothing; SQLAlchemy's commit event still marks the unit)."""
-        if self._sqlite is not None:
-            return await self.transact(body, *args, **kwargs)
+    async def transact_autocommit(self, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A body that sends exactly one statement, in autocommit (MariaDB/PostgreSQL),
+        where the statement commits itself (as durably as a COMMIT) and the BEGIN and
+        COMMIT round trips are not needed (the driver's commit of an idle connection sends
+        nothing; SQLAlchemy's commit event still marks the unit)."""
         async with translated_errors(), self._autocommit.begin() as conn:
             return await conn.run_sync(body, *args, **kwargs)
 

@@ -17,8 +17,9 @@ Two cases still use the worker thread, where blocking the loop would hurt:
 * work inside ``offloaded()``: reads that may scan (search over message text, exports).
 
 ``SyncSQLite`` goes one step further for the write path's short transactions
-(``cold_writes``): the whole transaction is one sync function on a plain pysqlite
-connection, so there is no greenlet switch or adapter layer per statement either.
+(``writes``, run so by ``write_paths.InlineSQLiteWrites``): the whole transaction is one
+sync function on a plain pysqlite connection, so there is no greenlet switch or adapter
+layer per statement either.
 """
 
 from __future__ import annotations

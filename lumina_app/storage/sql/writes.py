@@ -11,7 +11,8 @@ Every chat turn runs these, so they are built for CPU:
   connection (``sqlite_inline.SyncSQLite``), on MariaDB/PostgreSQL through the async
   engine's ``run_sync`` (one greenlet per transaction instead of one per statement).
 
-``ColdStore`` is the only caller; it holds the SQLite write gate around them.
+The cold store calls them through its write strategy (``write_paths``), which runs each
+as one transaction (behind the SQLite write gate).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """PostgreSQL's write path: each phase of a turn as one statement (data-modifying CTEs),
-run in autocommit by ``SQLDatabase.transact_one``: one round trip where a transaction of
+run in autocommit by ``write_paths.PostgresWrites``: one round trip where a transaction of
 three statements made five (BEGIN, the statements, COMMIT). The same rows and values as
 ``writes``' functions, which the other backends (no DML in CTEs) keep using.
 """
@@ -43,7 +43,7 @@ def _insert_run(computed: dict[str, Any], source: sa.CTE) -> sa.CTE:
 def _final_write() -> sa.Select:
     """PostgreSQL's final write as one statement: the fenced answer UPDATE, then — only if
     it matched — the conversation and the run, as data-modifying CTEs. One statement is
-    atomic on its own, so it needs no BEGIN/COMMIT either (``SQLDatabase.transact_one``):
+    atomic on its own, so it needs no BEGIN/COMMIT either (``write_paths.PostgresWrites``):
     one round trip where the three UPDATEs in a transaction made five."""
 
     answer = (

@@ -1,0 +1,69 @@
+"""What reading conversations takes (``services/conversations.py``,
+``services/openai_conversations.py``): lists, pages of every stored row, the versions of
+a page's answers, rows by id. Always from SQL: the hot window is for contexts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lumina_app.domain import ConversationInfo, MessageStatus, Msg, MsgRole
+from lumina_app.domain.versions import AnswerRow, number_versions
+from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.sql import regenerate
+from lumina_app.storage.sql.database import SQLDatabase
+
+
+class ConversationReads:
+    def __init__(self, cold: ColdStore, db: SQLDatabase) -> None:
+        self.cold = cold
+        self.db = db
+
+    async def list_conversations(
+        self,
+        *,
+        agent_id: str | None = None,
+        owner: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        search: str | None = None,
+    ) -> tuple[list[ConversationInfo], str | None]:
+        """Newest activity first; ``search`` matches titles and message text."""
+        return await self.cold.list_conversations(
+            agent_id=agent_id, owner=owner, limit=limit, cursor=cursor, search=search
+        )
+
+    async def history(
+        self,
+        conversation: ConversationInfo,
+        *,
+        limit: int = 50,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+    ) -> list[Msg]:
+        """Replay: every message ever stored, paged by seq."""
+        return await self.cold.page_messages(
+            conversation.id, limit=limit, after_seq=after_seq, before_seq=before_seq
+        )
+
+    async def versions(
+        self, conversation: ConversationInfo, msgs: Sequence[Msg]
+    ) -> dict[int, tuple[int, int]]:
+        """``seq -> (version, versions)`` for the answer rows among ``msgs`` (a page in seq
+        order). Only a page with superseded rows, or one starting inside a turn, needs
+        one more query (for the turns' rows off the page); otherwise each answer is the
+        only version of its turn."""
+        answers = [m for m in msgs if m.role is not MsgRole.USER]
+        off_page = msgs and msgs[0].role is not MsgRole.USER and msgs[0].seq > 1
+        if off_page or any(m.status is MessageStatus.SUPERSEDED for m in answers):
+            turns = sorted({m.turn_id for m in answers})
+            rows = await regenerate.answer_rows(self.db, conversation.id, turns)
+        else:
+            rows = [
+                AnswerRow(m.seq, m.turn_id, m.role is MsgRole.ASSISTANT, m.meta.get("runId"))
+                for m in answers
+            ]
+        return number_versions(rows)
+
+    async def messages_by_id(self, conversation: ConversationInfo, ids: Sequence[int]) -> list[Msg]:
+        """Stored messages of one conversation by id, in seq order (others' are ignored)."""
+        return await self.cold.messages_by_id(conversation.id or 0, ids)

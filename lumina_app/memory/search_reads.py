@@ -1,0 +1,36 @@
+"""What full-text search reads (``services/search.py``): an owner's final messages
+matching every word, through the full-text index. The query is
+``storage/sql/search.py``'s ``search_messages``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lumina_app.domain import ConversationInfo
+from lumina_app.domain.search import MessageHit
+from lumina_app.storage.sql import search
+from lumina_app.storage.sql.database import SQLDatabase
+
+
+class SearchReads:
+    def __init__(self, db: SQLDatabase) -> None:
+        self.db = db
+
+    async def search(
+        self,
+        words: Sequence[str],
+        *,
+        owner: str,
+        conversation: ConversationInfo | None = None,
+        agent_id: str | None = None,
+        limit: int = 20,
+    ) -> list[MessageHit]:
+        """Most relevant first; in one conversation, or in the owner's (of one agent)."""
+        return await search.search_messages(
+            self.db,
+            words,
+            owner=owner,
+            conversation_id=conversation.id if conversation else None,
+            agent_id=agent_id,
+            limit=limit,
+        )

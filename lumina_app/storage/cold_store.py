@@ -1,0 +1,179 @@
+"""The cold store contract: the system of record for conversations and every message, as
+the memory layer uses it (``sql.cold_store.SQLColdStore`` is the one there is).
+
+Every write is one transaction; a message's ``seq`` is given under the conversation row's
+lock, so concurrent writers get gapless, strictly increasing seqs. Conversations are
+addressed by their row id here, except :meth:`get_conversation`, which resolves the
+public uuid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from lumina_app.domain import (
+    ConversationInfo,
+    ConversationStatus,
+    MessageStatus,
+    Msg,
+    RunRecord,
+    Summary,
+)
+
+
+class ColdStore(Protocol):
+    # -- conversations ---------------------------------------------------------------
+
+    async def create_conversation(
+        self,
+        *,
+        agent_id: str,
+        title: str = "",
+        owner: str = "",
+        conversation_uuid: str | None = None,
+        created_at: datetime | None = None,
+    ) -> ConversationInfo: ...
+
+    async def start_conversation(
+        self,
+        conversation: ConversationInfo,
+        msgs: Sequence[Msg],
+        *,
+        status: ConversationStatus | None = None,
+        run: RunRecord | None = None,
+    ) -> list[Msg]:
+        """Insert a new conversation (``ConversationInfo.new``) with its first messages and
+        the run answering them, in one transaction."""
+
+    async def fork_conversation(
+        self, source: ConversationInfo, at_seq: int, *, title: str, owner: str
+    ) -> ConversationInfo:
+        """A copy of ``source`` up to ``at_seq`` (messages and the summaries covering no
+        more) as a new conversation."""
+
+    async def get_conversation(
+        self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
+    ) -> ConversationInfo:
+        """One conversation; someone else's, or another agent's: ConversationNotFound."""
+
+    async def list_conversations(
+        self,
+        *,
+        agent_id: str | None = None,
+        owner: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        search: str | None = None,
+    ) -> tuple[list[ConversationInfo], str | None]:
+        """Newest activity first, keyset-paginated; the next page's cursor or None."""
+
+    async def update_conversation(
+        self,
+        conversation_id: int,
+        *,
+        title: str | None = None,
+        status: ConversationStatus | None = None,
+        touch: bool = True,
+    ) -> None: ...
+
+    async def delete_conversation(self, conversation_id: int) -> list[str]:
+        """The conversation with its messages, summaries and runs; returns the run ids."""
+
+    async def conversation_uuid(self, conversation_id: int) -> str | None: ...
+
+    # -- messages --------------------------------------------------------------------
+
+    async def append_messages(
+        self,
+        conversation_id: int,
+        msgs: Sequence[Msg],
+        *,
+        status: ConversationStatus | None = None,
+        tool_calls: int = 0,
+        run: RunRecord | None = None,
+    ) -> list[Msg]:
+        """``msgs`` with the next seqs (and ``run``, pointing at them): one transaction."""
+
+    async def flush_answer(self, message_id: int, content: str) -> bool:
+        """A growing answer's text, fenced on it still ``streaming``."""
+
+    async def update_message(
+        self,
+        message_id: int,
+        *,
+        content: str,
+        status: MessageStatus | None = None,
+        meta: dict[str, Any] | None = None,
+        conversation_id: int | None = None,
+        conversation_status: ConversationStatus | None = None,
+        tool_calls: int = 0,
+        run: RunRecord | None = None,
+        only_streaming: bool = False,
+    ) -> bool:
+        """An answer's text (and status, meta); the final one also settles the conversation
+        and the run. ``only_streaming``: False, nothing written, if it was closed."""
+
+    async def settle_with_rows(
+        self,
+        conversation_id: int,
+        answer: Msg,
+        rows: Sequence[Msg],
+        *,
+        conversation_status: ConversationStatus | None = None,
+        run: RunRecord | None = None,
+    ) -> bool:
+        """Settle a streaming answer (fenced) and insert ``rows`` after it: one transaction."""
+
+    async def answer_again(
+        self,
+        conversation_id: int,
+        question: Msg,
+        answer: Msg,
+        *,
+        status: ConversationStatus,
+        run: RunRecord,
+    ) -> int:
+        """Supersede what follows ``question`` and open ``answer`` after it, with ``run``."""
+
+    async def last_messages(
+        self,
+        conversation_id: int,
+        n: int,
+        *,
+        before_seq: int | None = None,
+        after_seq: int | None = None,
+    ) -> list[Msg]:
+        """The last ``n`` messages a context can hold, in seq order: one indexed query."""
+
+    async def last_question(self, conversation_id: int) -> Msg | None: ...
+
+    async def page_messages(
+        self,
+        conversation_id: int,
+        *,
+        limit: int = 50,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+    ) -> list[Msg]:
+        """Every stored row, paged by seq: forward from ``after_seq``, else back from
+        ``before_seq``."""
+
+    async def messages_by_id(self, conversation_id: int, ids: Sequence[int]) -> list[Msg]: ...
+
+    async def get_message(self, message_id: int) -> Msg | None: ...
+
+    # -- summaries -------------------------------------------------------------------
+
+    async def latest_summary(
+        self, conversation_id: int, *, before_seq: int | None = None
+    ) -> Summary | None:
+        """The newest summary (of those covering less than ``before_seq``, if given)."""
+
+    async def add_summary(
+        self, conversation_id: int, *, covered_to_seq: int, text: str, model: str
+    ) -> Summary: ...
+
+    async def ping(self) -> None:
+        """Raises if the store cannot be reached."""
