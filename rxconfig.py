@@ -3,13 +3,13 @@ only passes on the two Reflex needs: where to listen, and which other origins ma
 
 import reflex as rx
 
-from lumina_app import granian_limits
 from lumina_app.observability import multiproc
+from lumina_app.platform import granian as granian_patch
 from lumina_app.settings import get_settings
 
 # The server `reflex run` builds gets Lumina's connection limits (docs/SECURITY.md): the one
 # hook that runs before Reflex builds it, hence the one import here besides the settings.
-granian_limits.install()
+granian_patch.install()
 # Metrics from every worker process in one /metrics: their shared directory, chosen here in
 # the supervising process before prometheus-client is imported anywhere (workers inherit it).
 multiproc.prepare()

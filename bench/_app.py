@@ -214,7 +214,7 @@ class Turn:
 
 
 async def accept(memory: MemoryManager, conversation: ConversationInfo, question: str) -> Turn:
-    """The accept transaction as ``ChatEngine._prepare`` makes it: the question, a
+    """The accept transaction as ``TurnPreparer.accept`` makes it: the question, a
     ``streaming`` answer row and the run record (``begin_conversation`` for a conversation
     not stored yet, from ``new_conversation``; else ``begin_turn``)."""
     new = conversation.id is None

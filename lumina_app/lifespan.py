@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from lumina_app import platform
 from lumina_app.composition import install, open_services
 from lumina_app.observability import logs, multiproc
+from lumina_app.platform import gc_freeze
 from lumina_app.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
     registered with ``app.register_lifespan_task``. At start-up, runs that a crashed
     process left ``streaming`` are closed as ``interrupted``.
     """
+    platform.check()  # an untested framework release fails start-up here, loudly
     settings = get_settings()
     logs.configure(settings.log_format)
     services = await open_services(settings)
@@ -34,11 +36,8 @@ async def lumina_lifespan(app: Any = None) -> AsyncIterator[None]:
     if services.embeddings is not None:  # its memory taken now, and frozen below with it
         await services.embeddings.warm()
     install(services)
-    # Everything loaded so far (Reflex, the app, its modules) lives for the whole process.
-    # Frozen, a full collection no longer walks it: measured on this app, that took each
-    # gen-2 collection from 45-100 ms (a stall of every open stream) down to the objects
-    # made since (docs/PERFORMANCE.md).
-    gc.freeze()
+    # Everything loaded so far lives for the whole process: out of the collector's walks.
+    gc_freeze.freeze()
     log.info("lumina services open (hot window: %s)", services.memory.hot_backend)
     try:
         yield

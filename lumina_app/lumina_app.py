@@ -5,6 +5,7 @@ import reflex as rx
 from lumina_app.api import create_api
 from lumina_app.api.guard import socket_origin_allowed
 from lumina_app.lifespan import lumina_lifespan
+from lumina_app.platform import socketio
 from lumina_app.ui.access import AccessGate
 from lumina_app.ui.pages import STYLESHEET, add_pages
 
@@ -12,6 +13,6 @@ app = rx.App(api_transformer=create_api(), stylesheets=[STYLESHEET])
 app.register_lifespan_task(lumina_lifespan)
 # The UI socket follows the REST rules: the same Origin rule at its handshake, and no event
 # runs before the gate has resolved who the socket is.
-app.sio.eio.cors_allowed_origins = socket_origin_allowed
+socketio.check_origins(app, socket_origin_allowed)  # lumina_app/platform/socketio.py
 app.add_middleware(AccessGate(), index=0)
 add_pages(app)

@@ -1,8 +1,9 @@
 """The chat engine: one service path for the UI and the REST/SSE API.
 
-``start`` validates, takes the conversation's run slot, builds the context (scenario
-new / continue / resume), and commits the question with a ``streaming`` answer row before
-any generation happens. Generation then runs in its own task and publishes events to the
+Starting a run (``start``, ``regenerate``) reads top to bottom in :meth:`ChatEngine._begin`:
+take the conversation's run slot, prepare the context (scenario new / continue / resume),
+accept the turn in one transaction (the question with a ``streaming`` answer row, before
+any generation), launch. Generation then runs in its own task and publishes events to the
 run's event log, so it finishes and is stored even when nobody is listening; consumers
 (``events``) replay from any event id and follow live.
 """
@@ -13,7 +14,8 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Coroutine
+from dataclasses import dataclass
 from datetime import timedelta
 
 from redis.exceptions import RedisError
@@ -26,7 +28,7 @@ from lumina_app.agents.run_driver import ActiveRun, RunDriver
 from lumina_app.agents.sessions import SessionPool
 from lumina_app.agents.summaries import SummaryKeeper
 from lumina_app.agents.tools.catalog import ToolCatalog
-from lumina_app.agents.turns import TurnPreparer, session_started
+from lumina_app.agents.turns import RunRequest, TurnPreparer, session_started
 from lumina_app.domain import (
     LOCAL,
     AgentNotFound,
@@ -50,6 +52,16 @@ from lumina_app.storage.run_locks import RunLocks
 from lumina_app.storage.run_records import RunRecords
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSlot:
+    """A conversation's run slot, taken: here, in the locks (every instance, when shared)
+    and under the owner's cap of runs going at once."""
+
+    run_id: str
+    conversation_uuid: str
+    owner: str
 
 
 class ChatEngine:
@@ -168,8 +180,14 @@ class ChatEngine:
         """
         agent = self._agent(agent_id)
         text = self._check_message(message)
-        accept = self._accept(agent, text, conversation_uuid, principal, title, system_prompt)
-        return await asyncio.shield(asyncio.ensure_future(accept))
+        new = None
+        if conversation_uuid is None:  # stored together with the first turn, at the accept
+            new = ConversationInfo.new(
+                agent_id=agent.id, title=title or title_from(text), owner=principal.owner
+            )
+            conversation_uuid = new.uuid
+        request = RunRequest(agent, principal, conversation_uuid, text, new, system_prompt)
+        return await _shielded(self._begin(request))
 
     async def regenerate(
         self, *, conversation_uuid: str, principal: Principal = LOCAL
@@ -180,13 +198,7 @@ class ChatEngine:
         :meth:`start`."""
         conversation = await self.memory.find_visible(principal, conversation_uuid)
         agent = self._agent(conversation.agent_id)
-
-        async def prepare(run_id: str, current: ConversationInfo) -> ActiveRun:
-            return await self.turns.prepare_regenerate(run_id, agent, current, principal)
-
-        return await asyncio.shield(
-            asyncio.ensure_future(self._in_slot(agent, conversation.uuid, principal, prepare))
-        )
+        return await _shielded(self._begin(RunRequest(agent, principal, conversation.uuid)))
 
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """Follow a run this caller started; if the caller leaves and the settings say
@@ -300,41 +312,27 @@ class ChatEngine:
             )
         return message
 
-    async def _accept(
-        self,
-        agent: AgentDefinition,
-        text: str,
-        conversation_uuid: str | None,
-        principal: Principal,
-        title: str | None,
-        system_prompt: str | None = None,
-    ) -> ActiveRun:
-        created = conversation_uuid is None
-        conversation = None
-        if created:  # stored together with the first turn, in prepare
-            conversation = ConversationInfo.new(
-                agent_id=agent.id, title=title or title_from(text), owner=principal.owner
-            )
-            conversation_uuid = conversation.uuid
+    async def _begin(self, request: RunRequest) -> ActiveRun:
+        """Take the slot, prepare the context, accept the turn (one transaction), launch.
+        Until the accept has committed, a failure gives the slot back and stores nothing."""
+        agent, principal = request.agent, request.principal
+        slot = await self._take_slot(agent, request.conversation_uuid, principal)
+        try:
+            conversation = request.new
+            if conversation is None:  # read under the lock: no other instance moves it
+                conversation = await self._visible(slot.conversation_uuid, principal, agent)
+            prepared = await self.turns.prepare(slot.run_id, request, conversation)
+            run = await self.turns.accept(prepared)
+        except BaseException:
+            await self._give_back(slot)
+            raise
+        return await self._launch(run)
 
-        async def prepare(run_id: str, current: ConversationInfo) -> ActiveRun:
-            return await self.turns.prepare(
-                run_id, agent, current, text, principal, created, system_prompt
-            )
-
-        return await self._in_slot(agent, conversation_uuid, principal, prepare, conversation)
-
-    async def _in_slot(
-        self,
-        agent: AgentDefinition,
-        conversation_uuid: str,
-        principal: Principal,
-        prepare: Callable[[str, ConversationInfo], Awaitable[ActiveRun]],
-        conversation: ConversationInfo | None = None,
-    ) -> ActiveRun:
-        """Take the conversation's run slot (here and, with shared locks, everywhere),
-        read it under the lock unless it is new (``conversation``), ``prepare`` the run,
-        and start generating. Busy: ConversationBusy; someone else's: not found; the owner
+    async def _take_slot(
+        self, agent: AgentDefinition, conversation_uuid: str, principal: Principal
+    ) -> RunSlot:
+        """The conversation's run slot (here and, with shared locks, everywhere) and a place
+        under the owner's cap. Busy: ConversationBusy; someone else's: not found; the owner
         at its cap of runs going at once: TooManyRuns."""
         run_id = "run-" + secrets.token_hex(8)
         log_context.bind(run=run_id, conversation=conversation_uuid)  # the run's task inherits
@@ -355,20 +353,25 @@ class ChatEngine:
             ):
                 await self._visible(conversation_uuid, principal, agent)
                 raise ConversationBusy(conversation_uuid, holder)
-            try:
-                if conversation is None:  # read under the lock: no other instance moves it
-                    conversation = await self._visible(conversation_uuid, principal, agent)
-                run = await prepare(run_id, conversation)
-            except BaseException:
-                await self.locks.release(conversation_uuid, run_id)
-                raise
         except BaseException:
             self._by_conversation.pop(conversation_uuid, None)
             await self.cap.release(principal.owner, run_id)
             raise
-        self._runs[run_id] = run
+        return RunSlot(run_id, conversation_uuid, principal.owner)
+
+    async def _give_back(self, slot: RunSlot) -> None:
+        """A run that was not accepted: its lock, its slot here, its place under the cap."""
+        try:
+            await self.locks.release(slot.conversation_uuid, slot.run_id)
+        finally:
+            self._by_conversation.pop(slot.conversation_uuid, None)
+            await self.cap.release(slot.owner, slot.run_id)
+
+    async def _launch(self, run: ActiveRun) -> ActiveRun:
+        """An accepted run: its ``session`` event, then generation in a task of its own."""
+        self._runs[run.run_id] = run
         await self.driver.publish(run, session_started(run))
-        run.task = asyncio.create_task(self.driver.generate(run), name=run_id)
+        run.task = asyncio.create_task(self.driver.generate(run), name=run.run_id)
         return run
 
     async def _visible(
@@ -410,6 +413,12 @@ class ChatEngine:
         run = self.active_run_for(conversation.uuid)
         if run is not None:
             self.driver.request_stop(run, RunStatus.INTERRUPTED)
+
+
+async def _shielded(begin: Coroutine[None, None, ActiveRun]) -> ActiveRun:
+    """Run a start to its end even if the caller goes away mid-accept: half a turn is
+    never left behind, and an accepted run goes on."""
+    return await asyncio.shield(asyncio.ensure_future(begin))
 
 
 def title_from(text: str, limit: int = 60) -> str:

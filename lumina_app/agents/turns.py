@@ -1,14 +1,16 @@
 """Preparing a run: which scenario its context comes from (DESIGN §5), the context
-itself, and the accept transaction that commits the question before generation."""
+itself (:meth:`TurnPreparer.prepare`), and the accept transaction that commits the
+question before generation (:meth:`TurnPreparer.accept`)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import Enum
 
 from lumina_app.agents.auto_recall import recall_earlier, recalled_message
 from lumina_app.agents.context import MAX_EARLIER, BuiltContext, build_context
 from lumina_app.agents.prompts import PromptVersions
-from lumina_app.agents.providers import ProviderFactory
+from lumina_app.agents.providers import Provider, ProviderFactory
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.agents.sessions import SessionPool
@@ -26,6 +28,46 @@ from lumina_app.domain.views import iso_ms
 from lumina_app.memory import MemoryManager, MemoryView
 from lumina_app.recall.retriever import Retriever
 from lumina_app.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What a caller asked a run for: an answer to ``text`` in a conversation (``new``: one
+    stored together with this first turn), or, ``text`` None, its last question answered
+    again (regenerate). ``system_prompt`` replaces the agent's (the gateway decides when)."""
+
+    agent: AgentDefinition
+    principal: Principal
+    conversation_uuid: str
+    text: str | None = None
+    new: ConversationInfo | None = None
+    system_prompt: str | None = None
+
+
+class Accept(Enum):
+    """Which accept transaction stores the turn."""
+
+    CONVERSATION = "conversation"  # a new conversation with its first question
+    TURN = "turn"  # the next question of a stored conversation
+    REGENERATE = "regenerate"  # a new answer to the stored question; the old one superseded
+
+
+@dataclass(slots=True)
+class PreparedRun:
+    """A run whose context is built and recorded, not yet accepted: what its one
+    transaction stores (``question``, unless regenerating, and ``answer``, both without
+    ids yet, and ``record``) and what generation then needs."""
+
+    accept: Accept
+    agent: AgentDefinition
+    conversation: ConversationInfo
+    owner: str
+    question: Msg
+    answer: Msg
+    record: RunRecord
+    context: BuiltContext
+    provider: Provider
+    view: MemoryView
 
 
 class TurnPreparer:
@@ -47,17 +89,12 @@ class TurnPreparer:
         self.retriever = retriever  # auto-recall (agents with memory.autoRecall)
 
     async def prepare(
-        self,
-        run_id: str,
-        agent: AgentDefinition,
-        conversation: ConversationInfo,
-        text: str,
-        principal: Principal,
-        created: bool,
-        system_prompt: str | None = None,
-    ) -> ActiveRun:
-        """Build the run's context (scenario new / continue / resume) and commit the
-        question with a ``streaming`` answer row and the run record, in one transaction."""
+        self, run_id: str, request: RunRequest, conversation: ConversationInfo
+    ) -> PreparedRun:
+        """Build the run's context and its record, reading only what the scenario needs."""
+        if request.text is None:
+            return await self._prepare_regenerate(run_id, request, conversation)
+        agent = request.agent
         session = self.sessions.get(agent.id, conversation.uuid)
         if session is not None and session.last_seq == conversation.last_seq:
             scenario, view = Scenario.CONTINUE, MemoryView(session.history, session.summary)
@@ -67,29 +104,17 @@ class TurnPreparer:
             scenario, view = Scenario.RESUME, await self.memory.load_view(conversation)
             if agent.memory.summary:
                 view = await self.memory.with_unsummarized(conversation, view, limit=MAX_EARLIER)
-        begin = self.memory.begin_conversation if created else self.memory.begin_turn
-        turn_id = new_turn_id()
+        accept = Accept.CONVERSATION if request.new is not None else Accept.TURN
+        question = Msg.user(request.text, turn_id=new_turn_id())
+        return await self._prepared(run_id, request, conversation, scenario, view, question, accept)
 
-        async def commit(record: RunRecord, meta: dict) -> tuple[Msg, Msg]:
-            question = Msg.user(text, turn_id=turn_id)
-            return await begin(
-                conversation, question, Msg.assistant("", turn_id=turn_id, meta=meta), record
-            )
-
-        return await self._accept(
-            run_id, agent, conversation, principal, scenario, view, text, commit, system_prompt
-        )
-
-    async def prepare_regenerate(
-        self,
-        run_id: str,
-        agent: AgentDefinition,
-        conversation: ConversationInfo,
-        principal: Principal,
-    ) -> ActiveRun:
+    async def _prepare_regenerate(
+        self, run_id: str, request: RunRequest, conversation: ConversationInfo
+    ) -> PreparedRun:
         """Answer the conversation's last question again: its context is what came before
         that question (never the answer being replaced), read from SQL; the accept
         transaction supersedes the old answer and opens the new one in the same turn."""
+        agent = request.agent
         question = await self.memory.last_question(conversation)
         if question is None:
             raise InvalidInput("this conversation has no user message to answer again")
@@ -99,32 +124,23 @@ class TurnPreparer:
             view = await self.memory.with_unsummarized(
                 conversation, view, limit=MAX_EARLIER, before_seq=question.seq
             )
-
-        async def commit(record: RunRecord, meta: dict) -> tuple[Msg, Msg]:
-            answer = Msg.assistant("", turn_id=question.turn_id, meta=meta)
-            return question, await self.memory.begin_regenerate(
-                conversation, question, answer, record
-            )
-
-        return await self._accept(
-            run_id, agent, conversation, principal, Scenario.RESUME, view, question.content, commit
+        return await self._prepared(
+            run_id, request, conversation, Scenario.RESUME, view, question, Accept.REGENERATE
         )
 
-    async def _accept(
+    async def _prepared(
         self,
         run_id: str,
-        agent: AgentDefinition,
+        request: RunRequest,
         conversation: ConversationInfo,
-        principal: Principal,
         scenario: Scenario,
         view: MemoryView,
-        text: str,
-        commit: Callable[[RunRecord, dict], Awaitable[tuple[Msg, Msg]]],
-        system_prompt: str | None = None,
-    ) -> ActiveRun:
-        """Build the context for ``text`` on ``view`` (with the agent's system prompt, or
-        the one a gateway client sent where the agent allows it), record it, and
-        ``commit`` the turn."""
+        question: Msg,
+        accept: Accept,
+    ) -> PreparedRun:
+        """Build the context for ``question`` on ``view`` (with the agent's system prompt,
+        or the one a gateway client sent where the agent allows it) and record it."""
+        agent, text, system_prompt = request.agent, question.content, request.system_prompt
         history = view.messages
         prompt = agent.system_prompt if system_prompt is None else system_prompt
         recalled = []
@@ -149,7 +165,7 @@ class TurnPreparer:
             run_id=run_id,
             conversation_id=conversation.id,
             agent_id=agent.id,
-            owner=principal.owner,
+            owner=request.principal.owner,
             scenario=scenario,
             provider=provider.name,
             model=provider.model,
@@ -160,19 +176,47 @@ class TurnPreparer:
             trimmed=context.trimmed,
         )
         meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
-        user, assistant = await commit(record, meta)
-        return ActiveRun(
-            run_id=run_id,
-            conversation=conversation,
+        return PreparedRun(
+            accept=accept,
             agent=agent,
-            owner=principal.owner,
+            conversation=conversation,
+            owner=request.principal.owner,
+            question=question,
+            answer=Msg.assistant("", turn_id=question.turn_id, meta=meta),
             record=record,
-            user=user,
-            assistant=assistant,
             context=context,
             provider=provider,
-            window_history=list(history),
-            summary=view.summary,
+            view=view,
+        )
+
+    async def accept(self, run: PreparedRun) -> ActiveRun:
+        """The accept transaction: the question (a regenerated one is stored already), the
+        ``streaming`` answer row and the run record, committed together. Once it returns
+        the turn is stored and the run is this process's to generate."""
+        memory, conversation, record = self.memory, run.conversation, run.record
+        if run.accept is Accept.REGENERATE:
+            user = run.question
+            assistant = await memory.begin_regenerate(conversation, user, run.answer, record)
+        elif run.accept is Accept.CONVERSATION:
+            user, assistant = await memory.begin_conversation(
+                conversation, run.question, run.answer, record
+            )
+        else:
+            user, assistant = await memory.begin_turn(
+                conversation, run.question, run.answer, record
+            )
+        return ActiveRun(
+            run_id=run.record.run_id,
+            conversation=conversation,
+            agent=run.agent,
+            owner=run.owner,
+            record=run.record,
+            user=user,
+            assistant=assistant,
+            context=run.context,
+            provider=run.provider,
+            window_history=list(run.view.messages),
+            summary=run.view.summary,
         )
 
     async def _recipe(self, system_prompt: str, context: BuiltContext) -> dict:

@@ -4,7 +4,7 @@ open for long never takes the last of granian's connections: the reserve is for 
 checks, which are always let in (docs/SECURITY.md). Of those, one client address holds at
 most LUMINA_MAX_REQUESTS_PER_ADDRESS, so a single host cannot take them all.
 
-granian holds one of its LUMINA_MAX_CONNECTIONS per open socket (:mod:`lumina_app.granian_limits`)
+granian holds one of its LUMINA_MAX_CONNECTIONS per open socket (:mod:`lumina_app.platform.granian`)
 but cannot tell a health check from anything else before it has read the request; the app
 can. Over the cap a request gets 503 with ``Retry-After`` and ``Connection: close`` (so the
 refused connection does not linger as an idle keep-alive), over the address's share a 429
@@ -20,7 +20,7 @@ from functools import cached_property
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lumina_app.api.errors import error_body
-from lumina_app.granian_limits import connection_cap
+from lumina_app.platform.granian import connection_cap
 from lumina_app.settings import Settings, get_settings
 
 HEALTH_PATHS = frozenset({"/healthz", "/ping", "/_health"})  # Lumina's, and Reflex's two

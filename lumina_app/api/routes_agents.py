@@ -7,8 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
-from lumina_app.api.deps import LastEventId, ServicesDep, stream_response
-from lumina_app.api.idempotency import IdempotencyKey, idempotent_run
+from lumina_app.api.deps import LastEventId, ServicesDep
+from lumina_app.api.idempotency import IdempotencyKey
+from lumina_app.api.run_stream import Once, stream_run
 from lumina_app.api.schemas import (
     MAX_SEQ,
     AgentConversations,
@@ -109,12 +110,10 @@ async def chat(
         )
         return run.run_id
 
-    run_id, retry = await idempotent_run(
-        services, caller.owner, idempotency_key, f"chat:{agent_id}", body, start
+    once = Once(idempotency_key, f"chat:{agent_id}", body, last_event_id)
+    return await stream_run(
+        services, caller, slot, once.start(services, caller, start, named_frames)
     )
-    after = last_event_id if retry else 0
-    events = await services.runs.events(caller, run_id, after=after)
-    return stream_response(services, events, named_frames, slot.release)
 
 
 @router.delete("/{agent_id}/conversations/{conversation_id}", status_code=204)

@@ -17,9 +17,10 @@ from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
-from lumina_app.api.deps import ServicesDep, stream_response
+from lumina_app.api.deps import ServicesDep
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
 from lumina_app.api.openai_errors import OpenAIRoute, openai_error
+from lumina_app.api.run_stream import Started, stream_run
 from lumina_app.api.schemas import error_responses
 from lumina_app.api.schemas_openai import (
     ChatCompletion,
@@ -94,27 +95,20 @@ async def chat_completions(
     slot = stream_slots(request.app).take(
         caller.owner, limit=services.settings.max_streams_per_owner
     )
-    try:
 
-        async def start() -> dict[str, Any]:
-            started = await services.gateway.start(caller, turn)
-            return {**_described(started), "id": completion_id, "created": created}
+    async def start() -> dict[str, Any]:
+        started = await services.gateway.start(caller, turn)
+        return {**_described(started), "id": completion_id, "created": created}
 
+    async def stream() -> Started:
         accepted = await idempotent(
             services, caller.owner, idempotency_key, "chat-completion-stream", request_print, start
         )
-        events = await services.runs.events(caller, accepted["runId"])
-    except BaseException:
-        slot.release()
-        raise
-    include_usage = bool(body.stream_options and body.stream_options.include_usage)
-    stream = stream_response(
-        services, events, _chunks(accepted, body.model, include_usage), slot.release
-    )
-    stream.raw_headers.extend(
-        (name.lower().encode(), value.encode()) for name, value in _headers(accepted).items()
-    )
-    return stream
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        framer = _chunks(accepted, body.model, include_usage)
+        return Started(accepted["runId"], framer, headers=_headers(accepted))
+
+    return await stream_run(services, caller, slot, stream())
 
 
 def _described(started: GatewayRun) -> dict[str, Any]:

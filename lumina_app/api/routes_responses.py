@@ -13,13 +13,15 @@ from fastapi import APIRouter, Header, Path, Request, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
-from lumina_app.api.deps import ServicesDep, stream_response
+from lumina_app.api.deps import ServicesDep
 from lumina_app.api.openai_errors import OpenAIRoute
 from lumina_app.api.responses_wire import item_list, response_object, stream_framer
+from lumina_app.api.run_stream import Started, stream_run
 from lumina_app.api.schemas import error_responses
 from lumina_app.api.schemas_responses import CreateResponse
 from lumina_app.api.stream_slots import stream_slots
-from lumina_app.domain import RunFinished, RunStatus
+from lumina_app.composition import Services
+from lumina_app.domain import Principal, RunFinished, RunStatus
 from lumina_app.services.responses import ResponsesService, ResponseTurn, ResponseView
 
 router = APIRouter(
@@ -69,12 +71,14 @@ async def create_response(
     slot = stream_slots(request.app).take(
         caller.owner, limit=services.settings.max_streams_per_owner
     )
-    try:
-        started = await services.responses.start(caller, turn)
-        events = await services.runs.events(caller, started.run.run_id)
-    except BaseException:
-        slot.release()
-        raise
+    return await stream_run(services, caller, slot, _streamed(services, caller, turn, body, shown))
+
+
+async def _streamed(
+    services: Services, caller: Principal, turn: ResponseTurn, body: CreateResponse, shown: dict
+) -> Started:
+    """Start the turn; its stream opens with the response object as it is at the start."""
+    started = await services.responses.start(caller, turn)
     record = started.run.record
     opening = ResponseView(
         run_id=started.run.run_id,
@@ -95,11 +99,9 @@ async def create_response(
         return response_object(view, **shown)
 
     framer = stream_framer(response_object(opening, **shown), opening.message_id, finish)
-    stream = stream_response(services, events, framer, slot.release)
-    stream.raw_headers.append(
-        (CONVERSATION_HEADER.lower().encode(), started.conversation_id.encode())
+    return Started(
+        started.run.run_id, framer, headers={CONVERSATION_HEADER: started.conversation_id}
     )
-    return stream
 
 
 @router.get("/responses/{response_id}")

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Body, Depends, Query, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
-from lumina_app.api.deps import LastEventId, ServicesDep, stream_response
-from lumina_app.api.idempotency import IdempotencyKey, idempotent, idempotent_run
+from lumina_app.api.deps import LastEventId, ServicesDep
+from lumina_app.api.idempotency import IdempotencyKey, idempotent
+from lumina_app.api.run_stream import Once, stream_run
 from lumina_app.api.schemas import (
     MAX_SEQ,
     ConversationOut,
@@ -152,11 +153,8 @@ async def regenerate(
     async def start() -> str:
         return (await services.runs.regenerate(caller, conversation_id)).run_id
 
-    run_id, retry = await idempotent_run(
-        services, caller.owner, idempotency_key, "regenerate", request, start
-    )
-    events = await services.runs.events(caller, run_id, after=last_event_id if retry else 0)
-    return stream_response(services, events, v1_frames, slot.release)
+    once = Once(idempotency_key, "regenerate", request, last_event_id)
+    return await stream_run(services, caller, slot, once.start(services, caller, start, v1_frames))
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204)
@@ -248,12 +246,8 @@ async def execute_stream(
         )
         return run.run_id
 
-    run_id, retry = await idempotent_run(
-        services, caller.owner, idempotency_key, "execute-stream", job.fingerprint(), start
-    )
-    after = last_event_id if retry else 0
-    events = await services.runs.events(caller, run_id, after=after)
-    return stream_response(services, events, v1_frames, slot.release)
+    once = Once(idempotency_key, "execute-stream", job.fingerprint(), last_event_id)
+    return await stream_run(services, caller, slot, once.start(services, caller, start, v1_frames))
 
 
 @router.post(

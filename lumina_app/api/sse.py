@@ -32,12 +32,13 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
 from lumina_app.observability import metrics
+from lumina_app.platform import fastapi as fastapi_patch
+from lumina_app.platform import starlette as starlette_patch
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
 KEEPALIVE = b": keepalive\n\n"
 # What Response.init_headers would build, built once; each response gets its own copy.
-_RAW_HEADERS = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SSE_HEADERS.items()]
-_RAW_HEADERS.append((b"content-type", b"text/event-stream; charset=utf-8"))
+_RAW_HEADERS = starlette_patch.raw_headers(SSE_HEADERS, "text/event-stream; charset=utf-8")
 
 
 def frame(data: Any, *, event: str | None = None, event_id: int | None = None) -> bytes:
@@ -101,10 +102,8 @@ Framer = Callable[[RunEvent], bytes | None]
 # once the route has returned; in place, inside the route. The further out, the fewer frames
 # and objects of the request are kept while the stream is open: measured under granian, the
 # exit stack saves ~5 KB per idle stream over in place, StreamsAfterRouting ~3 KB more.
-# The exit stacks named here are spent by the time it streams.
+# FastAPI's exit stacks are spent by the time it streams (lumina_app/platform/fastapi.py).
 _AFTER_ROUTING = "lumina.stream_after_routing"
-_FASTAPI_STACK = "fastapi_middleware_astack"
-_SPENT = (_FASTAPI_STACK, "fastapi_inner_astack", "fastapi_function_astack")
 
 
 class StreamsAfterRouting:
@@ -148,11 +147,8 @@ class EventStream(Response):
         send_timeout: float,
         on_close: Callable[[], None] | None = None,
     ) -> None:
-        # Not Response.__init__: it renders an empty body and so sends "content-length: 0",
-        # which a real server (granian) obeys by ending the response before the first frame.
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = list(_RAW_HEADERS)
+        # Not Response.__init__: it would send "content-length: 0" (platform/starlette.py).
+        starlette_patch.bare_init(self, _RAW_HEADERS)
         self.events = events
         self.framer = framer
         self.keepalive = keepalive
@@ -163,9 +159,7 @@ class EventStream(Response):
         self.asgi = scope, receive, send
         if _AFTER_ROUTING in scope:
             scope[_AFTER_ROUTING] = self
-        elif _FASTAPI_STACK in scope:
-            scope[_FASTAPI_STACK].push_async_exit(self._stream)
-        else:
+        elif not fastapi_patch.defer_to_exit_stack(scope, self._stream):
             await self._stream()
 
     async def run(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -192,8 +186,7 @@ class EventStream(Response):
         if failed is not None:
             await self.discard()
             return False
-        for key in _SPENT:  # the scope would keep them for as long as the stream is open
-            scope.pop(key, None)
+        fastapi_patch.drop_spent_stacks(scope)  # else kept for as long as the stream is open
         task = asyncio.current_task()
         assert task is not None
         watch = _Watch(self.keepalive, self.send_timeout, receive, task)

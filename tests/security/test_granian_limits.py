@@ -1,4 +1,4 @@
-"""The granian server ``reflex run`` builds gets Lumina's limits (``lumina_app.granian_limits``);
+"""The granian server ``reflex run`` builds gets Lumina's limits (``lumina_app.platform.granian``);
 ``test_floods`` shows them at work on a real server. Building a server binds nothing."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import granian.server
 import pytest
 from granian.constants import HTTPModes, Interfaces
 
-from lumina_app import granian_limits
-from lumina_app.granian_limits import FD_HEADROOM, fd_plan
+from lumina_app.platform import granian as granian_limits
+from lumina_app.platform.granian import FD_HEADROOM, fd_plan
 from lumina_app.settings import load_settings
 
 INFINITY = resource.RLIM_INFINITY

@@ -20,6 +20,10 @@ only HTTP/2 a TLS-less server could speak; a proxy in front still can), the head
 party is the least of the options: copying Reflex's launcher would drift from it, and
 running granian ourselves would leave ``reflex run`` unprotected. Should Reflex start
 passing any of these, its values win, and ``tests/security`` notices the limits are gone.
+
+What it relies on: Reflex imports ``granian.server.Server`` when it builds the server (not
+at its own import), and that ``Server`` takes ``http``, ``http1_settings`` and
+``backpressure``. Tested on granian 2.8 under Reflex 0.10.
 """
 
 from __future__ import annotations
@@ -28,13 +32,20 @@ import logging
 import resource
 from typing import Any
 
+from lumina_app.platform.versions import require
 from lumina_app.settings import Settings, get_settings
 
 logger = logging.getLogger(__name__)
+TESTED = {"granian": "2", "reflex": "0.10"}
 
 FD_HEADROOM = 512
 """Open files a worker needs besides client sockets: database and Redis pools, logs, the
 event loop, the agents' MCP subprocesses."""
+
+
+def check() -> None:
+    for distribution, series in TESTED.items():
+        require(distribution, series, __name__)
 
 
 def fd_plan(connections: int, soft: int, hard: int) -> tuple[int, int]:
@@ -80,7 +91,9 @@ def granian_options(settings: Settings) -> dict[str, Any]:
 
 def install() -> None:
     """Make ``granian.server.Server`` apply Lumina's limits. Idempotent; settings are read
-    when a server is built, not here."""
+    when a server is built, not here. An untested granian or Reflex fails here, as the
+    ``reflex`` CLI reads rxconfig.py."""
+    check()
     import granian.server
 
     base = granian.server.Server

@@ -1,0 +1,72 @@
+"""How every SSE route that starts a run answers (:func:`stream_run`): start it, open its
+events, stream them framed for its family. The v1 execute/stream and regenerate, the
+per-agent chat, chat completions and the Responses API all go through here."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from lumina_app.api.deps import stream_response
+from lumina_app.api.idempotency import idempotent_run
+from lumina_app.api.sse import EventStream, Framer
+from lumina_app.api.stream_slots import StreamSlot
+from lumina_app.composition import Services
+from lumina_app.domain import Principal
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A run a stream route started (or found again: a retry with its Idempotency-Key):
+    the stream resumes after event ``after`` (a reconnect's Last-Event-ID), framed by
+    ``framer``, with ``headers`` added to the SSE ones."""
+
+    run_id: str
+    framer: Framer
+    after: int = 0
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+async def stream_run(
+    services: Services, caller: Principal, slot: StreamSlot, start: Awaitable[Started]
+) -> EventStream:
+    """The SSE response of the run ``start`` starts. The owner's stream slot goes back when
+    the stream is over, or at once if starting the run or opening its events fails."""
+    try:
+        started = await start
+        events = await services.runs.events(caller, started.run_id, after=started.after)
+    except BaseException:
+        slot.release()
+        raise
+    stream = stream_response(services, events, started.framer, slot.release)
+    stream.raw_headers.extend(
+        (name.lower().encode(), value.encode()) for name, value in started.headers.items()
+    )
+    return stream
+
+
+@dataclass(frozen=True, slots=True)
+class Once:
+    """A run started at most once per Idempotency-Key (``key`` None: every time); a retry
+    of the request that started it gets its stream after ``last_event_id``."""
+
+    key: str | None
+    scope: str
+    request: BaseModel | dict[str, Any]
+    last_event_id: int = 0
+
+    async def start(
+        self,
+        services: Services,
+        caller: Principal,
+        start: Callable[[], Awaitable[str]],
+        framer: Framer,
+    ) -> Started:
+        """``start`` (it returns the run id) unless this request's key already did."""
+        run_id, retry = await idempotent_run(
+            services, caller.owner, self.key, self.scope, self.request, start
+        )
+        return Started(run_id, framer, after=self.last_event_id if retry else 0)
