@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import RedisServer
 from tests.server import AppServer
+from tests.waits import wait_until_sync
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +98,7 @@ def test_stream_resumes_stop_crosses_and_lock_holds(cluster) -> None:
         )
         assert started.status_code == 202
         run_id = started.json()["runId"]
-        time.sleep(0.5)
+        wait_until_sync(lambda: c1.get(f"/api/v1/runs/{run_id}").json()["content"], "an answer")
         stopped = c2.post(f"/api/v1/runs/{run_id}/stop")
         assert stopped.status_code == 200 and stopped.json()["status"] == "stopped"
         assert c1.get(f"/api/v1/runs/{run_id}").json()["status"] == "stopped"
@@ -115,7 +116,7 @@ def test_killed_instance_run_is_interrupted_by_the_survivor(cluster) -> None:
     with httpx.Client(base_url=one.url, timeout=30) as c1:
         started = c1.post("/api/v1/agents/assistant/execute", json={"task": "long /long"})
         run_id, conv = started.json()["runId"], started.json()["conversationId"]
-        time.sleep(0.6)
+        wait_until_sync(lambda: c1.get(f"/api/v1/runs/{run_id}").json()["content"], "an answer")
     one.kill()  # kill -9: no clean shutdown, the lease stops being renewed
     killed_at = time.monotonic()
     with httpx.Client(base_url=two.url, timeout=30) as c2:
