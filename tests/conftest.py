@@ -161,6 +161,14 @@ def redis_prefix() -> Iterator[str]:
     client.close()
 
 
+async def forget_prefix(client, prefix: str) -> None:
+    """What FLUSHDB does, for one test only: delete the keys under its ``redis_prefix``
+    (the shared test DB holds other runs' keys too)."""
+    keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
+    if keys:
+        await client.delete(*keys)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 
@@ -15,8 +16,10 @@ from lumina_app.domain import (
     MessageStatus,
     MsgRole,
     RunEvent,
+    utcnow,
 )
-from tests.conftest import crashed_run
+from tests.conftest import crashed_run, forget_prefix
+from tests.waits import wait_until
 
 SYSTEM = "You are Tester.\n\nBe brief.\n\nNo tools."
 
@@ -70,7 +73,7 @@ async def test_context_on_turns_1_2_and_25(services, fake_llm) -> None:
 
 
 async def test_scenarios_new_continue_resume_and_resume_after_flushall(
-    services, settings_factory, fake_llm
+    services, settings_factory, fake_llm, redis_prefix
 ) -> None:
     first = await send(services, "one")
     conv = first[0].data["conversationId"]
@@ -88,7 +91,7 @@ async def test_scenarios_new_continue_resume_and_resume_after_flushall(
             answer,
             {"role": "user", "content": "three"},
         ]
-        await restarted.memory.hot.client.flushdb()  # the hot tier forgets everything
+        await forget_prefix(restarted.memory.hot.client, redis_prefix)  # the hot tier forgets
     finally:
         await restarted.close()
 
@@ -250,7 +253,10 @@ async def test_one_active_run_per_conversation(services, fake_llm) -> None:
 async def test_crash_recovery_closes_streaming_answers(services, settings_factory) -> None:
     conv, _record = await crashed_run(services, "run-crashed", "half of it")
     # Start-up sweeps runs whose lease ran out (younger ones may be another instance's).
-    await asyncio.sleep(0.6)
+    started = (await services.chat.runs.get_run("run-crashed")).started_at
+    await wait_until(
+        lambda: utcnow() - started > timedelta(seconds=0.5), "the crashed run to outlive a lease"
+    )
     restarted = await open_services(settings_factory(run_lease_seconds=0.5))
     try:
         current = await restarted.memory.get_conversation(conv.uuid)

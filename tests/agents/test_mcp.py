@@ -6,6 +6,7 @@ a stop during a call — and for what a server may see (its environment)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ import pytest
 from lumina_app.domain import LOCAL, EventType, MessageStatus, MsgRole, RunEvent
 from tests.conftest import ROOT, free_port, write_agent
 from tests.fake_llm import Call, Reply
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -139,20 +141,14 @@ async def test_faults_are_results_for_the_model_and_the_server_survives(
         "[… truncated by Lumina: the tool returned 40960 bytes, the first 16301 are kept]"
     )
     assert fake_llm.requests[1]["messages"][-4]["content"] == stored["huge"].content
-    await wait_for(lambda: (mcp_agent.trace / "cancelled").exists())  # the server heard it
+    cancelled = mcp_agent.trace / "cancelled"
+    await wait_until(cancelled.exists, "the server to hear the cancel", within=10)
     assert events[-1].data["status"] == "complete"
 
 
 async def stored_rows(services, events):
     conv = await services.memory.get_conversation(events[0].data["conversationId"])
     return conv, await services.reads.conversations.history(conv, limit=200)
-
-
-async def wait_for(condition, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
 
 
 async def test_a_server_that_dies_is_restarted_for_the_next_call(
@@ -191,7 +187,8 @@ async def test_stop_during_a_slow_call_cancels_it_and_keeps_the_rows_consistent(
         if event.type is EventType.TOOL_RESULT:  # the quick one is back; the slow one runs
             await services.chat.stop(run.run_id)
     assert seen[-1].type is EventType.RESULT and seen[-1].data["status"] == "stopped"
-    await wait_for(lambda: (mcp_agent.trace / "cancelled").exists())
+    cancelled = mcp_agent.trace / "cancelled"
+    await wait_until(cancelled.exists, "the server to hear the cancel", within=10)
     by_id = {r["callId"]: r for r in results(seen)}
     assert by_id["quick"]["content"] == "done"
     assert by_id["slow"] == {
@@ -272,7 +269,9 @@ async def test_a_changed_tool_list_is_picked_up(services, fake_llm, mcp_agent) -
     fake_llm.script.replies = [Reply(calls=[Call("g", "grow")])]
     await send(services, agent, "grow a tool")
     (server,) = services.tools.servers(agent)
-    await wait_for(lambda: any(t.name == "grown" for t in server.tools))
+    await wait_until(
+        lambda: any(t.name == "grown" for t in server.tools), "the new tool", within=10
+    )
     await send(services, agent, "what now?")
     assert "grown" in {t["function"]["name"] for t in fake_llm.requests[-1]["tools"]}
 
@@ -296,7 +295,7 @@ async def test_closing_the_app_stops_the_servers_and_a_config_change_replaces_on
         await services.agents.info(agent)
         (second,) = services.tools.servers(agent)
         assert second is not first
-        await wait_for(lambda: not alive(first_pid))
+        await wait_until(lambda: not alive(first_pid), "the renamed server to stop", within=10)
         second_pid = await pid_of(second)
     finally:
         await services.close()
@@ -305,6 +304,15 @@ async def test_closing_the_app_stops_the_servers_and_a_config_change_replaces_on
 
 async def pid_of(server) -> int:
     return int((await server.call("pid", {}, None)).text)
+
+
+def running(script: Path) -> bool:
+    """Whether some process runs ``script``."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if str(script).encode() in cmdline.read_bytes():
+                return True
+    return False
 
 
 def alive(pid: int) -> bool:
@@ -326,15 +334,16 @@ async def test_a_streamable_http_server(services, fake_llm, mcp_agent, tmp_path)
     )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 20
-        while True:  # a bare TCP probe: a GET on /mcp would open the server's SSE stream
+
+        async def listening() -> bool:  # a bare TCP probe: a GET on /mcp would open its SSE
             try:
                 _reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
             except OSError:
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.1)
+                return False
+            writer.close()
+            return True
+
+        await wait_until(listening, "the HTTP MCP server to listen", within=20)
         agent = mcp_agent("remote", {"remote": {"url": url, "headers": {"X-Test": "1"}}})
         fake_llm.script.replies = [Reply(calls=[Call("e", "echo", '{"text": "over http"}')])]
         events = await send(services, agent, "hello over http")
@@ -352,7 +361,7 @@ async def test_a_run_waiting_for_a_server_to_start_can_be_stopped(
     script.write_text("import time\ntime.sleep(30)\n")
     agent = mcp_agent("sleepy", {"sleepy": {"command": sys.executable, "args": [str(script)]}})
     run = await services.chat.start(agent_id=agent, message="hi")
-    await asyncio.sleep(0.3)
+    await wait_until(lambda: running(script), "the run to start the server and wait on it")
     await asyncio.wait_for(services.chat.stop(run.run_id), 5)
     assert run.result.status == "stopped"
     message = await services.reads.runs.get_message(run.result.message_id)

@@ -3,14 +3,13 @@ warm-vs-resume context and orphaned runs all work across them."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from lumina_app.agents.context import build_context
 from lumina_app.composition import open_services
 from lumina_app.domain import LOCAL, ConversationBusy, EventType
 from tests.conftest import crashed_run
+from tests.waits import wait_until
 
 
 @pytest.fixture
@@ -44,9 +43,11 @@ async def test_stop_sent_to_the_other_instance(pair, fake_llm) -> None:
     fake_llm.script.chunks = [f"w{i} " for i in range(200)]
     fake_llm.script.delay = 0.02
     run = await one.chat.start(agent_id="tester", message="long")
-    await asyncio.sleep(0.3)
-    await two.chat.stop(run.run_id, owner="")
-    assert run.done.is_set()
+    await wait_until(lambda: run.next_event_id > 3, "the run on instance one to stream")
+    await two.chat.stop(run.run_id, owner="")  # returns once the store shows the run ended
+    # Instance one sets `done` a few awaits after that write (hot window, events, lock): the
+    # same loop may run this first, so wait for it rather than look at once (a 1-in-5 flake).
+    await wait_until(run.done.is_set, "instance one's run to end", within=5)
     assert run.result.status == "stopped"
     record = await two.chat.runs.get_run(run.run_id)
     assert record.status == "stopped"
@@ -74,11 +75,12 @@ async def test_orphaned_run_is_interrupted_by_a_survivor(pair) -> None:
     assert await one.chat.locks.acquire(conv.uuid, record.run_id) is None
     # The instance holding it dies: nobody renews the lease.
     assert await two.chat.sweep_orphans() == 0  # lease still valid
+
     # Within a lease and a sweep interval a survivor's background sweep closes it.
-    for _ in range(40):
-        await asyncio.sleep(0.1)
-        if (await two.chat.runs.get_run(record.run_id)).status != "running":
-            break
+    async def swept() -> bool:
+        return (await two.chat.runs.get_run(record.run_id)).status != "running"
+
+    await wait_until(swept, "a survivor's sweep to close the orphaned run", within=4)
     assert (await two.chat.runs.get_run(record.run_id)).status == "interrupted"
     stored = await two.memory.cold.get_message(record.assistant_message_id)
     assert (stored.status.value, stored.content) == ("interrupted", "half")

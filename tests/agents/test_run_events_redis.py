@@ -13,6 +13,7 @@ from lumina_app.storage.local.run_events import LocalRunEventLog
 from lumina_app.storage.redis.run_events import RedisRunEventLog
 from tests.conftest import SHARED_REDIS_URL
 from tests.events import result, session
+from tests.waits import wait_until
 
 
 async def test_stream_resumes_on_another_instance_from_last_event_id(
@@ -43,7 +44,7 @@ async def test_live_follow_across_instances(settings_factory, fake_llm) -> None:
     two = await open_services(settings_factory(), recover=False)
     try:
         run = await one.chat.start(agent_id="tester", message="hello")
-        await asyncio.sleep(0.05)
+        await wait_until(lambda: run.next_event_id > 2, "the run's first events")
         await one.events.flush()
         remote = [e async for e in await two.chat.open_stream(run.run_id, owner="")]
         local = [e async for e in one.chat.follow(run)]

@@ -18,7 +18,7 @@ from lumina_app.domain import (
     MsgRole,
     RunEvent,
 )
-from tests.conftest import SYSTEM_PROMPT_PARTS, write_agent
+from tests.conftest import SYSTEM_PROMPT_PARTS, forget_prefix, write_agent
 from tests.fake_llm import Call, Reply
 
 SYSTEM = "You are Tester.\n\nBe brief.\n\nNo tools."
@@ -151,7 +151,7 @@ async def test_a_tool_turn_streams_runs_the_calls_and_asks_the_model_again(
 
 
 async def test_resume_after_a_restart_sends_what_the_warm_session_would(
-    services, settings_factory, fake_llm, tooled
+    services, settings_factory, fake_llm, tooled, redis_prefix
 ) -> None:
     """Three conversations with the same turns: the third turn's context is the same warm,
     resumed from the hot window, and resumed with the hot window lost (rebuilt from SQL)."""
@@ -164,7 +164,7 @@ async def test_resume_after_a_restart_sends_what_the_warm_session_would(
         if how != "warm":
             runner = await open_services(settings_factory())
             if how == "rebuilt":
-                await runner.memory.hot.client.flushdb()
+                await forget_prefix(runner.memory.hot.client, redis_prefix)
         try:
             events = await send(runner, "and now?", conv)
             assert events[0].data["scenario"] == ("continue" if how == "warm" else "resume")

@@ -23,6 +23,7 @@ from lumina_app.composition import install, open_services
 from lumina_app.storage.local.run_events import LocalRunEventLog
 from tests.api.helpers import assert_sse_response
 from tests.events import chunk, result, session, thinking
+from tests.waits import wait_until
 
 SESSION = session(1)
 
@@ -84,7 +85,8 @@ async def test_frames_keepalives_and_the_end_reach_the_client() -> None:
     log = LocalRunEventLog(retention=60)
     sub, client = await open_run(log), Client()
     task = asyncio.create_task(stream(sub, keepalive=0.05)(scope={}, **asgi(client)))
-    await asyncio.sleep(0.12)
+    first = v1_frames(SESSION) + KEEPALIVE
+    await wait_until(lambda: client.body.startswith(first), "the session frame and a keepalive")
     await log.publish("run-1", thinking(2, "hmm"))  # not v1
     await log.publish("run-1", chunk(3, "你好"))
     await log.publish("run-1", result(4))
@@ -108,7 +110,7 @@ async def test_a_hang_up_while_quiet_ends_the_stream_at_once() -> None:
     log = LocalRunEventLog(retention=60)
     sub, client = await open_run(log), Client()
     task = asyncio.create_task(stream(sub, keepalive=30)(scope={}, **asgi(client)))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: client.body == v1_frames(SESSION), "the session frame")
     client.gone.set()
     await asyncio.wait_for(task, 1)  # not at the next keepalive, 30 s away
     assert sub.closed and client.body == v1_frames(SESSION)
@@ -121,7 +123,7 @@ async def test_a_client_that_stops_reading_is_dropped_after_the_send_timeout(kee
     sub, client = await open_run(log), Client()
     response = stream(sub, keepalive=keepalive, send_timeout=0.15)
     task = asyncio.create_task(response(scope={}, **asgi(client)))
-    await asyncio.sleep(0.02)
+    await wait_until(lambda: client.body.startswith(v1_frames(SESSION)), "the session frame")
     client.stalled = True
     stalled = asyncio.get_running_loop().time()
     await log.publish("run-1", chunk(2, "x"))

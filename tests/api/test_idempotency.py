@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from tests.api.helpers import assert_sse_response, error_of, messages, new_conversation
+from tests.waits import wait_until
 
 
 def key(value: str = "k-1") -> dict[str, str]:
@@ -114,10 +115,7 @@ async def test_a_retry_while_the_first_is_still_running_is_409(api, fake_llm) ->
     first = asyncio.ensure_future(
         api.post("/api/v1/agents/tester/execute/sync", json=body, headers=key())
     )
-    for _ in range(500):  # until the first request has committed its question
-        if await conversation_ids(api):
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: conversation_ids(api), "the first request to commit its question")
     resp = await api.post("/api/v1/agents/tester/execute/sync", json=body, headers=key())
     assert error_of(resp, 409)["code"] == "in_progress"
     done = await first

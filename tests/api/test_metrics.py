@@ -4,7 +4,6 @@ runs end, tools are called, the model fails and Redis is killed."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import RedisServer, write_agent
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.server import AppServer
+from tests.waits import wait_until_sync
 
 
 def scrape(server: AppServer) -> dict[tuple[str, tuple], float]:
@@ -119,10 +119,12 @@ def test_streams_are_counted_while_open(server: AppServer, fake_llm: FakeLLM) ->
         assert value(scrape(server), "lumina_active_streams") == 1
         rest = list(lines)
     assert "data: [DONE]" in rest
-    deadline = time.monotonic() + 5
-    while value(scrape(server), "lumina_active_streams") != 0:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_until_sync(
+        lambda: value(scrape(server), "lumina_active_streams") == 0,
+        "lumina_active_streams back to 0",
+        within=5,
+        interval=0.1,
+    )
 
 
 def test_metrics_need_a_key_when_keys_are_set(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from tests.api.helpers import (
 )
 from tests.api.test_tools_api import tooled  # noqa: F401 - the agent with a calculator
 from tests.fake_llm import Call, Reply
+from tests.waits import wait_until
 
 KEYS = "alice:ka,bob:kb"
 ALICE, BOB = bearer("ka"), bearer("kb")
@@ -155,7 +156,12 @@ async def test_busy_while_a_run_is_active(api_on, fake_llm) -> None:
     await wait_run(api_on, run_id, headers=ALICE)
     # and a regenerate holds the conversation like any run
     live = asyncio.create_task(regenerate(api_on, conv))
-    await asyncio.sleep(0.1)
+
+    async def held() -> bool:
+        got = await api_on.get(f"/api/v1/conversations/{conv}", headers=ALICE)
+        return got.json()["status"] == "running"
+
+    await wait_until(held, "the regenerate to hold the conversation")
     resp = await api_on.post(
         "/api/v1/agents/tester/execute/sync",
         json={"task": "x", "conversationId": conv},

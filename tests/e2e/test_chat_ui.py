@@ -198,12 +198,44 @@ def test_unknown_conversation_says_so(page: Page, app_server) -> None:
     expect(page.get_by_test_id("not-found")).to_contain_text("does not exist")
 
 
+# What a colour computes to, as sRGB 0-255 (a 1-pixel canvas reads any CSS colour syntax),
+# for an element's text and the first opaque background behind it (the page's if none).
+COLOURS = """el => {
+    const rgba = c => {
+        const ctx = document.createElement("canvas").getContext("2d");
+        ctx.fillStyle = c;
+        ctx.fillRect(0, 0, 1, 1);
+        return Array.from(ctx.getImageData(0, 0, 1, 1).data);
+    };
+    let behind = el, background = [255, 255, 255, 255];
+    for (; behind; behind = behind.parentElement) {
+        const c = rgba(getComputedStyle(behind).backgroundColor);
+        if (c[3] === 255) { background = c; break; }
+    }
+    return {text: rgba(getComputedStyle(el).color).slice(0, 3), background: background.slice(0, 3),
+            behind: behind ? behind.tagName + "." + behind.className : "none"};
+}"""
+
+
+def luminance(rgb: list[int]) -> float:
+    """WCAG relative luminance, 0 (black) to 1 (white)."""
+    c = [v / 255 for v in rgb]
+    c = [v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4 for v in c]
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+
 def test_dark_mode_screenshot(page: Page, app_server) -> None:
     page.emulate_media(color_scheme="dark")
     open_new(page, app_server.url)
     send(page, "Show me some code /markdown")
     wait_idle(page)
     shot(page, "chat-dark")
+    for where in (answers(page).last, page.get_by_test_id("composer")):
+        colours = where.evaluate(COLOURS)
+        text, background = luminance(colours["text"]), luminance(colours["background"])
+        assert background < 0.05, f"not a dark background: {colours}"
+        assert text > 0.4, f"not light text: {colours}"
+        assert (text + 0.05) / (background + 0.05) >= 4.5, colours  # WCAG AA contrast
 
 
 def test_long_history_pages_in_as_you_scroll_up(page: Page, app_server) -> None:

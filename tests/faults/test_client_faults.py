@@ -270,7 +270,7 @@ def test_a_client_that_never_reads_a_huge_stream_is_dropped(fast) -> None:
         answer = wait_answer(client, conversation)
         assert answer["status"] == "complete" and len(answer["content"]) == size
         assert_responsive(client)
-        time.sleep(SEND_TIMEOUT + 0.5)
+        time.sleep(SEND_TIMEOUT + 0.5)  # the point: past the send timeout, unread all along
         data, closed = read_until_closed(sock)
         assert closed, "a client that stopped reading is dropped"
         assert b"event: result" not in data and len(data) < 2 * size
@@ -290,7 +290,7 @@ def test_a_client_that_never_reads_a_huge_stream_is_dropped(fast) -> None:
             raw_request(server, "GET", f"/api/v1/runs/{run_id}/stream", recv_buffer=4096)
             for _ in range(4)
         ]
-        time.sleep(SEND_TIMEOUT + 1.5)
+        time.sleep(SEND_TIMEOUT + 1.5)  # the point: RSS while silent readers outlive it
         during = group_rss(server)
         assert_responsive(client)
         for sock in silent:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import RedisServer
 from tests.server import AppServer
+from tests.waits import wait_until_sync
 
 pytestmark = pytest.mark.slow
 
@@ -48,6 +49,12 @@ def cluster(tmp_path, _databases):
     for server in servers:
         server.stop()
     redis.kill()
+
+
+def answer_text(client: httpx.Client, conv: str) -> str:
+    """The last message's text if it is an answer (flushed while it streams)."""
+    items = client.get(f"/api/v1/conversations/{conv}/messages").json()["items"]
+    return items[-1]["content"] if items and items[-1]["role"] == "ASSISTANT" else ""
 
 
 def test_stream_resumes_stop_crosses_and_lock_holds(cluster) -> None:
@@ -97,7 +104,7 @@ def test_stream_resumes_stop_crosses_and_lock_holds(cluster) -> None:
         )
         assert started.status_code == 202
         run_id = started.json()["runId"]
-        time.sleep(0.5)
+        wait_until_sync(lambda: answer_text(c1, conv), "the answer's first words")
         stopped = c2.post(f"/api/v1/runs/{run_id}/stop")
         assert stopped.status_code == 200 and stopped.json()["status"] == "stopped"
         assert c1.get(f"/api/v1/runs/{run_id}").json()["status"] == "stopped"
@@ -115,7 +122,7 @@ def test_killed_instance_run_is_interrupted_by_the_survivor(cluster) -> None:
     with httpx.Client(base_url=one.url, timeout=30) as c1:
         started = c1.post("/api/v1/agents/assistant/execute", json={"task": "long /long"})
         run_id, conv = started.json()["runId"], started.json()["conversationId"]
-        time.sleep(0.6)
+        wait_until_sync(lambda: answer_text(c1, conv), "the answer's first words")
     one.kill()  # kill -9: no clean shutdown, the lease stops being renewed
     killed_at = time.monotonic()
     with httpx.Client(base_url=two.url, timeout=30) as c2:

@@ -9,6 +9,7 @@ import base64
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -17,10 +18,12 @@ import sqlalchemy as sa
 from lumina_app.agents.registry import is_valid_agent_id
 from lumina_app.api.errors import error_response
 from lumina_app.composition import open_services
+from lumina_app.domain import utcnow
 from lumina_app.storage.sql.models import idempotency, runs
 from tests.api.helpers import assert_sse_response, error_of, new_conversation
 from tests.conftest import BACKENDS, make_database, write_agent
 from tests.server import AppServer
+from tests.waits import wait_until, wait_until_sync
 
 # -- ids end where the id ends -----------------------------------------------------------
 
@@ -141,7 +144,7 @@ async def test_last_event_id_beyond_a_live_run_read_from_redis_ends_with_the_run
     two.events.block_ms = 5000
     try:
         run = await one.chat.start(agent_id="tester", message="hello")
-        await asyncio.sleep(0.1)
+        await wait_until(lambda: run.next_event_id > 2, "the run's first events")
         await one.events.flush()
         stream = await two.chat.open_stream(run.run_id, after=2**64 + 5, owner="")
         follower = asyncio.ensure_future(anext(stream, "ended"))
@@ -223,7 +226,9 @@ def test_a_key_whose_request_died_with_its_process_is_retried_after_the_lease(
                 first = pool.submit(
                     client.post, "/api/v1/agents/assistant/execute/sync", json=body, headers=key
                 )
-                wait_until(lambda: answer_text(client, conv["uuid"]))
+                wait_until_sync(
+                    lambda: answer_text(client, conv["uuid"]), "the answer's first words", within=20
+                )
                 server.kill()  # mid-answer: no response recorded, no claim released
                 with pytest.raises(httpx.TransportError):
                     first.result()
@@ -260,13 +265,6 @@ def test_a_key_whose_request_died_with_its_process_is_retried_after_the_lease(
         cleanup()
 
 
-def wait_until(check, within: float = 20) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def answer_text(client: httpx.Client, conv: str) -> str:
     items = client.get(f"/api/v1/conversations/{conv}/messages").json()["items"]
     return items[-1]["content"] if items and items[-1]["role"] == "ASSISTANT" else ""
@@ -294,9 +292,11 @@ async def test_of_retries_racing_for_a_stale_claim_exactly_one_wins(api_factory,
     services, _api = await api_factory(database_url=database.url)
     store = services.idempotency
     dead = await store.claim("o", "k", "f", lease=30)
+    claimed = utcnow()
     assert dead is not None
     assert await store.claim("o", "k", "f", lease=30) is None  # held: not stale yet
-    await asyncio.sleep(0.3)  # its holder renews no more: it died
+    # Its holder renews no more (it died) until the claim is older than the racers' lease.
+    await wait_until(lambda: utcnow() - claimed > timedelta(seconds=0.2), "the claim to go stale")
     claims = await asyncio.gather(*(store.claim("o", "k", "f", lease=0.2) for _ in range(6)))
     winners = [c for c in claims if c is not None]
     assert len(winners) == 1
@@ -308,7 +308,7 @@ async def test_of_retries_racing_for_a_stale_claim_exactly_one_wins(api_factory,
     assert (await store.get("o", "k")).response is None
     assert await store.keep_alive(winners[0])
     await store.complete(winners[0], {"runId": "won"})
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # the point: older than the lease below, and still not taken
     assert await store.claim("o", "k", "f", lease=0.01) is None  # done: never taken over
     assert (await store.get("o", "k")).response == {"runId": "won"}
 

@@ -140,7 +140,7 @@ def test_a_slow_body_that_is_whole_in_time_is_answered(server: AppServer) -> Non
             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(payload)
         )
         for piece in (payload[:8], payload[8:16], payload[16:]):
-            time.sleep(0.3)
+            time.sleep(0.3)  # the point: a body that drips in, whole before the deadline
             sock.sendall(piece)
         data, _ = read_until_closed(sock, drip_every=5, within=5)
     status, _headers, body = parse(data)

@@ -15,7 +15,7 @@ from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
-from tests.conftest import SHARED_REDIS_URL
+from tests.conftest import SHARED_REDIS_URL, forget_prefix
 from tests.turns import store_turn
 
 
@@ -89,10 +89,12 @@ async def test_concurrent_writers_leave_hot_equal_to_sql(memory: MemoryManager) 
     assert shape(window.messages) == shape(stored[-20:])
 
 
-async def test_flushall_then_load_rebuilds_the_last_n_from_sql(memory: MemoryManager) -> None:
+async def test_flushall_then_load_rebuilds_the_last_n_from_sql(
+    memory: MemoryManager, redis_prefix
+) -> None:
     conv = await memory.create_conversation(agent_id="a")
     await add_turns(memory, conv, 30)
-    await memory.hot.client.flushdb()
+    await forget_prefix(memory.hot.client, redis_prefix)
     loaded = await memory.load(await fresh(memory, conv))
     assert shape(loaded) == await sql_tail(memory, conv, 20)
     assert memory.stats.rebuilds == 1

@@ -11,6 +11,7 @@ from lumina_app.domain import EventType, RunEvent
 from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
 from lumina_app.storage.local.run_events import LocalRunEventLog
 from tests.events import chunk, result
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.unit
 
@@ -48,7 +49,7 @@ async def test_without_a_heartbeat_a_quiet_run_yields_nothing() -> None:
     events = log.subscribe("run-1")
     assert (await anext(events)).id == 1
     waiting = asyncio.ensure_future(anext(events))
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # the point: a quiet while in which nothing may arrive
     assert not waiting.done()  # the UI and the engine's own readers never see markers
     await log.publish("run-1", event(2))
     assert (await waiting).id == 2
@@ -61,13 +62,12 @@ async def test_one_streams_keepalive_does_not_reach_another_reader_of_the_run() 
     log = LocalRunEventLog(retention=60)
     await log.publish("run-1", event(1))
 
-    async def read(every: float | None) -> list[int | None]:
+    async def read(every: float | None, seen: list[int | None]) -> list[int | None]:
         heartbeat = None
         if every is not None:
             heartbeat = Heartbeat(every)
             heartbeat.reset()
             HEARTBEAT.set(heartbeat)  # this task's own context
-        seen: list[int | None] = []
         async for item in log.subscribe("run-1"):
             seen.append(None if item is None else item.id)
             if heartbeat is not None:
@@ -76,8 +76,9 @@ async def test_one_streams_keepalive_does_not_reach_another_reader_of_the_run() 
             heartbeat.stop()
         return seen
 
-    quick, plain = asyncio.create_task(read(0.03)), asyncio.create_task(read(None))
-    await asyncio.sleep(0.2)
+    markers: list[int | None] = []
+    quick, plain = asyncio.create_task(read(0.03, markers)), asyncio.create_task(read(None, []))
+    await wait_until(lambda: markers.count(None) >= 3, "three markers to the quick reader")
     await log.publish("run-1", event(2, EventType.RESULT))
     await log.finish("run-1")
     assert (await plain) == [1, 2]

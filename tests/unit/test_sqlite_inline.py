@@ -18,6 +18,7 @@ from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.sqlite_inline import offloaded
+from tests.waits import wait_until
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ async def test_a_lock_held_by_another_process_is_waited_for_off_the_loop(
     write = asyncio.create_task(
         store.append_messages(conv.id, [Msg.user("waits for the lock", turn_id=new_turn_id())])
     )
-    await asyncio.sleep(0.3)
+    await wait_until(lambda: ticks >= 10, "the loop to keep running while the write waits")
     assert not write.done()  # waiting, not failed
     assert ticks >= 10  # and the loop kept running meanwhile
     other.execute("COMMIT")

@@ -25,6 +25,7 @@ from lumina_app.agents.tools.spec import (
     ToolSpec,
 )
 from lumina_app.domain import ToolCall
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.unit
 
@@ -363,7 +364,7 @@ async def test_cancelling_the_step_cancels_the_calls_still_going() -> None:
             [ToolCall("slow", "{}", "s"), ToolCall("quick", "{}", "q")], results, on_result
         )
     )
-    await asyncio.sleep(0.1)
+    await wait_until(lambda: "q" in results, "the quick tool's result")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
