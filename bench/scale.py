@@ -295,9 +295,9 @@ class Loader:
             conn.exec_driver_sql("DROP INDEX IF EXISTS ix_lumina_message_fts")
 
     def _pg_create_fts(self) -> None:
-        """The GIN index exactly as migration 0012 leaves it; the id sequences moved on."""
-        path = ROOT / "alembic" / "versions" / "0012_search_codes.py"
-        spec = importlib.util.spec_from_file_location("migration_0012", path)
+        """The GIN index exactly as migration 0014 leaves it; the id sequences moved on."""
+        path = ROOT / "alembic" / "versions" / "0014_search_vector.py"
+        spec = importlib.util.spec_from_file_location("migration_0014", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         with self.engine.begin() as conn:

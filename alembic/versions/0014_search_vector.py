@@ -71,6 +71,7 @@ def upgrade() -> None:
         op.execute(_ADD_COLUMN)
         op.execute("DROP INDEX IF EXISTS ix_lumina_message_fts")
         op.execute(_INDEX)
+        op.execute("ANALYZE lumina_message")  # the new column's statistics, which search reads
 
 
 def downgrade() -> None:

@@ -25,11 +25,14 @@ COUNTED = 20_000  # rows of the index read, at most, to weigh one query word
 _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
 _TOKEN = re.compile(r"[^\W_]+")
 
-_COUNT = sa.text(
-    "SELECT count(*), min(rowid), max(rowid) FROM (SELECT rowid FROM lumina_message_fts "
-    "WHERE lumina_message_fts MATCH :phrase ORDER BY rowid DESC LIMIT :cap)"
+# Per word: rows holding it, newest first, at most :cap; with the index's averages record
+# (rows indexed, their total length).
+_COUNT = (
+    "SELECT {i}, count(*), min(rowid), max(rowid), "
+    "(SELECT block FROM lumina_message_fts_data WHERE id = 1) FROM (SELECT rowid "
+    "FROM lumina_message_fts WHERE lumina_message_fts MATCH :phrase{i} "
+    "ORDER BY rowid DESC LIMIT :cap)"
 )
-_TOTALS = sa.text("SELECT block FROM lumina_message_fts_data WHERE id = 1")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Weights:
     rows: int
     mean_length: float
     idf: tuple[float, ...]
+    counts: tuple[int, ...]  # rows holding each word (extrapolated past COUNTED)
     exact: bool  # every word counted to its end: bm25() would weigh them the same
 
 
@@ -79,20 +83,21 @@ _ASCII_SEPARATORS = str.maketrans({chr(i): " " for i in range(128) if not chr(i)
 async def weights(conn: AsyncConnection, words: Sequence[Word]) -> Weights:
     """The index's row count and mean length (its averages record), and each word's
     bm25() weight from a count of at most :data:`COUNTED` rows."""
-    block = (await conn.execute(_TOTALS)).scalar()
-    rows, at = _varint(block or b"", 0) if block else (0, 0)
+    statement = sa.text(" UNION ALL ".join(_COUNT.format(i=i) for i in range(len(words))))
+    phrases = {f"phrase{i}": word.phrase() for i, word in enumerate(words)}
+    found_rows = sorted((await conn.execute(statement, {**phrases, "cap": COUNTED + 1})).all())
+    block = found_rows[0][4] if found_rows else None
+    rows, at = _varint(block, 0) if block else (0, 0)
     tokens, _ = _varint(block, at) if block else (0, 0)
-    idf, exact = [], True
-    for word in words:
-        found, low, high = (
-            await conn.execute(_COUNT.bindparams(phrase=word.phrase(), cap=COUNTED + 1))
-        ).one()
+    idf, counts, exact = [], [], True
+    for _i, found, low, high, _block in found_rows:
         if found > COUNTED:  # extrapolated: the share of row ids those spanned
             exact = False
             found = min(rows, round(found * rows / max(1, high - low + 1)))
         value = math.log((rows - found + 0.5) / (found + 0.5)) if rows else 0.0
         idf.append(value if value > 0 else 1e-6)
-    return Weights(rows, tokens / rows if rows else 0.0, tuple(idf), exact)
+        counts.append(found)
+    return Weights(rows, tokens / rows if rows else 0.0, tuple(idf), tuple(counts), exact)
 
 
 def score(text: str, words: Sequence[Word], w: Weights) -> float:

@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from lumina_app.domain import MessageStatus, MsgRole
 from lumina_app.domain.search import UNSPACED, MessageHit
-from lumina_app.storage.sql import fts_rank
+from lumina_app.storage.sql import fts_rank, pg_share
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
@@ -150,7 +150,7 @@ def matching_conversations(dialect: str, words: Sequence[str]) -> sa.Select:
 
 # A query matching more of the caller's messages than this ranks only the newest this many
 # of them (docs/PERFORMANCE.md says what that gives up for a frequent word).
-RANK_WINDOW = 1000
+RANK_WINDOW = 500
 
 
 async def search_messages(
@@ -175,7 +175,7 @@ async def search_messages(
             if db.dialect == "sqlite" and indexed:
                 rows = await _sqlite_ranked(conn, words, indexed, scanned, scope, limit)
             elif db.dialect == "postgresql":
-                rows = (await conn.execute(_pg_ranked(words, scope, limit))).all()
+                rows = (await conn.execute(await _pg_ranked(conn, words, scope, limit))).all()
             else:
                 rows = (await conn.execute(_ranked(db.dialect, words, scope, limit))).all()
     return [
@@ -231,15 +231,33 @@ def _ranked(dialect: str, words: Sequence[str], scope: _Scope, limit: int) -> sa
     return scope.where(query).order_by(sa.desc("score"), M.c.id.desc()).limit(limit)
 
 
-def _pg_ranked(words: Sequence[str], scope: _Scope, limit: int) -> sa.Select:
-    """The newest RANK_WINDOW matches (the stored vector's GIN index, or the id index read
-    backwards for a frequent word: the planner's choice), ranked by ``ts_rank`` over the
-    stored vectors."""
+# Read the id index backwards for the newest matches only if that reads at most this many
+# rows (RANK_WINDOW over the matched share); else the GIN index and a sort (pg_share.py).
+_PG_BACKWARD_ROWS = 50_000
+
+
+async def _pg_ranked(
+    conn: AsyncConnection, words: Sequence[str], scope: _Scope, limit: int
+) -> sa.Select:
+    """The newest RANK_WINDOW matches, ranked by ``ts_rank`` over their stored vectors.
+
+    Across conversations, a query the statistics say is rarer than RANK_WINDOW in
+    _PG_BACKWARD_ROWS goes through the GIN index (the planner would read the id index
+    backwards for some of those); a frequent one is left to the planner, which reads the
+    id index backwards. In one conversation, the planner starts from its rows."""
     where, score = _match("postgresql", words)
+    size = max(RANK_WINDOW, limit)
+    newest = M.c.id.desc()
+    indexed, _scanned = _split("postgresql", words)
+    if scope.conversation_id is None and indexed:
+        prefix = indexed[-1] == words[-1]
+        matched = await pg_share.share(conn, indexed, prefix)
+        if matched is not None and size / max(matched, 1e-9) > _PG_BACKWARD_ROWS:
+            newest = (M.c.id + 0).desc()  # not the id index: the GIN index, then a sort
     window = (
         scope.where(sa.select(M.c.id.label("id")).where(where))
-        .order_by(M.c.id.desc())
-        .limit(max(RANK_WINDOW, limit))
+        .order_by(newest)
+        .limit(size)
         .subquery("candidates")
     )
     query = sa.select(*_COLUMNS, score.label("score")).select_from(window)
@@ -257,10 +275,11 @@ async def _sqlite_ranked(
 ) -> Sequence[sa.Row]:
     """The scope's newest matches, at most RANK_WINDOW, read from FTS5 newest first; ranked
     by bm25() as before if they are all and bm25() would count few rows, else by
-    :mod:`fts_rank`'s bm25 over those candidates only."""
+    :mod:`fts_rank`'s bm25 over those candidates only (the same scores while every word
+    is in at most fts_rank.COUNTED rows)."""
     size = max(RANK_WINDOW, limit)
     candidates = (
-        sa.select(M.c.id)
+        sa.select(M.c.id, M.c.content)
         .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
         .where(_fts_match(words, indexed), *_likes(words, scanned))
     )
@@ -270,25 +289,22 @@ async def _sqlite_ranked(
         highest = ids.with_only_columns(sa.func.max(M.c.id)).scalar_subquery()
         candidates = candidates.where(_FTS.c.rowid.between(lowest, highest))
     candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
-    found = list((await conn.execute(candidates)).scalars())
+    found = (await conn.execute(candidates)).all()
     prefix = indexed[-1] == words[-1]
     fts_words = [
         fts_rank.Word(" ".join(fts_rank.words_of(w)) or w, prefix and i == len(indexed) - 1)
         for i, w in enumerate(indexed)
     ]
     weights = await fts_rank.weights(conn, fts_words)
-    if len(found) <= size and weights.exact:  # what bm25() ranks, at the cost it had
+    if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
         return (await conn.execute(_ranked("sqlite", words, scope, limit))).all()
-    rows = (
-        await conn.execute(
-            sa.select(*_COLUMNS)
-            .join(C, C.c.id == M.c.conversation_id)
-            .where(M.c.id.in_(found[:size]))
-        )
-    ).all()
-    scored = [(fts_rank.score(r.content, fts_words, weights), r) for r in rows]
-    scored.sort(key=lambda pair: (pair[0], pair[1].id), reverse=True)
-    return [_Scored(*r, score=s) for s, r in scored[:limit]]
+    scored = sorted(
+        ((fts_rank.score(r.content, fts_words, weights), r.id) for r in found[:size]),
+        reverse=True,
+    )[:limit]
+    query = sa.select(*_COLUMNS).join(C, C.c.id == M.c.conversation_id)
+    rows = {r.id: r for r in await conn.execute(query.where(M.c.id.in_([i for _, i in scored])))}
+    return [_Scored(*rows[i], score=s) for s, i in scored]
 
 
 @dataclass(frozen=True)
