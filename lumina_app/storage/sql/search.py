@@ -175,7 +175,7 @@ async def search_messages(
             if db.dialect == "sqlite" and indexed:
                 rows = await _sqlite_ranked(conn, words, indexed, scanned, scope, limit)
             elif db.dialect == "postgresql":
-                rows = (await conn.execute(await _pg_ranked(conn, words, scope, limit))).all()
+                rows = await _pg_ranked(conn, words, scope, limit)
             else:
                 rows = (await conn.execute(_ranked(db.dialect, words, scope, limit))).all()
     return [
@@ -232,36 +232,52 @@ def _ranked(dialect: str, words: Sequence[str], scope: _Scope, limit: int) -> sa
 
 
 # Read the id index backwards for the newest matches only if that reads at most this many
-# rows (RANK_WINDOW over the matched share); else the GIN index and a sort (pg_share.py).
-_PG_BACKWARD_ROWS = 50_000
+# rows (RANK_WINDOW over the matched share); else the GIN index and a sort (pg_share.py),
+# within the newest ids expected to hold the window (twice over) if they are at most
+# _PG_RECENT_IDS: the heap is then read for those matches only (a BitmapAnd).
+_PG_BACKWARD_ROWS, _PG_RECENT_IDS = 50_000, 200_000
 
 
 async def _pg_ranked(
     conn: AsyncConnection, words: Sequence[str], scope: _Scope, limit: int
-) -> sa.Select:
+) -> Sequence[sa.Row]:
     """The newest RANK_WINDOW matches, ranked by ``ts_rank`` over their stored vectors.
 
     Across conversations, a query the statistics say is rarer than RANK_WINDOW in
     _PG_BACKWARD_ROWS goes through the GIN index (the planner would read the id index
     backwards for some of those); a frequent one is left to the planner, which reads the
     id index backwards. In one conversation, the planner starts from its rows."""
-    where, score = _match("postgresql", words)
     size = max(RANK_WINDOW, limit)
-    newest = M.c.id.desc()
     indexed, _scanned = _split("postgresql", words)
     if scope.conversation_id is None and indexed:
         prefix = indexed[-1] == words[-1]
         matched = await pg_share.share(conn, indexed, prefix)
         if matched is not None and size / max(matched, 1e-9) > _PG_BACKWARD_ROWS:
-            newest = (M.c.id + 0).desc()  # not the id index: the GIN index, then a sort
-    window = (
-        scope.where(sa.select(M.c.id.label("id")).where(where))
-        .order_by(newest)
-        .limit(size)
-        .subquery("candidates")
-    )
-    query = sa.select(*_COLUMNS, score.label("score")).select_from(window)
-    query = query.join(M, M.c.id == window.c.id).join(C, C.c.id == M.c.conversation_id)
+            recent = round(2 * size / max(matched, 1e-9))
+            if recent <= _PG_RECENT_IDS:
+                rows = (await conn.execute(_pg_query_window(words, scope, limit, recent))).all()
+                if rows and rows[0].window_rows >= size:  # else older ids hold some
+                    return rows
+            return (await conn.execute(_pg_query_window(words, scope, limit, 0))).all()
+    return (await conn.execute(_pg_query_window(words, scope, limit, None))).all()
+
+
+def _pg_query_window(
+    words: Sequence[str], scope: _Scope, limit: int, recent: int | None
+) -> sa.Select:
+    """The ranking query; ``recent``: None, the planner's way; 0, through the GIN index;
+    more, through it among that many newest ids."""
+    where, score = _match("postgresql", words)
+    candidates = scope.where(sa.select(M.c.id.label("id")).where(where))
+    if recent:
+        newest_id = sa.select(sa.func.max(M.c.id)).scalar_subquery()
+        candidates = candidates.where(M.c.id > newest_id - recent)
+    newest = M.c.id.desc() if recent is None else (M.c.id + 0).desc()  # + 0: not the id index
+    window = candidates.order_by(newest).limit(max(RANK_WINDOW, limit)).cte("candidates")
+    counted = sa.select(sa.func.count()).select_from(window).scalar_subquery()
+    query = sa.select(*_COLUMNS, score.label("score"), counted.label("window_rows"))
+    query = query.select_from(window).join(M, M.c.id == window.c.id)
+    query = query.join(C, C.c.id == M.c.conversation_id)
     return query.order_by(sa.desc("score"), M.c.id.desc()).limit(limit)
 
 
