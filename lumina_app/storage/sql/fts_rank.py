@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-COUNTED = 20_000  # rows of the index read, at most, to weigh one query word
+COUNTED = 5_000  # rows of the index read, at most, to weigh one query word
 _K1, _B = 1.2, 0.75  # FTS5's bm25() defaults
 _TOKEN = re.compile(r"[^\W_]+")
 
