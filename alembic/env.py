@@ -21,7 +21,7 @@ target_metadata = metadata
 
 def include_name(name: str | None, type_: str, _parent: object) -> bool:
     """Autogenerate leaves the full-text index alone: it is made by hand per backend."""
-    return not (type_ in ("table", "index") and is_search_object(name))
+    return not (type_ in ("table", "index", "column") and is_search_object(name))
 
 
 def _database_url() -> str:

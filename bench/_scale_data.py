@@ -112,6 +112,8 @@ class Loader:
     def load_to(self, total: int) -> float:
         """Load conversations until ``total`` messages are stored; seconds taken."""
         t0 = time.perf_counter()
+        if self.messages >= total:  # a kept database (--cache) already holds them
+            return 0.0
         with self.engine.connect() as conn:  # the timed turns added rows since
             self.next_id = int(
                 conn.exec_driver_sql("SELECT max(id) FROM lumina_message").scalar() or 0
@@ -228,9 +230,9 @@ class Loader:
             conn.exec_driver_sql("DROP INDEX IF EXISTS ix_lumina_message_fts")
 
     def _pg_create_fts(self) -> None:
-        """The GIN index exactly as migration 0012 leaves it; the id sequences moved on."""
-        path = ROOT / "alembic" / "versions" / "0012_search_codes.py"
-        spec = importlib.util.spec_from_file_location("migration_0012", path)
+        """The GIN index exactly as migration 0014 leaves it; the id sequences moved on."""
+        path = ROOT / "alembic" / "versions" / "0014_search_vector.py"
+        spec = importlib.util.spec_from_file_location("migration_0014", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         with self.engine.begin() as conn:

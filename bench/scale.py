@@ -57,14 +57,15 @@ from _common import (
     time_async,
     time_sync,
 )
+from _scale_cache import cached_database, stored
 from _scale_data import AGENTS, OWNER, Loader
 from _servers import database, database_version, redis_server
 
-from bench import _app, _langgraph
+from bench import _app
 
 QUESTION = "How do I rotate the API keys for the staging environment without downtime?"
 ANSWER = "Create the new key first, deploy it beside the old one, then revoke the old key."
-LIST_P50_MS, OPEN_P50_MS, SEARCH_P50_MS = 5.0, 10.0, 20.0
+LIST_P50_MS, OPEN_P50_MS, SEARCH_P50_MS, SEARCH_P99_MS = 5.0, 10.0, 50.0, 200.0
 
 QUERIES = {  # kind -> words (see _scale_data.Texts: rank 2, rank ~300, rank ~4,900)
     "frequent": ["to"],
@@ -99,12 +100,16 @@ def ilike_anchor(engine: sa.Engine, words: list[str], conversation_id: int | Non
     return query.order_by(M.c.id.desc()).limit(20)
 
 
-async def stage_ops(store, loader: Loader, engine: sa.Engine, n: int, budget: float) -> dict:
+async def stage_ops(
+    store, loader: Loader, engine: sa.Engine, n: int, budget: float, search_only: bool = False
+) -> dict:
     """Every timed operation at the current size: name -> Samples (and hit counts)."""
     memory, reads = store.memory, store.reads
     rng = random.Random(11)
     out: dict[str, Samples] = {}
     hits: dict[str, int] = {}
+    if search_only:
+        return await search_ops(store, loader, engine, n, budget, out, hits)
 
     async def list_all() -> None:
         items, _ = await reads.conversations.list_conversations(owner=OWNER, limit=20)
@@ -139,7 +144,12 @@ async def stage_ops(store, loader: Loader, engine: sa.Engine, n: int, budget: fl
         ("send a turn", send),
     ):
         out[name] = await time_async(op, Loop(n, min(20, n)))
+    return await search_ops(store, loader, engine, n, budget, out, hits)
 
+
+async def search_ops(store, loader, engine, n, budget, out: dict, hits: dict) -> dict:
+    """Recall over everything and inside one conversation, each beside its ILIKE scan."""
+    memory, reads = store.memory, store.reads
     target = await memory.get_conversation(loader.uuids[len(loader.uuids) // 2])
     for kind, words in QUERIES.items():
         found = await reads.search.search(words, owner=OWNER, limit=20)
@@ -149,7 +159,9 @@ async def stage_ops(store, loader: Loader, engine: sa.Engine, n: int, budget: fl
         in_conv = lambda w=words: reads.search.search(  # noqa: E731
             w, owner=OWNER, conversation=target, limit=20
         )
-        out[f"recall in one conversation: {kind}"] = await time_async(in_conv, Loop(n, 5))
+        out[f"recall in one conversation: {kind}"] = await time_async(
+            in_conv, Loop(n, 5, budget_s=budget, min_n=5)
+        )
         query = ilike_anchor(engine, words, None)
         with engine.connect() as conn:
             hits[f"ilike: {kind}"] = len(conn.execute(query).all())
@@ -168,6 +180,8 @@ async def stage_ops(store, loader: Loader, engine: sa.Engine, n: int, budget: fl
 async def langgraph_bytes(sync_url: str, engine: sa.Engine, per: int) -> tuple[float, float]:
     """LangGraph's stored bytes per message for one thread grown to ``per`` messages by
     ``ainvoke`` turns, and seconds per turn at the end."""
+    from bench import _langgraph  # the anchor's packages (bench/requirements.txt): only here
+
     tables = _langgraph.TABLES[engine.dialect.name]
     async with _langgraph.LangGraph.open(sync_url, ANSWER) as graph:
         before = _langgraph.stored_bytes(engine, tables)
@@ -185,6 +199,9 @@ async def langgraph_bytes(sync_url: str, engine: sa.Engine, per: int) -> tuple[f
 async def run(args, sync_url: str, redis_url: str) -> tuple[list[dict], tuple[float, float]]:
     loader = Loader(sync_url, args.per_conversation)
     empty = loader.database_bytes()
+    if args.cache:  # what an earlier run loaded stays; only the rest is loaded
+        loader.messages, loader.conversations, loader.uuids = stored(sync_url)
+        empty = None if loader.messages else empty
     engine = sa.create_engine(sync_url)
     store = _app.Memory(sync_url, redis_url)
     stages = []
@@ -197,7 +214,9 @@ async def run(args, sync_url: str, redis_url: str) -> tuple[list[dict], tuple[fl
                 f"in {seconds:.0f} s; database {size / 1e6:,.0f} MB"
             )
             t0 = time.perf_counter()
-            ops = await stage_ops(store, loader, engine, args.iterations, args.budget)
+            ops = await stage_ops(
+                store, loader, engine, args.iterations, args.budget, args.search_only
+            )
             note(f"measured at {loader.messages:,} in {time.perf_counter() - t0:.0f} s")
             stages.append(
                 {
@@ -216,7 +235,7 @@ async def run(args, sync_url: str, redis_url: str) -> tuple[list[dict], tuple[fl
     return stages, graph
 
 
-def report(args, stages: list[dict], graph: tuple[float, float]) -> Checks:
+def report(args, stages: list[dict], graph: tuple[float, float] | None) -> Checks:
     names = list(stages[0]["samples"])
     heads = ["operation"] + [f"{s['messages']:,} msgs p50 / p99 (n)" for s in stages]
     rows = []
@@ -249,25 +268,27 @@ def report(args, stages: list[dict], graph: tuple[float, float]) -> Checks:
         rows.append(cells)
     print(table(["query"] + [f"{s['messages']:,} msgs" for s in stages], rows))
 
+    checks = Checks()
+    if graph is None:  # --search-only
+        return search_checks(stages[-1], checks)
     print("\nStorage.\n")
     rows = [
         [
             f"{s['messages']:,} in {s['conversations']:,} conversations",
             f"{s['load_s']:.0f} s",
-            f"{s['bytes_per_message']:,.0f}",
+            "(cached)" if s["bytes_per_message"] is None else f"{s['bytes_per_message']:,.0f}",
         ]
         for s in stages
     ]
     print(table(["stored", "bulk load", "database bytes per message (Lumina)"], rows))
     per_graph, last_turn = graph
-    last = stages[-1]["bytes_per_message"]
+    last = stages[-1]["bytes_per_message"] or float("nan")
     print(
         f"\nLangGraph, one thread grown to {args.per_conversation} messages by ainvoke turns: "
         f"{per_graph:,.0f} bytes per message ({fmt_ratio(per_graph / last)} Lumina's), "
         f"last turn {last_turn * 1000:.1f} ms"
     )
 
-    checks = Checks()
     big = stages[-1]
     x = big["samples"]
     m = f"{big['messages']:,}"
@@ -279,12 +300,18 @@ def report(args, stages: list[dict], graph: tuple[float, float]) -> Checks:
             x[name].ms(50) <= target,
             f"{m} messages: {name} p50 <= {target:g} ms: {x[name].ms(50):.2f} ms",
         )
-    worst = max((f"recall: {k}" for k in QUERIES), key=lambda k: x[k].p50)
-    checks.add(
-        x[worst].ms(50) <= SEARCH_P50_MS,
-        f"{m} messages: search p50 <= {SEARCH_P50_MS:g} ms for every query kind: worst "
-        f"{worst} {x[worst].ms(50):.2f} ms",
-    )
+    return search_checks(big, checks)
+
+
+def search_checks(big: dict, checks: Checks) -> Checks:
+    """Issue #31: every recall row (all conversations, one conversation) within target."""
+    x, m = big["samples"], f"{big['messages']:,}"
+    for name in (k for k in x if k.startswith("recall")):
+        checks.add(
+            x[name].ms(50) <= SEARCH_P50_MS and x[name].ms(99) <= SEARCH_P99_MS,
+            f"{m} messages: {name} p50 <= {SEARCH_P50_MS:g} ms, p99 <= {SEARCH_P99_MS:g} ms: "
+            f"{x[name].ms(50):.2f} / {x[name].ms(99):.2f} ms",
+        )
     return checks
 
 
@@ -296,6 +323,14 @@ def options(parser) -> None:
     parser.add_argument("--per-conversation", type=int, default=100)
     parser.add_argument("--iterations", type=int, default=200, help="timed operations per row")
     parser.add_argument("--budget", type=float, default=5.0, help="s per slow row (n >= 5)")
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="load only the last stage, into a database kept for the next run (_scale_cache.py)",
+    )
+    parser.add_argument(
+        "--search-only", action="store_true", help="only recall and its ILIKE anchor rows"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,12 +341,18 @@ def main(argv: list[str] | None = None) -> int:
         argv,
     )
     args.stages = [int(s) for s in args.stages.split(",")]
+    if args.cache:
+        args.stages = args.stages[-1:]
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     started = time.perf_counter()
     with (
         tempfile.TemporaryDirectory(prefix="lumina-scale-") as tmp,
         redis_server(Path(tmp)) as redis_url,
-        database(args.db, Path(tmp)) as sync_url,
+        (
+            cached_database(args.db, args.stages[-1], args.per_conversation)
+            if args.cache
+            else database(args.db, Path(tmp))
+        ) as sync_url,
     ):
         admin = redis.Redis.from_url(redis_url)
         versions = f"SQLAlchemy {sa.__version__}, {database_version(sync_url)}"

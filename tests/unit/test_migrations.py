@@ -15,7 +15,7 @@ from tests.conftest import Database, alembic_config
 
 
 def include_name(name: str | None, type_: str, _parent: object) -> bool:
-    return not (type_ in ("table", "index") and is_search_object(name))
+    return not (type_ in ("table", "index", "column") and is_search_object(name))
 
 
 def _tables(url: str) -> set[str]:

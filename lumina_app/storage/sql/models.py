@@ -312,9 +312,10 @@ audit: sa.Table = AuditRow.__table__  # type: ignore[attr-defined]
 
 # The full-text index lives outside the models (migration 0007: an FTS5 table and its
 # triggers on SQLite, an expression GIN index on PostgreSQL, a FULLTEXT index on MariaDB).
-SEARCH_OBJECT_PREFIXES = ("lumina_message_fts", "ix_lumina_message_fts")
+# tables, indexes and PostgreSQL's stored document column (migration 0014)
+SEARCH_OBJECT_PREFIXES = ("lumina_message_fts", "ix_lumina_message_fts", "search_vector")
 
 
 def is_search_object(name: str | None) -> bool:
-    """Whether a table or index belongs to the full-text index (not to these models)."""
+    """Whether a table, index or column belongs to the full-text index (not to these models)."""
     return bool(name) and name.startswith(SEARCH_OBJECT_PREFIXES)

@@ -21,26 +21,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match as mysql_match
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from lumina_app.domain import MessageStatus, MsgRole
 from lumina_app.domain.search import UNSPACED, MessageHit
+from lumina_app.storage.sql import fts_rank, pg_share
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
-# ASCII punctuation but ``%`` (the DB-API's parameter mark), as PostgreSQL's documents
-# see it: spaces (migration 0012 builds the index on exactly this expression).
-_PG_PUNCTUATION = "!\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~"
-_PG_TEXT = (
-    "translate(left(lumina_message.content, 100000), "
-    f"'{_PG_PUNCTUATION.replace(chr(39), chr(39) * 2)}', '{' ' * len(_PG_PUNCTUATION)}')"
-)
-# What PostgreSQL indexes of a message (the same expression as the index, so it is used).
-_PG_DOCUMENT = sa.literal_column(f"to_tsvector('simple', {_PG_TEXT})")
+# What PostgreSQL indexes of a message: the stored to_tsvector('simple', ...) of its text
+# with ASCII punctuation but ``%`` turned to spaces (migration 0012's document, stored and
+# indexed by 0014), read, not parsed again, to rank.
+_PG_DOCUMENT = sa.literal_column("lumina_message.search_vector")
 _PG_CONFIG = sa.literal_column("'simple'")
 # Messages a search never returns: not final yet, or replaced by a regenerated answer.
 _UNSEARCHED = (MessageStatus.STREAMING.value, "superseded")
@@ -150,6 +148,11 @@ def matching_conversations(dialect: str, words: Sequence[str]) -> sa.Select:
     return sa.select(M.c.conversation_id).where(where, M.c.status.not_in(_UNSEARCHED)).distinct()
 
 
+# A query matching more of the caller's messages than this ranks only the newest this many
+# of them (docs/PERFORMANCE.md says what that gives up for a frequent word).
+RANK_WINDOW = 500
+
+
 async def search_messages(
     db: SQLDatabase,
     words: Sequence[str],
@@ -160,38 +163,21 @@ async def search_messages(
     limit: int = 20,
 ) -> list[MessageHit]:
     """The caller's messages matching every word: most relevant first (recency breaks
-    ties, and orders them on SQLite)."""
+    ties, and orders them on SQLite). Only the newest :data:`RANK_WINDOW` matches are
+    ranked on SQLite and PostgreSQL, so a frequent word costs what a rare one does."""
     words = _parts(db.dialect, words)
     if not words:
         return []
-    columns = (C.c.uuid, C.c.title, M.c.id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
+    scope = _Scope(owner, conversation_id, agent_id)
     indexed, scanned = _split(db.dialect, words)
-    if db.dialect == "sqlite" and indexed:  # from the FTS table, so bm25() ranks (lower: better)
-        rank = -sa.func.bm25(sa.literal_column("lumina_message_fts"))
-        fts_query = _fts_phrase(indexed, indexed[-1] == words[-1])
-        likes = [_scan(w, w == words[-1]) for w in scanned]
-        query = (
-            sa.select(*columns, rank.label("score"))
-            .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
-            .where(
-                sa.text("lumina_message_fts MATCH :fts_query").bindparams(fts_query=fts_query),
-                *likes,
-            )
-        )
-    else:
-        where, score = _match(db.dialect, words)
-        query = sa.select(*columns, score.label("score")).where(where)
-    query = query.join(C, C.c.id == M.c.conversation_id).where(
-        M.c.status.not_in(_UNSEARCHED), C.c.owner == owner
-    )
-    if conversation_id is not None:
-        query = query.where(M.c.conversation_id == conversation_id)
-    if agent_id is not None:
-        query = query.where(C.c.agent_id == agent_id)
-    query = query.order_by(sa.desc("score"), M.c.id.desc()).limit(limit)
     with offloaded():  # may read many index entries: off the event loop's thread on SQLite
         async with db.connect() as conn:
-            rows = (await conn.execute(query)).all()
+            if db.dialect == "sqlite" and indexed:
+                rows = await _sqlite_ranked(conn, words, indexed, scanned, scope, limit)
+            elif db.dialect == "postgresql":
+                rows = await _pg_ranked(conn, words, scope, limit)
+            else:
+                rows = (await conn.execute(_ranked(db.dialect, words, scope, limit))).all()
     return [
         MessageHit(
             conversation_uuid=r.uuid,
@@ -205,3 +191,154 @@ async def search_messages(
         )
         for r in rows
     ]
+
+
+_COLUMNS = (C.c.uuid, C.c.title, M.c.id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    owner: str
+    conversation_id: int | None
+    agent_id: str | None
+
+    def where(self, query: sa.Select) -> sa.Select:
+        """``query`` (over lumina_message) joined to its conversation, within the scope."""
+        query = query.join(C, C.c.id == M.c.conversation_id).where(
+            M.c.status.not_in(_UNSEARCHED), C.c.owner == self.owner
+        )
+        if self.conversation_id is not None:
+            query = query.where(M.c.conversation_id == self.conversation_id)
+        if self.agent_id is not None:
+            query = query.where(C.c.agent_id == self.agent_id)
+        return query
+
+
+def _ranked(dialect: str, words: Sequence[str], scope: _Scope, limit: int) -> sa.Select:
+    """Every match ranked (MariaDB/MySQL; SQLite for a word no index finds, or when the
+    words are rare enough that bm25() counts them cheaply)."""
+    indexed, scanned = _split(dialect, words)
+    if dialect == "sqlite" and indexed:  # from the FTS table, so bm25() ranks (lower: better)
+        rank = -sa.func.bm25(sa.literal_column("lumina_message_fts"))
+        query = (
+            sa.select(*_COLUMNS, rank.label("score"))
+            .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
+            .where(_fts_match(words, indexed), *_likes(words, scanned))
+        )
+    else:
+        where, score = _match(dialect, words)
+        query = sa.select(*_COLUMNS, score.label("score")).where(where)
+    return scope.where(query).order_by(sa.desc("score"), M.c.id.desc()).limit(limit)
+
+
+# Read the id index backwards for the newest matches only if that reads at most this many
+# rows (RANK_WINDOW over the matched share); else the GIN index and a sort (pg_share.py),
+# within the newest ids expected to hold the window (twice over) if they are at most
+# _PG_RECENT_IDS: the heap is then read for those matches only (a BitmapAnd).
+_PG_BACKWARD_ROWS, _PG_RECENT_IDS = 50_000, 200_000
+
+
+async def _pg_ranked(
+    conn: AsyncConnection, words: Sequence[str], scope: _Scope, limit: int
+) -> Sequence[sa.Row]:
+    """The newest RANK_WINDOW matches, ranked by ``ts_rank`` over their stored vectors.
+
+    Across conversations, a query the statistics say is rarer than RANK_WINDOW in
+    _PG_BACKWARD_ROWS goes through the GIN index (the planner would read the id index
+    backwards for some of those); a frequent one is left to the planner, which reads the
+    id index backwards. In one conversation, the planner starts from its rows."""
+    size = max(RANK_WINDOW, limit)
+    indexed, _scanned = _split("postgresql", words)
+    if scope.conversation_id is None and indexed:
+        prefix = indexed[-1] == words[-1]
+        matched = await pg_share.share(conn, indexed, prefix)
+        if matched is not None and size / max(matched, 1e-9) > _PG_BACKWARD_ROWS:
+            recent = round(2 * size / max(matched, 1e-9))
+            if recent <= _PG_RECENT_IDS:
+                rows = (await conn.execute(_pg_query_window(words, scope, limit, recent))).all()
+                if rows and rows[0].window_rows >= size:  # else older ids hold some
+                    return rows
+            return (await conn.execute(_pg_query_window(words, scope, limit, 0))).all()
+    return (await conn.execute(_pg_query_window(words, scope, limit, None))).all()
+
+
+def _pg_query_window(
+    words: Sequence[str], scope: _Scope, limit: int, recent: int | None
+) -> sa.Select:
+    """The ranking query; ``recent``: None, the planner's way; 0, through the GIN index;
+    more, through it among that many newest ids."""
+    where, score = _match("postgresql", words)
+    candidates = scope.where(sa.select(M.c.id.label("id")).where(where))
+    if recent:
+        newest_id = sa.select(sa.func.max(M.c.id)).scalar_subquery()
+        candidates = candidates.where(M.c.id > newest_id - recent)
+    newest = M.c.id.desc() if recent is None else (M.c.id + 0).desc()  # + 0: not the id index
+    window = candidates.order_by(newest).limit(max(RANK_WINDOW, limit)).cte("candidates")
+    counted = sa.select(sa.func.count()).select_from(window).scalar_subquery()
+    query = sa.select(*_COLUMNS, score.label("score"), counted.label("window_rows"))
+    query = query.select_from(window).join(M, M.c.id == window.c.id)
+    query = query.join(C, C.c.id == M.c.conversation_id)
+    return query.order_by(sa.desc("score"), M.c.id.desc()).limit(limit)
+
+
+async def _sqlite_ranked(
+    conn: AsyncConnection,
+    words: Sequence[str],
+    indexed: Sequence[str],
+    scanned: Sequence[str],
+    scope: _Scope,
+    limit: int,
+) -> Sequence[sa.Row]:
+    """The scope's newest matches, at most RANK_WINDOW, read from FTS5 newest first; ranked
+    by bm25() as before if they are all and bm25() would count few rows, else by
+    :mod:`fts_rank`'s bm25 over those candidates only (the same scores while every word
+    is in at most fts_rank.COUNTED rows)."""
+    size = max(RANK_WINDOW, limit)
+    candidates = (
+        sa.select(M.c.id, M.c.content)
+        .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
+        .where(_fts_match(words, indexed), *_likes(words, scanned))
+    )
+    if scope.conversation_id is not None:  # the FTS5 scan starts at the conversation's rows
+        ids = sa.select(M.c.id).where(M.c.conversation_id == scope.conversation_id)
+        lowest = ids.with_only_columns(sa.func.min(M.c.id)).scalar_subquery()
+        highest = ids.with_only_columns(sa.func.max(M.c.id)).scalar_subquery()
+        candidates = candidates.where(_FTS.c.rowid.between(lowest, highest))
+    candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
+    found = (await conn.execute(candidates)).all()
+    prefix = indexed[-1] == words[-1]
+    fts_words = [
+        fts_rank.Word(" ".join(fts_rank.words_of(w)) or w, prefix and i == len(indexed) - 1)
+        for i, w in enumerate(indexed)
+    ]
+    weights = await fts_rank.weights(conn, fts_words)
+    if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
+        return (await conn.execute(_ranked("sqlite", words, scope, limit))).all()
+    scored = sorted(
+        ((fts_rank.score(r.content, fts_words, weights), r.id) for r in found[:size]),
+        reverse=True,
+    )[:limit]
+    query = sa.select(*_COLUMNS).join(C, C.c.id == M.c.conversation_id)
+    rows = {r.id: r for r in await conn.execute(query.where(M.c.id.in_([i for _, i in scored])))}
+    return [_Scored(*rows[i], score=s) for s, i in scored]
+
+
+@dataclass(frozen=True)
+class _Scored:
+    uuid: str
+    title: str | None
+    id: int
+    seq: int
+    role: str
+    content: str
+    created_at: object
+    score: float
+
+
+def _fts_match(words: Sequence[str], indexed: Sequence[str]) -> sa.TextClause:
+    phrase = _fts_phrase(indexed, indexed[-1] == words[-1])
+    return sa.text("lumina_message_fts MATCH :fts_query").bindparams(fts_query=phrase)
+
+
+def _likes(words: Sequence[str], scanned: Sequence[str]) -> list[sa.ColumnElement]:
+    return [_scan(w, w == words[-1]) for w in scanned]

@@ -1,0 +1,95 @@
+"""Search ranks only the newest RANK_WINDOW matches (issue #31): past the window an older,
+better match is not returned, inside it the order is the full ranking's; SQLite's own
+bm25 for the window gives FTS5's bm25() scores."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from lumina_app.storage.sql import fts_rank, search
+from tests.api.helpers import bearer, say
+
+ALICE = bearer("ka")
+
+
+@pytest.fixture
+async def api_on(api_factory, database):
+    _services, client = await api_factory(database_url=database.url, api_keys="alice:ka")
+    return client
+
+
+async def _hits(api, q: str, limit: int = 20) -> list[tuple[str, int, float, str]]:
+    """(conversation, seq, score, created at) of every hit, best first."""
+    resp = await api.get("/api/v1/search", params={"q": q, "limit": limit}, headers=ALICE)
+    assert resp.status_code == 200, resp.text
+    return [
+        (h["conversationId"], h["seq"], h["score"], h["createdAt"]) for h in resp.json()["items"]
+    ]
+
+
+async def test_a_frequent_word_ranks_the_newest_matches_only(api_on, database, monkeypatch):
+    if database.backend == "mariadb":
+        pytest.skip("MariaDB/MySQL rank every match (FULLTEXT), as before")
+    best = (await say(api_on, "zinc zinc zinc zinc", headers=ALICE))["conversationId"]
+    for i in range(4):
+        await say(api_on, f"zinc plate number {i} in a long sentence of other words", headers=ALICE)
+
+    everything = await _hits(api_on, "zinc")
+    assert everything[0][0] == best  # all ranked: the oldest, best match leads
+    newest = sorted(everything, key=lambda h: (h[3], h[1]), reverse=True)[:3]
+
+    monkeypatch.setattr(search, "RANK_WINDOW", 3)
+    window = await _hits(api_on, "zinc", limit=2)
+    assert best not in [h[0] for h in window]  # past the window: not returned
+    # The best two of the newest three, in the full ranking's order, with its scores.
+    expected = [h for h in everything if h in newest][:2]
+    assert [h[:2] for h in window] == [h[:2] for h in expected]
+    assert [h[2] for h in window] == pytest.approx([h[2] for h in expected])
+
+
+@pytest.mark.unit
+async def test_bm25_for_the_window_is_fts5s(tmp_path) -> None:
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'fts.db'}")
+    texts = [
+        "Deploy the key, then rotate the keys",
+        "Café crème: déjà vu for the deployment",
+        "snake_case_name and ZEBRA-4417 v2.3.1",
+        "key key key key deploy",
+        "nothing to see here",
+    ]
+    async with engine.begin() as conn:  # committed: FTS5 writes its totals then
+        await conn.exec_driver_sql(
+            "CREATE VIRTUAL TABLE lumina_message_fts USING fts5(content, "
+            "tokenize='unicode61 remove_diacritics 2', prefix='2 3')"
+        )
+        for text in texts:
+            await conn.execute(
+                sa.text("INSERT INTO lumina_message_fts(content) VALUES (:t)"), {"t": text}
+            )
+    async with engine.connect() as conn:
+        for phrase, words in [
+            ('"deploy" "key"*', [fts_rank.Word("deploy", False), fts_rank.Word("key", True)]),
+            ('"cafe" "deja"', [fts_rank.Word("cafe", False), fts_rank.Word("deja", False)]),
+            ('"case"', [fts_rank.Word("case", False)]),
+            ('"4417"', [fts_rank.Word("4417", False)]),
+        ]:
+            weights = await fts_rank.weights(conn, words)
+            assert weights.exact and weights.rows == len(texts)
+            rows = (
+                await conn.execute(
+                    sa.text(
+                        "SELECT content, -bm25(lumina_message_fts) FROM lumina_message_fts "
+                        "WHERE lumina_message_fts MATCH :q"
+                    ),
+                    {"q": phrase},
+                )
+            ).all()
+            assert rows, phrase
+            for content, expected in rows:
+                assert fts_rank.score(content, words, weights) == pytest.approx(expected), (
+                    phrase,
+                    content,
+                )
+    await engine.dispose()
