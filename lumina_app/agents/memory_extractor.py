@@ -62,11 +62,11 @@ class Turn:
 
 _END = r"(?=\s+and\s|\s+but\s|[,;!?\n]|\.(?:\s|$)|$)"
 _PATTERNS: list[tuple[str | None, re.Pattern[str], str]] = [
-    ("name", re.compile(r"\bmy name is\s+(.{1,60}?)" + _END, re.I), "The user's name is {}."),
-    ("name", re.compile(r"\bcall me\s+(.{1,60}?)" + _END, re.I), "The user's name is {}."),
-    ("home", re.compile(r"\bI live in\s+(.{1,80}?)" + _END, re.I), "The user lives in {}."),
-    (None, re.compile(r"\bI prefer\s+(.{1,120}?)" + _END, re.I), "The user prefers {}."),
-    (None, re.compile(r"\bI work on\s+(.{1,120}?)" + _END, re.I), "The user works on {}."),
+    ("name", re.compile(r"\bmy name is\s+(.{1,60}?)" + _END, re.I), "The user's name is {}"),
+    ("name", re.compile(r"\bcall me\s+(.{1,60}?)" + _END, re.I), "The user's name is {}"),
+    ("home", re.compile(r"\bI live in\s+(.{1,80}?)" + _END, re.I), "The user lives in {}"),
+    (None, re.compile(r"\bI prefer\s+(.{1,120}?)" + _END, re.I), "The user prefers {}"),
+    (None, re.compile(r"\bI work on\s+(.{1,120}?)" + _END, re.I), "The user works on {}"),
 ]
 _SLOT_TEXT = {"name": "the user's name is ", "home": "the user lives in "}
 
@@ -81,7 +81,8 @@ def demo_operations(known: Sequence[Memory], question: str) -> list[Operation]:
     ops: list[Operation] = []
     for slot, pattern, template in _PATTERNS:
         for match in pattern.finditer(question):
-            text = template.format(_value(match.group(1)))
+            value = _value(match.group(1))
+            text = template.format(value) + ("" if value.endswith(".") else ".")
             same = next((m for m in known if normalised(m.text) == normalised(text)), None)
             if same is not None or any(normalised(o.text) == normalised(text) for o in ops):
                 continue
