@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 
 import numpy as np
@@ -56,9 +57,14 @@ class LongTermMemory:
     """Store, edit and search an owner's memories. ``agent_id`` None in a read means every
     agent of the owner (an agent with ``"longTerm": {"scope": "owner"}``)."""
 
-    def __init__(self, db: SQLDatabase, embedder: Embedder | None) -> None:
+    def __init__(
+        self, db: SQLDatabase, embedder: Embedder | None, *, cache_size: int = 256
+    ) -> None:
         self.db = db
         self.embedder = embedder
+        # (owner, agent) → (version, active memories newest first, their index)
+        self._cache: OrderedDict[tuple, tuple[tuple, list[Memory], UnitIndex]] = OrderedDict()
+        self._cache_size = cache_size
         self.written = 0
         self.superseded = 0
         self.updated = 0
@@ -95,35 +101,59 @@ class LongTermMemory:
         self, owner: str, query: str, *, agent_id: str | None = None, limit: int = 10
     ) -> list[tuple[Memory, float]]:
         """The active memories most relevant to ``query``, best first, with their score."""
-        found = await rows.with_vectors(self.db, owner=owner, agent_id=agent_id, model=self.model)
-        if not found or not query.strip():
+        active, index = await self._index(owner, agent_id)
+        return await self._ranked(active, index, query, limit)
+
+    async def _ranked(
+        self, active: list[Memory], index: UnitIndex, query: str, limit: int
+    ) -> list[tuple[Memory, float]]:
+        if not active or not query.strip():
             return []
+        vector = await self._vector(query)
+        minimum = self.embedder.min_similarity if self.embedder else 0.0
+        allowed = np.ones(len(active), dtype=bool)
+        ranked = index.ranked(query, vector, (LEXICAL_WEIGHT, SEMANTIC_WEIGHT), allowed, minimum)
+        return [(active[i], round(score, 6)) for i, score in ranked[:limit]]
+
+    async def _index(self, owner: str, agent_id: str | None) -> tuple[list[Memory], UnitIndex]:
+        """The owner's active memories (pinned, then newest first) and their retrieval
+        index, built once and kept while nothing about them changes (one aggregate read)."""
+        key = (owner, agent_id)
+        version = (*await rows.version(self.db, owner=owner, agent_id=agent_id), self.model)
+        cached = self._cache.get(key)
+        if cached and cached[0] == version:
+            self._cache.move_to_end(key)
+            return cached[1], cached[2]
+        found = await rows.with_vectors(self.db, owner=owner, agent_id=agent_id, model=self.model)
+        found.sort(key=lambda mv: (mv[0].pinned, mv[0].updated_at, mv[0].id), reverse=True)
+        active = [m for m, _ in found]
         units = [
             RecallRow(m.id, 0, i, MsgRole.USER, m.text, m.created_at, v)
             for i, (m, v) in enumerate(found)
         ]
         index = UnitIndex(units, _ALONE, previous=[""] * len(units))
-        vector = await self._vector(query)
-        minimum = self.embedder.min_similarity if self.embedder else 0.0
-        allowed = np.ones(len(units), dtype=bool)
-        ranked = index.ranked(query, vector, (LEXICAL_WEIGHT, SEMANTIC_WEIGHT), allowed, minimum)
-        return [(found[i][0], round(score, 6)) for i, score in ranked[:limit]]
+        self._cache[key] = (version, active, index)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return active, index
 
     async def for_context(
         self, owner: str, query: str, *, agent_id: str | None, tokens: int, limit: int
     ) -> list[Memory]:
         """What goes into a run: pinned memories, then the most relevant to ``query``, then
         the newest others, while they fit ``tokens`` and ``limit``."""
-        active = await self.listing(owner, agent_id=agent_id, limit=500)
+        active, index = await self._index(owner, agent_id)
         if not active:
             return []
-        ranked = [m for m, _ in await self.search(owner, query, agent_id=agent_id, limit=limit)]
+        ranked = [m for m, _ in await self._ranked(active, index, query, limit)]
         pinned = [m for m in active if m.pinned]
         order = list({m.id: m for m in [*pinned, *ranked, *active]}.values())
         kept, used = [], estimate_text(CONTEXT_PREFIX)
         for memory in order:
+            if len(kept) >= limit:
+                break
             cost = estimate_text(memory.text) + 2
-            if len(kept) >= limit or used + cost > tokens:
+            if used + cost > tokens:
                 continue  # a shorter one further on may still fit
             kept.append(memory)
             used += cost

@@ -13,6 +13,7 @@ from lumina_app.domain import utcnow
 from lumina_app.domain.memories import Memory, MemoryStatus
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import memories as T
+from lumina_app.storage.sql.sqlite_inline import offloaded
 
 _COLUMNS = (
     T.c.id,
@@ -137,12 +138,23 @@ async def with_vectors(
     query = sa.select(*_COLUMNS, T.c.model, T.c.vector).where(
         _scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value
     )
-    async with db.connect() as conn:
-        rows = (await conn.execute(query)).all()
+    with offloaded():  # every memory of the owner: keep it off the event loop's thread
+        async with db.connect() as conn:
+            rows = (await conn.execute(query)).all()
     return [
         (_memory(r), base64.b64decode(r.vector) if r.vector and r.model == model else None)
         for r in rows
     ]
+
+
+async def version(db: SQLDatabase, *, owner: str, agent_id: str | None) -> tuple[object, ...]:
+    """(active count, last change, last id) of an owner's memories: what a cached index of
+    them must still match (any add, edit, pin, supersede or delete moves one of them)."""
+    query = sa.select(sa.func.count(), sa.func.max(T.c.updated_at), sa.func.max(T.c.id)).where(
+        _scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value
+    )
+    async with db.connect() as conn:
+        return tuple((await conn.execute(query)).one())
 
 
 async def by_ids(db: SQLDatabase, ids: Sequence[int], *, owner: str) -> list[Memory]:
