@@ -39,7 +39,9 @@ def upgrade() -> None:
         sa.Column("updated_at", utc_datetime_column_type(), nullable=False),
         **_MYSQL,
     )
-    op.create_index("ix_lumina_memory_owner", "lumina_memory", ["owner", "agent_id", "status"])
+    op.create_index(
+        "ix_lumina_memory_owner", "lumina_memory", ["owner", "agent_id", "status", "updated_at"]
+    )
 
 
 def downgrade() -> None:

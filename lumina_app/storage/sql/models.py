@@ -316,7 +316,7 @@ class MemoryRow(SQLModel, table=True):
 
     __tablename__ = "lumina_memory"
     __table_args__ = (
-        sa.Index("ix_lumina_memory_owner", "owner", "agent_id", "status"),
+        sa.Index("ix_lumina_memory_owner", "owner", "agent_id", "status", "updated_at"),
         _MYSQL_TABLE_ARGS,
     )
 
