@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from redis.exceptions import RedisError
 
 from lumina_app.agents.engine import ChatEngine
+from lumina_app.agents.memory_extractor import MemoryExtractor
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentRegistry
@@ -23,6 +24,7 @@ from lumina_app.agents.sessions import SessionPool
 from lumina_app.agents.summaries import SummaryKeeper
 from lumina_app.agents.tools.builtin import BUILTINS
 from lumina_app.agents.tools.catalog import ToolCatalog
+from lumina_app.agents.tools.memories import MemoryTools
 from lumina_app.agents.tools.recall import NAME as RECALL
 from lumina_app.agents.tools.recall import Recall
 from lumina_app.agents.tools.sandbox import ComputePool
@@ -31,6 +33,7 @@ from lumina_app.archive.mirror import ArchiveMirror
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
 from lumina_app.memory import MemoryManager, MemoryReads
+from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.observability import hooks as metric_hooks
 from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
 from lumina_app.recall.retriever import Retriever
@@ -41,6 +44,7 @@ from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
+from lumina_app.services.memories import MemoryService
 from lumina_app.services.openai_conversations import OpenAIConversations
 from lumina_app.services.openai_gateway import OpenAIGateway
 from lumina_app.services.passwords import Passwords
@@ -115,6 +119,7 @@ class Services:
     slots: Slots
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
+    memories: MemoryService | None = None  # long-term memories (what agents know of people)
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
     def start_background(self) -> None:
@@ -155,6 +160,8 @@ class Services:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.chat.shutdown()
         await self.chat.summaries.close()
+        if self.chat.extractor is not None:
+            await self.chat.extractor.close()
         await self.tools.close()  # MCP servers stop after the runs that used them
         if self.mirror is not None:
             await self.mirror.close()
@@ -286,6 +293,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     embeds = embedder(settings)
     retriever = Retriever(db, embeds)
     embeddings = EmbedWorker(db, embeds) if embeds is not None else None
+    long_term = LongTermMemory(db, embeds)
     if embeddings is not None:
         memory.on_final(embeddings.on_final)
         retriever.on_missing = embeddings.due
@@ -294,6 +302,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         retry_seconds=settings.mcp_retry_seconds,
         compute=ComputePool(workers=settings.tool_workers, deadline=settings.tool_cpu_seconds),
         recall=Recall(memory, retriever),
+        memories=MemoryTools(long_term),
     )
     chat = ChatEngine(
         settings=settings,
@@ -314,6 +323,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
             limit=settings.max_active_runs_per_owner,
             lease_seconds=settings.run_lease_seconds,
         ),
+        extractor=MemoryExtractor(long_term, providers),
     )
     archive = ArchiveService(
         memory, reads.archive, settings.data_dir, limits=ImportLimits.from_settings(settings)
@@ -362,6 +372,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         slots=slots,
         mirror=mirror,
         embeddings=embeddings,
+        memories=MemoryService(long_term, agents),
     )
     metric_hooks.install(
         run_observers=chat.driver.observers,

@@ -129,12 +129,15 @@ def render(
     history: Sequence[Msg],
     user_input: str,
     recalled: str = "",
+    known: str = "",
 ) -> list[ChatMessage]:
     """The messages a provider is sent for this context (``recalled``: auto-recall's
-    system message, after the summary)."""
+    system message, after the summary; ``known``: long-term memories, after the prompt)."""
     messages: list[ChatMessage] = []
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
+    if known:
+        messages.append({"role": "system", "content": known})
     if summary is not None and summary.text:
         messages.append({"role": "system", "content": SUMMARY_PREFIX + summary.text})
     if recalled:
@@ -154,6 +157,7 @@ def build_context(
     token_budget: int | None = None,
     earlier: bool = False,
     recalled: str = "",
+    known: str = "",
 ) -> BuiltContext:
     """``earlier``: ``history`` may reach back past the window, and what of it the
     summary does not cover is sent too (agents with ``memory.summary``)."""
@@ -161,14 +165,14 @@ def build_context(
     window_start = used[0].seq if used else None
     if earlier:
         used = _with_earlier(history, used, summary)
-    messages = render(system_prompt, summary, used, user_input, recalled)
+    messages = render(system_prompt, summary, used, user_input, recalled, known)
     tokens = estimate_messages(messages)
     trimmed = 0
     while token_budget is not None and used and tokens > token_budget:
         cut = _oldest_turn(used)
         trimmed += cut
         used = used[cut:]
-        messages = render(system_prompt, summary, used, user_input, recalled)
+        messages = render(system_prompt, summary, used, user_input, recalled, known)
         tokens = estimate_messages(messages)
     before = sum(1 for m in used if window_start is None or m.seq < window_start)
     return BuiltContext(messages, used, summary, trimmed, tokens, before)

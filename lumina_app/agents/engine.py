@@ -20,6 +20,7 @@ from datetime import timedelta
 
 from redis.exceptions import RedisError
 
+from lumina_app.agents.memory_extractor import MemoryExtractor
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentDefinition, AgentRegistry
@@ -46,6 +47,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.settings import Settings
 from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import RunLocks
@@ -80,6 +82,7 @@ class ChatEngine:
         summaries: SummaryKeeper,
         tools: ToolCatalog,
         cap: RunCap,
+        extractor: MemoryExtractor | None = None,
     ) -> None:
         self.settings = settings
         self.cap = cap
@@ -98,7 +101,10 @@ class ChatEngine:
             providers=providers,
             prompts=prompts,
             retriever=tools.recall.retriever if tools.recall else None,
+            long_term=extractor.store if extractor else None,
         )
+        self.extractor = extractor  # long-term memories, written after runs
+        self.long_term: LongTermMemory | None = extractor.store if extractor else None
         self.prompts = prompts
         self.summaries = summaries
         summaries.on_written.append(sessions.set_summary)
@@ -398,6 +404,8 @@ class ChatEngine:
         session = self.sessions.get(run.agent.id, run.conversation.uuid)
         last_seq = session.last_seq if session is not None else None
         self.summaries.after_run(run.agent, run.conversation.uuid, last_seq=last_seq)
+        if self.extractor is not None:
+            self.extractor.after_run(run)
 
     async def _drop_run_buffers(self, run_ids: list[str]) -> None:
         for run_id in run_ids:

@@ -27,6 +27,7 @@ from lumina_app.domain import (
     ToolCall,
     Usage,
 )
+from lumina_app.memory.long_term import CONTEXT_PREFIX as KNOWN_PREFIX
 from lumina_app.settings import Settings
 
 Tools = Sequence[dict[str, Any]]  # OpenAI ``tools`` entries
@@ -103,6 +104,14 @@ def _context_lines(agent_name: str, messages: Sequence[ChatMessage], last: int) 
     ]
     if recalled:
         lines.append(f"I also recall earlier messages {', '.join('#' + s for s in recalled)}.")
+    known = [
+        line[2:].rstrip(".")
+        for m in messages[:last]
+        if m["role"] == "system" and str(m["content"]).startswith(KNOWN_PREFIX)
+        for line in str(m["content"]).splitlines()[1:]
+    ]
+    if known:
+        lines.append(f"I remember about you: {'; '.join(known)}.")
     if has_system:
         lines.append("(My system prompt is loaded.)")
     return lines

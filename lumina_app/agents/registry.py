@@ -10,7 +10,12 @@ from math import inf
 from pathlib import Path
 from typing import Any
 
-from lumina_app.agents.memory_config import SUMMARY_FILE, MemoryConfig, parse_memory
+from lumina_app.agents.memory_config import (
+    MEMORY_FILE,
+    SUMMARY_FILE,
+    MemoryConfig,
+    parse_memory,
+)
 from lumina_app.agents.tools.config import (
     NO_TOOLS,
     ToolConfig,
@@ -102,7 +107,7 @@ class AgentRegistry:
     @staticmethod
     def _stamp(folder: Path) -> tuple:
         parts = []
-        for name in ("config.json", *PROMPT_FILES, SUMMARY_FILE):
+        for name in ("config.json", *PROMPT_FILES, SUMMARY_FILE, MEMORY_FILE):
             try:
                 stat = (folder / name).stat()
                 parts.append((name, stat.st_mtime_ns, stat.st_size))
@@ -141,7 +146,11 @@ class AgentRegistry:
         summary_prompt = (
             summary_path.read_text(encoding="utf-8").strip() if summary_path.is_file() else None
         )
-        memory = parse_memory(config, summary_prompt)
+        memory_path = folder / MEMORY_FILE
+        memory_prompt = (
+            memory_path.read_text(encoding="utf-8").strip() if memory_path.is_file() else None
+        )
+        memory = parse_memory(config, summary_prompt, memory_prompt)
         if isinstance(memory, str):
             return AgentDefinition(id=agent_id, name=name, error=memory)
         known = {"name", "description", "memory", _CLIENT_SYSTEM, *_OVERRIDES, *_TOOL_KEYS}

@@ -14,6 +14,7 @@ from lumina_app.agents.providers import Provider, ProviderFactory
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.agents.sessions import SessionPool
+from lumina_app.agents.tools.memories import scope_of
 from lumina_app.domain import (
     ConversationInfo,
     InvalidInput,
@@ -26,6 +27,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.views import iso_ms
 from lumina_app.memory import MemoryManager, MemoryView
+from lumina_app.memory.long_term import LongTermMemory, context_message
 from lumina_app.recall.retriever import Retriever
 from lumina_app.settings import Settings
 
@@ -80,6 +82,7 @@ class TurnPreparer:
         providers: ProviderFactory,
         prompts: PromptVersions,
         retriever: Retriever | None = None,
+        long_term: LongTermMemory | None = None,
     ) -> None:
         self.settings = settings
         self.memory = memory
@@ -87,6 +90,7 @@ class TurnPreparer:
         self.providers = providers
         self.prompts = prompts
         self.retriever = retriever  # auto-recall (agents with memory.autoRecall)
+        self.long_term = long_term  # what is known about the person (memory.longTerm)
 
     async def prepare(
         self, run_id: str, request: RunRequest, conversation: ConversationInfo
@@ -149,6 +153,8 @@ class TurnPreparer:
                 self.retriever, conversation, text, agent.memory.auto_recall,
                 in_window={m.seq for m in history},
             )  # fmt: skip
+        known = await self._known(agent, request.principal, text)
+        known_ids = {"memories": [m.id for m in known]} if known else {}
         context = build_context(
             prompt,
             history,
@@ -158,6 +164,7 @@ class TurnPreparer:
             token_budget=agent.memory.context_tokens,
             earlier=agent.memory.summary,
             recalled=recalled_message(recalled),
+            known=context_message(known),
         )
         provider = self.providers.for_agent(agent)
         first_seq, last_seq = context.seq_range
@@ -172,7 +179,7 @@ class TurnPreparer:
             context_first_seq=first_seq,
             context_last_seq=last_seq,
             context_messages=len(context.history),
-            context=await self._recipe(prompt, context) | _recalled_recipe(recalled),
+            context=await self._recipe(prompt, context) | _recalled_recipe(recalled) | known_ids,
             trimmed=context.trimmed,
         )
         meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
@@ -217,6 +224,20 @@ class TurnPreparer:
             provider=run.provider,
             window_history=list(run.view.messages),
             summary=run.view.summary,
+        )
+
+    async def _known(self, agent: AgentDefinition, principal: Principal, text: str) -> list:
+        """The memories about the person most relevant to ``text``, within the agent's
+        budget (none without ``memory.longTerm``)."""
+        config = agent.memory.long_term
+        if config is None or self.long_term is None:
+            return []
+        return await self.long_term.for_context(
+            principal.owner,
+            text,
+            agent_id=scope_of(agent),
+            tokens=config.tokens,
+            limit=config.limit,
         )
 
     async def _recipe(self, system_prompt: str, context: BuiltContext) -> dict:

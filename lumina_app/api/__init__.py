@@ -12,6 +12,7 @@ from lumina_app.api import (
     routes_auth,
     routes_export,
     routes_health,
+    routes_memories,
     routes_metrics,
     routes_openai,
     routes_openai_conversations,
@@ -68,6 +69,7 @@ def create_api(settings: Settings | None = None) -> FastAPI:
         routes_export,
         routes_search,
         routes_recall,
+        routes_memories,
         routes_agents,
         routes_runs,
     ):

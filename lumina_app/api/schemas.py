@@ -268,6 +268,11 @@ class RunContextOut(BaseModel):
         description="how many of messages each model call was sent, in order (tool steps "
         "call the model again with more)"
     )
+    memories: list[int] = Field(
+        default_factory=list,
+        description="ids of the long-term memories the run was given (agents with "
+        "memory.longTerm), in the order they were sent",
+    )
 
     @classmethod
     def of(cls, context: RunContext) -> RunContextOut:
@@ -297,6 +302,7 @@ class RunContextOut(BaseModel):
             tokens=context.tokens,
             messages=context.messages,
             calls=context.calls,
+            memories=context.memories,
         )
 
 

@@ -108,7 +108,9 @@ class UnitIndex:
             usable = allowed[self.vector_rows]
             rows = self.vector_rows[usable]
             if len(rows) and self.vectors.shape[1] == vector.shape[0]:
-                cosine = self.vectors[usable] @ vector
+                # all allowed (a memory search): no copy of the whole matrix per query
+                vectors = self.vectors if len(rows) == len(usable) else self.vectors[usable]
+                cosine = vectors @ vector
                 close = cosine >= min_similarity
                 rows, cosine = rows[close], cosine[close]
                 best = rows[np.argsort(-cosine, kind="stable")][:DEPTH]

@@ -3,6 +3,7 @@ read its status. A run is someone's: another owner's run id is simply not found.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +30,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.access import is_conversation_id, is_run_id
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.long_term import context_message
 from lumina_app.memory.run_inspection import RunInspection
 from lumina_app.storage.run_records import RunRecords
 
@@ -71,6 +73,8 @@ class RunContext:
     # How many of ``messages`` each model call was sent, in order: a run that used tools
     # called the model again with the calls and their results appended.
     calls: list[int]
+    # The long-term memories put in ("What you know about this person"), by id.
+    memories: list[int] = dataclasses.field(default_factory=list)
 
 
 class RunService:
@@ -214,9 +218,15 @@ class RunService:
         recalled = await self.inspection.messages_by_id(
             record.conversation_id, recipe.get("recalled", [])
         )
+        memory_ids = list(recipe.get("memories", []))
+        known = (
+            await self.engine.long_term.by_ids(record.owner, memory_ids)
+            if memory_ids and self.engine.long_term is not None
+            else []
+        )
         messages = render(
             prompt, summary, history, question.content if question else "",
-            recalled_message(recalled),
+            recalled_message(recalled), context_message(known),
         )  # fmt: skip
         older = history[: recipe.get("earlier", 0)]
         earlier = (older[0].seq, older[-1].seq, len(older)) if older else None
@@ -239,6 +249,7 @@ class RunService:
             tokens=recipe.get("tokens", 0),
             messages=messages,
             calls=calls,
+            memories=memory_ids,
         )
 
     async def _steps(self, record: RunRecord, question: Msg | None) -> list[Msg]:

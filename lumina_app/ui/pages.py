@@ -11,14 +11,16 @@ from lumina_app.ui.components.conversation import conversation_pane
 from lumina_app.ui.components.heartbeat import heartbeat
 from lumina_app.ui.components.keys import keys_page
 from lumina_app.ui.components.login import AUTH_SCRIPT, login_page
+from lumina_app.ui.components.memories import memories_page
 from lumina_app.ui.components.sidebar import delete_dialog, drawer, rename_dialog, sidebar
-from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, CHAT_NEW, HOME, KEYS, LOGIN
+from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, CHAT_NEW, HOME, KEYS, LOGIN, MEMORIES
 from lumina_app.ui.state.account import AccountState
 from lumina_app.ui.state.admin import AdminState
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.keys import KeysState
 from lumina_app.ui.state.login import LoginState
+from lumina_app.ui.state.memories import MemoriesState
 from lumina_app.ui.state.sidebar import SidebarState
 
 STYLESHEET = "/lumina.css"
@@ -79,3 +81,4 @@ def add_pages(app: rx.App) -> None:
     app.add_page(account_page, route=ACCOUNT, title="Account · Lumina", on_load=AccountState.load)
     app.add_page(keys_page, route=KEYS, title="API keys · Lumina", on_load=KeysState.load)
     app.add_page(admin_page, route=ADMIN, title="Lumina", on_load=AdminState.load)
+    app.add_page(memories_page, route=MEMORIES, title="Memory · Lumina", on_load=MemoriesState.load)

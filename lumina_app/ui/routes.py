@@ -11,6 +11,7 @@ LOGIN = "/login"
 ACCOUNT = "/account"
 KEYS = "/keys"
 ADMIN = "/admin"
+MEMORIES = "/memories"
 
 
 def chat_url(agent_id: str, conversation_id: str | None = None) -> str:

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "lumina_app"
 ALLOWED: dict[str, set[str]] = {
     "domain": set(),
     "storage": set(),
-    "memory": {"storage"},
+    "memory": {"storage", "recall"},  # long-term memories rank with recall's path
     "recall": {"storage"},  # ranked retrieval and embeddings, beside the memory layer
     "archive": {"memory"},
     "agents": {"memory", "recall", "storage:contracts"},

@@ -15,6 +15,7 @@ from functools import partial
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.tools.builtin import builtin_tool
 from lumina_app.agents.tools.mcp import McpServer, McpUnavailable
+from lumina_app.agents.tools.memories import MemoryTools
 from lumina_app.agents.tools.recall import NAME as RECALL
 from lumina_app.agents.tools.recall import Recall
 from lumina_app.agents.tools.sandbox import ComputePool
@@ -33,11 +34,13 @@ class ToolCatalog:
         retry_seconds: float,
         compute: ComputePool,
         recall: Recall | None = None,
+        memories: MemoryTools | None = None,
         clock=time.monotonic,
     ) -> None:
         self.start_timeout = start_timeout
         self.compute = compute
         self.recall = recall
+        self.memories = memories  # long-term memory tools (agents with memory.longTerm)
         self.retry_seconds = retry_seconds
         self._clock = clock
         self._servers: dict[tuple[str, str], McpServer] = {}
@@ -54,6 +57,8 @@ class ToolCatalog:
         wants_recall = agent.memory.recall or RECALL in agent.tools.builtins
         if wants_recall and self.recall is not None:
             toolbox.tools[RECALL] = self.recall.tool()
+        if agent.memory.long_term and self.memories is not None:
+            toolbox.tools |= {tool.name: tool for tool in self.memories.tools(agent)}
         servers = self._servers_of(agent)
         if not servers:
             return toolbox

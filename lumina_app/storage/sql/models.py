@@ -310,6 +310,36 @@ api_keys: sa.Table = ApiKeyRow.__table__  # type: ignore[attr-defined]
 audit: sa.Table = AuditRow.__table__  # type: ignore[attr-defined]
 
 
+class MemoryRow(SQLModel, table=True):
+    """A long-term memory: a short fact about its owner, kept per agent, with where it came
+    from and the recall embedder's vector (float16, base64; ``model`` names what made it)."""
+
+    __tablename__ = "lumina_memory"
+    __table_args__ = (
+        sa.Index("ix_lumina_memory_owner", "owner", "agent_id", "status", "updated_at"),
+        _MYSQL_TABLE_ARGS,
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    owner: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False))
+    agent_id: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
+    text: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    status: str = Field(default="active", sa_column=sa.Column(sa.String(16), nullable=False))
+    pinned: bool = Field(default=False, sa_column=sa.Column(sa.Boolean, nullable=False))
+    conversation_uuid: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(36), nullable=True)
+    )
+    seq: int | None = Field(default=None, nullable=True)
+    superseded_by: int | None = Field(default=None, nullable=True)
+    model: str | None = Field(default=None, sa_column=sa.Column(sa.String(128), nullable=True))
+    vector: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    updated_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+
+
+memories: sa.Table = MemoryRow.__table__  # type: ignore[attr-defined]
+
+
 # The full-text index lives outside the models (migration 0007: an FTS5 table and its
 # triggers on SQLite, an expression GIN index on PostgreSQL, a FULLTEXT index on MariaDB).
 # tables, indexes and PostgreSQL's stored document column (migration 0014)

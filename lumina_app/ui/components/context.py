@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components.memories import used_memories
 from lumina_app.ui.state.context import ContextState
 
 ROLE_COLORS = {"system": "gray", "user": "blue", "assistant": "violet", "tool": "amber"}
@@ -67,6 +68,7 @@ def context_dialog() -> rx.Component:
                 gap="2",
                 padding_bottom="0.5em",
             ),
+            used_memories(ContextState.memories),
             rx.cond(
                 ContextState.loading,
                 rx.spinner(),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.services.conversations import MAX_SEARCH_CHARS
+from lumina_app.ui.components.memories import memory_link
 from lumina_app.ui.routes import ACCOUNT, ADMIN, KEYS
 from lumina_app.ui.state.base import AppState
 from lumina_app.ui.state.chat import ChatState
@@ -328,6 +329,7 @@ def sidebar_content() -> rx.Component:
             min_height="0",
             width="100%",
         ),
+        memory_link(),
         identity(),
         spacing="3",
         height="100%",

@@ -17,11 +17,12 @@ class ContextState(AppState):
     summary: str = ""
     facts: list[str] = []
     messages: list[dict[str, str]] = []
+    memories: list[str] = []  # the long-term memories the answer was given
 
     @rx.event
     async def show(self, run_id: str) -> None:
         self.open, self.loading, self.error = True, True, ""
-        self.summary, self.facts, self.messages = "", [], []
+        self.summary, self.facts, self.messages, self.memories = "", [], [], []
         try:
             context = await self._services().runs.context(self._caller(), run_id)
         except NotFound as exc:
@@ -40,6 +41,10 @@ class ContextState(AppState):
         if context.summary is not None:
             self.summary = f"summary of messages 1–{context.summary.covered_to_seq}"
         self.messages = context_rows(context.messages, context.calls)
+        if context.memories:
+            used = await self._services().memories.used_by(self._caller(), context.memories)
+            self.memories = [m.text for m in used]
+            self.facts.append(f"used {len(context.memories)} memories")
         self.loading = False
 
     @rx.event

@@ -1,0 +1,272 @@
+"""Writing long-term memories after a run, off every run's path (like the rolling summary).
+
+After a run of an agent with ``memory.longTerm`` ends, a background task asks what durable
+facts the turn adds and applies the answer against what is already known: ``add`` (a fact
+already known is not added twice), ``update`` (the same fact said better), ``supersede`` (a
+fact that changed: the old one stays, marked superseded) or ``none``. The agent's own model
+is asked with its ``memory.md`` prompt; the offline ``demo`` model extracts
+deterministically ("my name is …", "call me …", "I live in …", "I prefer …", "I work on …").
+A run never waits for it. A provider failure is logged and retried with backoff; a reply
+that is not the JSON asked for changes nothing and is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lumina_app.agents.providers import Provider, ProviderFactory
+from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.agents.tools.memories import scope_of
+from lumina_app.domain import InvalidInput, ProviderError, StoreUnavailable, TextDelta
+from lumina_app.domain.memories import Memory, MemoryNotFound
+from lumina_app.memory.long_term import LongTermMemory, normalised
+
+log = logging.getLogger(__name__)
+TURN_CHARS = 4000  # what of a question and its answer the extractor reads
+
+
+class ExtractionFailed(Exception):
+    """The model could not be asked now; tried again later."""
+
+
+class MalformedReply(Exception):
+    """The model's reply is not the JSON asked for: nothing is changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    op: str  # add | update | supersede | none
+    text: str = ""
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    agent: AgentDefinition
+    owner: str
+    conversation_id: str
+    seq: int | None
+    question: str
+    answer: str
+
+
+# -- the demo model's deterministic extraction ---------------------------------------------
+
+_END = r"(?=\s+and\s|\s+but\s|[,;!?\n]|\.(?:\s|$)|$)"
+_PATTERNS: list[tuple[str | None, re.Pattern[str], str]] = [
+    ("name", re.compile(r"\bmy name is\s+(.{1,60}?)" + _END, re.I), "The user's name is {}"),
+    ("name", re.compile(r"\bcall me\s+(.{1,60}?)" + _END, re.I), "The user's name is {}"),
+    ("home", re.compile(r"\bI live in\s+(.{1,80}?)" + _END, re.I), "The user lives in {}"),
+    (None, re.compile(r"\bI prefer\s+(.{1,120}?)" + _END, re.I), "The user prefers {}"),
+    (None, re.compile(r"\bI work on\s+(.{1,120}?)" + _END, re.I), "The user works on {}"),
+]
+_SLOT_TEXT = {"name": "the user's name is ", "home": "the user lives in "}
+
+
+def _value(raw: str) -> str:
+    value = " ".join(raw.split()).strip(" \"'“”")
+    return value + "." if re.search(r"\b[A-Z]$", value) else value  # "Ada L." keeps its stop
+
+
+def demo_operations(known: Sequence[Memory], question: str) -> list[Operation]:
+    """What the demo model makes of a question: a name or a home replaces the one known."""
+    ops: list[Operation] = []
+    for slot, pattern, template in _PATTERNS:
+        for match in pattern.finditer(question):
+            value = _value(match.group(1))
+            text = template.format(value) + ("" if value.endswith(".") else ".")
+            same = next((m for m in known if normalised(m.text) == normalised(text)), None)
+            if same is not None or any(normalised(o.text) == normalised(text) for o in ops):
+                continue
+            prefix = _SLOT_TEXT.get(slot or "")
+            old = next((m for m in known if prefix and m.text.casefold().startswith(prefix)), None)
+            ops.append(Operation("supersede", text, old.id) if old else Operation("add", text))
+    return ops
+
+
+# -- the agent's own model -----------------------------------------------------------------
+
+
+def _request(prompt: str, known: Sequence[Memory], turn: Turn) -> list[dict[str, str]]:
+    listed = "\n".join(f"[{m.id}] {m.text}" for m in known) or "(none yet)"
+    exchange = f"USER: {turn.question[:TURN_CHARS]}\nASSISTANT: {turn.answer[:TURN_CHARS]}"
+    return [
+        {"role": "system", "content": prompt},
+        {"role": "user", "content": f"Known memories:\n{listed}\n\nNewest exchange:\n{exchange}"},
+    ]
+
+
+def parse_operations(reply: str) -> list[Operation]:
+    """The operations of a reply ``{"operations": [...]}`` (a bare list, or one fenced in
+    a code block, is accepted too); MalformedReply for anything else."""
+    body = reply.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        data: Any = json.loads(body)
+    except ValueError as exc:
+        raise MalformedReply(f"not JSON: {exc}") from None
+    items = data.get("operations") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise MalformedReply("no 'operations' list")
+    ops = []
+    for item in items:
+        if not isinstance(item, dict) or item.get("op") not in (
+            "add",
+            "update",
+            "supersede",
+            "none",
+        ):
+            raise MalformedReply(f"not an operation: {str(item)[:80]}")
+        text, raw_id = item.get("text", ""), item.get("id")
+        if item["op"] != "none" and (not isinstance(text, str) or not text.strip()):
+            raise MalformedReply(f"{item['op']} without text")
+        if item["op"] in ("update", "supersede") and (
+            not isinstance(raw_id, int) or isinstance(raw_id, bool)
+        ):
+            raise MalformedReply(f"{item['op']} without a memory id")
+        ops.append(Operation(item["op"], text if isinstance(text, str) else "", raw_id))
+    return ops
+
+
+async def model_operations(
+    provider: Provider, prompt: str, known: Sequence[Memory], turn: Turn
+) -> list[Operation]:
+    parts: list[str] = []
+    async for event in provider.stream(_request(prompt, known, turn)):
+        if isinstance(event, TextDelta):
+            parts.append(event.text)
+        elif isinstance(event, ProviderError):
+            raise ExtractionFailed(event.message)
+    return parse_operations("".join(parts))
+
+
+# -- the keeper ----------------------------------------------------------------------------
+
+Applied = Callable[[str, str, int], None]  # (agent id, operation, how many)
+
+
+class MemoryExtractor:
+    def __init__(
+        self,
+        store: LongTermMemory,
+        providers: ProviderFactory,
+        *,
+        retry_after: float = 30.0,
+        attempts: int = 3,
+    ) -> None:
+        self.store = store
+        self.providers = providers
+        self.retry_after = retry_after
+        self.attempts = attempts
+        self.failures = 0
+        self.on_applied: list[Applied] = []
+        self.on_failed: list[Callable[[str], None]] = []
+        self._tasks: set[asyncio.Task] = set()
+        self._owners: dict[str, asyncio.Lock] = {}
+
+    def after_run(self, run: ActiveRun) -> None:
+        """A run ended: extract what its turn says about the person, later."""
+        if run.agent.memory.long_term is None or not run.user.content.strip():
+            return
+        answer = run.result.content if run.result is not None else ""
+        turn = Turn(
+            run.agent, run.owner, run.conversation.uuid, run.user.seq, run.user.content, answer
+        )
+        task = asyncio.create_task(self._extract(turn), name="memory-extract")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def wait(self) -> None:
+        """Until every extraction running now is done (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _extract(self, turn: Turn) -> None:
+        for attempt in range(1, self.attempts + 1):
+            try:
+                await self.extract(turn)
+                return
+            except MalformedReply as exc:
+                self._failed(turn, f"the model's reply was not usable: {exc}")
+                return
+            except (ExtractionFailed, StoreUnavailable) as exc:
+                self._failed(turn, f"attempt {attempt}: {exc}")
+            if attempt < self.attempts:
+                await asyncio.sleep(self.retry_after * attempt)
+
+    def _failed(self, turn: Turn, why: str) -> None:
+        self.failures += 1
+        log.warning("memories of %s not extracted: %s", turn.conversation_id, why)
+        for hook in self.on_failed:
+            hook(turn.agent.id)
+
+    async def extract(self, turn: Turn) -> list[Operation]:
+        """Ask, then apply; one owner's turns one at a time (no duplicate from a race)."""
+        lock = self._owners.setdefault(turn.owner, asyncio.Lock())
+        async with lock:
+            scope = scope_of(turn.agent)
+            known = await self.store.listing(turn.owner, agent_id=scope, limit=200)
+            provider = self.providers.for_agent(turn.agent)
+            if provider.name == "demo":
+                ops = demo_operations(known, turn.question)
+            else:
+                prompt = turn.agent.memory.memory_prompt
+                ops = await model_operations(provider, prompt, known, turn)
+            return await self._apply(turn, scope, known, ops)
+
+    async def _apply(
+        self, turn: Turn, scope: str | None, known: Sequence[Memory], ops: Sequence[Operation]
+    ) -> list[Operation]:
+        ids = {m.id for m in known}
+        applied = []
+        for op in ops:
+            try:
+                if op.op == "add":
+                    _memory, new = await self.store.add(
+                        turn.owner,
+                        turn.agent.id,
+                        op.text,
+                        scope_agent=scope,
+                        conversation_id=turn.conversation_id,
+                        seq=turn.seq,
+                    )
+                    if not new:
+                        continue
+                elif op.op == "update" and op.id in ids:
+                    await self.store.edit(turn.owner, op.id, text=op.text)
+                elif op.op == "supersede" and op.id in ids:
+                    await self.store.supersede(
+                        turn.owner,
+                        op.id,
+                        op.text,
+                        agent_id=turn.agent.id,
+                        conversation_id=turn.conversation_id,
+                        seq=turn.seq,
+                    )
+                    ids.discard(op.id)
+                else:
+                    continue  # none, or an id that is not among the known ones
+            except (InvalidInput, MemoryNotFound) as exc:
+                log.info("memory operation %s skipped: %s", op.op, exc)
+                continue
+            applied.append(op)
+            for hook in self.on_applied:
+                hook(turn.agent.id, op.op, 1)
+        return applied

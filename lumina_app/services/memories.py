@@ -1,0 +1,89 @@
+"""What a person sees and corrects of what agents know about them (the Memory page and
+``/api/v1/memories``): list, search, add, edit, pin, delete, forget everything. Every
+method takes the calling ``Principal``: another owner's memory is a MemoryNotFound (404)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from lumina_app.domain import InvalidInput, Principal
+from lumina_app.domain.memories import Memory, MemoryStatus
+from lumina_app.memory.long_term import LongTermMemory, memory_id
+from lumina_app.services.agents import AgentService
+
+MAX_QUERY_CHARS = 200
+
+
+def statuses_of(raw: str | None) -> tuple[MemoryStatus, ...]:
+    """``status=`` as a filter: one status, a comma list, or ``all``; default active."""
+    if not raw:
+        return (MemoryStatus.ACTIVE,)
+    if raw == "all":
+        return tuple(MemoryStatus)
+    try:
+        return tuple(dict.fromkeys(MemoryStatus(part.strip()) for part in raw.split(",")))
+    except ValueError:
+        known = ", ".join(s.value for s in MemoryStatus)
+        raise InvalidInput(f"status must be one of {known} or all") from None
+
+
+class MemoryService:
+    def __init__(self, store: LongTermMemory, agents: AgentService) -> None:
+        self.store = store
+        self.agents = agents
+
+    async def list(
+        self,
+        principal: Principal,
+        *,
+        agent_id: str | None = None,
+        query: str | None = None,
+        statuses: Collection[MemoryStatus] = (MemoryStatus.ACTIVE,),
+        limit: int = 200,
+    ) -> list[Memory]:
+        """The caller's memories, pinned then newest first; with ``query``, the active ones
+        most relevant to it, best first."""
+        if agent_id is not None:
+            self.agents.definition(agent_id)  # an unknown agent is a 404
+        if query and query.strip():
+            if len(query) > MAX_QUERY_CHARS:
+                raise InvalidInput(f"q is limited to {MAX_QUERY_CHARS} characters")
+            found = await self.store.search(principal.owner, query, agent_id=agent_id, limit=limit)
+            return [m for m, _ in found]
+        return await self.store.listing(
+            principal.owner, agent_id=agent_id, statuses=statuses, limit=limit
+        )
+
+    async def create(
+        self, principal: Principal, *, agent_id: str, text: str, pinned: bool = False
+    ) -> tuple[Memory, bool]:
+        """(the memory, whether it is new): the same fact already known is returned."""
+        self.agents.definition(agent_id)
+        return await self.store.add(
+            principal.owner, agent_id, text, scope_agent=agent_id, pinned=pinned
+        )
+
+    async def get(self, principal: Principal, raw_id: object) -> Memory:
+        return await self.store.get(principal.owner, memory_id(raw_id))
+
+    async def edit(
+        self,
+        principal: Principal,
+        raw_id: object,
+        *,
+        text: str | None = None,
+        pinned: bool | None = None,
+    ) -> Memory:
+        return await self.store.edit(principal.owner, memory_id(raw_id), text=text, pinned=pinned)
+
+    async def delete(self, principal: Principal, raw_id: object) -> None:
+        await self.store.forget(principal.owner, memory_id(raw_id))
+
+    async def forget_all(self, principal: Principal, *, agent_id: str | None = None) -> int:
+        if agent_id is not None:
+            self.agents.definition(agent_id)
+        return await self.store.forget_all(principal.owner, agent_id=agent_id)
+
+    async def used_by(self, principal: Principal, ids: Collection[int]) -> list[Memory]:
+        """The caller's memories among ``ids`` (those an answer used), in that order."""
+        return await self.store.by_ids(principal.owner, list(ids))

@@ -1,0 +1,231 @@
+"""Long-term memories in SQL (``lumina_memory``): every read and write is scoped to an
+owner, so another owner's id finds nothing. Vectors are base64 text, as for messages."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from lumina_app.domain import utcnow
+from lumina_app.domain.memories import Memory, MemoryStatus
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.models import memories as T
+from lumina_app.storage.sql.sqlite_inline import offloaded
+
+_COLUMNS = (
+    T.c.id,
+    T.c.owner,
+    T.c.agent_id,
+    T.c.text,
+    T.c.status,
+    T.c.pinned,
+    T.c.conversation_uuid,
+    T.c.seq,
+    T.c.created_at,
+    T.c.updated_at,
+    T.c.superseded_by,
+)
+
+
+def _memory(r: sa.Row) -> Memory:
+    return Memory(
+        r.id,
+        r.owner,
+        r.agent_id,
+        r.text,
+        MemoryStatus(r.status),
+        bool(r.pinned),
+        r.conversation_uuid,
+        r.seq,
+        r.created_at,
+        r.updated_at,
+        r.superseded_by,
+    )
+
+
+def _scope(owner: str, agent_id: str | None) -> sa.ColumnElement[bool]:
+    where = T.c.owner == owner
+    return sa.and_(where, T.c.agent_id == agent_id) if agent_id is not None else where
+
+
+def _encoded(vector: bytes | None) -> str | None:
+    return base64.b64encode(vector).decode("ascii") if vector else None
+
+
+def _values(
+    *,
+    owner: str,
+    agent_id: str,
+    text: str,
+    pinned: bool,
+    conversation_uuid: str | None,
+    seq: int | None,
+    model: str | None,
+    vector: bytes | None,
+) -> dict[str, Any]:
+    now = utcnow()
+    return {
+        "owner": owner,
+        "agent_id": agent_id,
+        "text": text,
+        "status": MemoryStatus.ACTIVE.value,
+        "pinned": pinned,
+        "conversation_uuid": conversation_uuid,
+        "seq": seq,
+        "model": model,
+        "vector": _encoded(vector),
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+async def insert(db: SQLDatabase, **values: Any) -> Memory:
+    """A new active memory (keyword arguments as :func:`_values` takes them)."""
+    row = _values(**values)
+    async with db.begin() as conn:
+        result = await conn.execute(sa.insert(T).values(row))
+    return _memory_of(result.inserted_primary_key[0], row)
+
+
+def _memory_of(memory_id: int, row: dict[str, Any]) -> Memory:
+    return Memory(
+        memory_id,
+        row["owner"],
+        row["agent_id"],
+        row["text"],
+        MemoryStatus.ACTIVE,
+        row["pinned"],
+        row["conversation_uuid"],
+        row["seq"],
+        row["created_at"],
+        row["updated_at"],
+    )
+
+
+async def get(db: SQLDatabase, memory_id: int, *, owner: str) -> Memory | None:
+    query = sa.select(*_COLUMNS).where(T.c.id == memory_id, T.c.owner == owner)
+    async with db.connect() as conn:
+        row = (await conn.execute(query)).first()
+    return _memory(row) if row else None
+
+
+async def listing(
+    db: SQLDatabase,
+    *,
+    owner: str,
+    agent_id: str | None = None,
+    statuses: Collection[MemoryStatus] = (MemoryStatus.ACTIVE,),
+    limit: int = 200,
+) -> list[Memory]:
+    """An owner's memories (of one agent, if given), pinned first, newest first."""
+    query = (
+        sa.select(*_COLUMNS)
+        .where(_scope(owner, agent_id), T.c.status.in_([s.value for s in statuses]))
+        .order_by(T.c.pinned.desc(), T.c.updated_at.desc(), T.c.id.desc())
+        .limit(limit)
+    )
+    async with db.connect() as conn:
+        return [_memory(r) for r in (await conn.execute(query)).all()]
+
+
+async def with_vectors(
+    db: SQLDatabase, *, owner: str, agent_id: str | None, model: str
+) -> list[tuple[Memory, bytes | None]]:
+    """The active memories a search ranks, with their vector of ``model`` if they have one."""
+    query = sa.select(*_COLUMNS, T.c.model, T.c.vector).where(
+        _scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value
+    )
+    with offloaded():  # every memory of the owner: keep it off the event loop's thread
+        async with db.connect() as conn:
+            rows = (await conn.execute(query)).all()
+    return [
+        (_memory(r), base64.b64decode(r.vector) if r.vector and r.model == model else None)
+        for r in rows
+    ]
+
+
+async def version(db: SQLDatabase, *, owner: str, agent_id: str | None) -> tuple[object, ...]:
+    """(active count, last change, last id) of an owner's memories: what a cached index of
+    them must still match (any add, edit, pin, supersede or delete moves one of them)."""
+    query = sa.select(sa.func.count(), sa.func.max(T.c.updated_at), sa.func.max(T.c.id)).where(
+        _scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value
+    )
+    async with db.connect() as conn:
+        return tuple((await conn.execute(query)).one())
+
+
+async def by_ids(db: SQLDatabase, ids: Sequence[int], *, owner: str) -> list[Memory]:
+    """Memories by id, any status, in the order of ``ids`` (a run's recorded context)."""
+    if not ids:
+        return []
+    query = sa.select(*_COLUMNS).where(T.c.id.in_(list(ids)), T.c.owner == owner)
+    async with db.connect() as conn:
+        found = {r.id: _memory(r) for r in (await conn.execute(query)).all()}
+    return [found[i] for i in ids if i in found]
+
+
+async def update(
+    db: SQLDatabase,
+    memory_id: int,
+    *,
+    owner: str,
+    text: str | None = None,
+    pinned: bool | None = None,
+    status: MemoryStatus | None = None,
+    model: str | None = None,
+    vector: bytes | None = None,
+) -> bool:
+    """Change a memory that is not deleted; False when there is none such of ``owner``."""
+    values: dict[str, Any] = {"updated_at": utcnow()}
+    if text is not None:
+        values |= {"text": text, "model": model, "vector": _encoded(vector)}
+    if pinned is not None:
+        values["pinned"] = pinned
+    if status is not None:
+        values["status"] = status.value
+    query = (
+        sa.update(T)
+        .where(T.c.id == memory_id, T.c.owner == owner, T.c.status != MemoryStatus.DELETED.value)
+        .values(values)
+    )
+    async with db.begin() as conn:
+        return (await conn.execute(query)).rowcount > 0
+
+
+async def supersede(db: SQLDatabase, old_id: int, **values: Any) -> Memory | None:
+    """In one transaction: the new fact, and the old one (still active, of the same owner)
+    marked superseded by it. None when the old one is not there to replace."""
+    row = _values(**values)
+    async with db.begin() as conn:
+        old = sa.select(T.c.pinned).where(
+            T.c.id == old_id, T.c.owner == row["owner"], T.c.status == MemoryStatus.ACTIVE.value
+        )
+        found = (await conn.execute(old)).first()
+        if found is None:
+            return None
+        row["pinned"] = row["pinned"] or bool(found.pinned)
+        new_id = (await conn.execute(sa.insert(T).values(row))).inserted_primary_key[0]
+        await conn.execute(
+            sa.update(T)
+            .where(T.c.id == old_id)
+            .values(
+                status=MemoryStatus.SUPERSEDED.value,
+                superseded_by=new_id,
+                updated_at=row["updated_at"],
+            )
+        )
+    return _memory_of(new_id, row)
+
+
+async def forget_all(db: SQLDatabase, *, owner: str, agent_id: str | None) -> int:
+    """Every memory of the owner (of one agent, if given) marked deleted; how many were."""
+    query = (
+        sa.update(T)
+        .where(_scope(owner, agent_id), T.c.status != MemoryStatus.DELETED.value)
+        .values(status=MemoryStatus.DELETED.value, updated_at=utcnow())
+    )
+    async with db.begin() as conn:
+        return (await conn.execute(query)).rowcount
