@@ -19,10 +19,6 @@ ITEM_TYPES = (
     "only message items are supported in input (function_call, function_call_output, "
     "reasoning and item_reference items are not supported yet)"
 )
-CLIENT_TOOLS = (
-    "client-side function tools are not supported yet; the agent's own tools run "
-    "server-side (configure them in its config.json)"
-)
 
 Text = Annotated[str, NoNul]
 
@@ -93,15 +89,6 @@ class CreateResponse(BaseModel):
     metadata: dict[str, Text] | None = None
     prompt_cache_key: str | None = Field(default=None, max_length=256)
     tools: list[dict[str, Any]] | None = None
-
-    @field_validator("tools")
-    @classmethod
-    def _no_function_tools(cls, value: list[dict[str, Any]] | None) -> object:
-        # Hosted tool types (web_search, ...) are ignored as the spec lets a server do;
-        # a function the client runs would need a tool loop Lumina does not have yet.
-        if value and any(tool.get("type") == "function" for tool in value):
-            raise ValueError(CLIENT_TOOLS)
-        return value
 
     def lines(self) -> list[Line]:
         """``instructions`` first (as a system line), then the input."""
