@@ -35,6 +35,7 @@ from lumina_app.domain import (
     ConversationInfo,
     InputTooLarge,
     InvalidInput,
+    Msg,
     Principal,
     RunEvent,
     RunNotFound,
@@ -183,6 +184,28 @@ class ChatEngine:
 
         async def prepare(run_id: str, current: ConversationInfo) -> ActiveRun:
             return await self.turns.prepare_regenerate(run_id, agent, current, principal)
+
+        return await asyncio.shield(
+            asyncio.ensure_future(self._in_slot(agent, conversation.uuid, principal, prepare))
+        )
+
+    async def continue_turn(
+        self,
+        *,
+        conversation_uuid: str,
+        outputs: list[Msg],
+        principal: Principal = LOCAL,
+        system_prompt: str | None = None,
+    ) -> ActiveRun:
+        """Go on with the last turn after a client ran the calls it was asked for
+        (``outputs``, TOOL rows): same run slot, events and durability as :meth:`start`."""
+        conversation = await self.memory.find_visible(principal, conversation_uuid)
+        agent = self._agent(conversation.agent_id)
+
+        async def prepare(run_id: str, current: ConversationInfo) -> ActiveRun:
+            return await self.turns.prepare_continue(
+                run_id, agent, current, principal, outputs, system_prompt
+            )
 
         return await asyncio.shield(
             asyncio.ensure_future(self._in_slot(agent, conversation.uuid, principal, prepare))

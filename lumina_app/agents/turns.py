@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from lumina_app.agents.auto_recall import recall_earlier, recalled_message
-from lumina_app.agents.context import MAX_EARLIER, BuiltContext, build_context
+from lumina_app.agents.context import (
+    MAX_EARLIER,
+    BuiltContext,
+    build_context,
+    chat_message,
+    whole_exchanges,
+)
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
 from lumina_app.agents.registry import AgentDefinition
@@ -109,6 +115,46 @@ class TurnPreparer:
         return await self._accept(
             run_id, agent, conversation, principal, Scenario.RESUME, view, question.content, commit
         )
+
+    async def prepare_continue(
+        self,
+        run_id: str,
+        agent: AgentDefinition,
+        conversation: ConversationInfo,
+        principal: Principal,
+        outputs: list[Msg],
+        system_prompt: str | None = None,
+    ) -> ActiveRun:
+        """Go on with the last turn once a client sent the outputs of the calls it was
+        asked to run (TOOL rows, ``outputs``): the context is the turn's question and what
+        followed it; the accept transaction stores the outputs and a new answer row in the
+        same turn."""
+        question = await self.memory.last_question(conversation)
+        if question is None:
+            raise InvalidInput("this conversation has no user message to go on from")
+        self.sessions.drop(agent.id, conversation.uuid)
+        view = await self.memory.view_before(conversation, question.seq)
+        if agent.memory.summary:
+            view = await self.memory.with_unsummarized(
+                conversation, view, limit=MAX_EARLIER, before_seq=question.seq
+            )
+        turn = await self.memory.history(conversation, limit=200, after_seq=question.seq)
+        stored: list[Msg] = []
+
+        async def commit(record: RunRecord, meta: dict) -> tuple[Msg, Msg]:
+            answer = Msg.assistant("", turn_id=question.turn_id, meta=meta)
+            saved, opened = await self.memory.begin_continue(conversation, outputs, answer, record)
+            stored.extend(saved)
+            return question, opened
+
+        run = await self._accept(
+            run_id, agent, conversation, principal, Scenario.RESUME, view, question.content,
+            commit, system_prompt,
+        )  # fmt: skip
+        settled = whole_exchanges([question, *turn, *stored])[1:]
+        run.settled = settled
+        run.context.messages += [chat_message(msg) for msg in settled]
+        return run
 
     async def _accept(
         self,

@@ -51,14 +51,21 @@ async def create_response(
 ) -> Response:
     """A turn: ``input`` is what is new when ``previous_response_id`` or ``conversation``
     names the conversation; else the input is matched against stored conversations."""
+    tools = body.function_tools()
     turn = ResponseTurn(
         body.model,
         body.lines(),
         body.previous_response_id,
         body.conversation_id(),
         session_key=body.prompt_cache_key or session_id,
+        outputs=tuple(body.outputs()),
+        tools=tuple(tools),
     )
-    shown = {"instructions": body.instructions, "store": body.store is not False}
+    shown = {
+        "instructions": body.instructions,
+        "store": body.store is not False,
+        "tools": body.tools,
+    }
     if not body.stream:
         started = await services.responses.start(caller, turn)
         result = await services.runs.result(started.run)
@@ -94,7 +101,8 @@ async def create_response(
         view = ResponsesService.finished(started, result, body.previous_response_id)
         return response_object(view, **shown)
 
-    framer = stream_framer(response_object(opening, **shown), opening.message_id, finish)
+    names = frozenset(tool["function"]["name"] for tool in tools)
+    framer = stream_framer(response_object(opening, **shown), opening.message_id, finish, names)
     stream = stream_response(services, events, framer, slot.release)
     stream.raw_headers.append(
         (CONVERSATION_HEADER.lower().encode(), started.conversation_id.encode())

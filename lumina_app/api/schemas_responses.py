@@ -1,14 +1,16 @@
 """Bodies of the Responses and Conversations routes, in the wire format the `openai` SDK
 and the Agents SDK send (Open Responses' ``CreateResponseBody`` and OpenAI's conversation
 bodies). Fields Lumina has no use for (``include``, ``reasoning``, ``truncation``,
-``client_metadata``, ``temperature``, ...) are accepted and ignored; what it cannot honour
-yet (client function tools, tool-call items, images, files) is refused with a clear 400."""
+``client_metadata``, ``temperature``, ...) are accepted and ignored, as are ``reasoning``
+items and resent ``function_call`` items (Lumina stored the calls itself); what it cannot
+honour yet (``item_reference`` items, images, files) is refused with a clear 400.
+``function`` tools are offered to the model; ``function_call_output`` items answer them."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from lumina_app.api.schemas import NoNul
 from lumina_app.domain.transcript import Line
@@ -16,9 +18,10 @@ from lumina_app.domain.transcript import Line
 MAX_ITEMS = 10_000
 TEXT_ONLY = "only text content is supported (input_text / output_text parts)"
 ITEM_TYPES = (
-    "only message items are supported in input (function_call, function_call_output, "
-    "reasoning and item_reference items are not supported yet)"
+    "input items must be message, function_call, function_call_output or reasoning "
+    "items (item_reference and other items are not supported)"
 )
+TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
 Text = Annotated[str, NoNul]
 
@@ -64,6 +67,80 @@ class MessageItem(BaseModel):
         return Line("system" if self.role == "developer" else self.role, text)
 
 
+class FunctionCallItem(BaseModel):
+    """A call the model made, resent by clients that send their whole history: Lumina
+    stored it when it was made, so it is read and left."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["function_call"]
+    call_id: str = Field(min_length=1, max_length=128)
+    name: str = Field(max_length=128)
+    arguments: Text = ""
+
+
+class FunctionCallOutputItem(BaseModel):
+    """What a client's tool answered to the call ``call_id``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["function_call_output"]
+    call_id: str = Field(min_length=1, max_length=128)
+    output: Text | list[ContentPart]
+    id: str | None = Field(default=None, max_length=128)
+
+    def text(self) -> str:
+        if isinstance(self.output, str):
+            return self.output
+        return "".join(part.text for part in self.output)
+
+
+class ReasoningItem(BaseModel):
+    """A reasoning item a client resends: accepted and ignored (its summary is the
+    model's, its encrypted content no provider of Lumina's reads)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["reasoning"]
+
+
+def _item_kind(value: object) -> str | None:
+    kind = value.get("type", "message") if isinstance(value, dict) else getattr(value, "type", None)
+    return (
+        kind if kind in ("message", "function_call", "function_call_output", "reasoning") else None
+    )
+
+
+InputItem = Annotated[
+    Annotated[MessageItem, Tag("message")]
+    | Annotated[FunctionCallItem, Tag("function_call")]
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
+    | Annotated[ReasoningItem, Tag("reasoning")],
+    Discriminator(_item_kind, custom_error_type="invalid_item", custom_error_message=ITEM_TYPES),
+]
+
+
+class FunctionTool(BaseModel):
+    """A function the client runs: offered to the model beside the agent's own tools."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["function"]
+    name: str = Field(pattern=TOOL_NAME)
+    description: Text | None = Field(default=None, max_length=8192)
+    parameters: dict[str, Any] | None = None
+
+    def spec(self) -> dict[str, Any]:
+        """The chat-completions ``tools`` entry the providers take."""
+        parameters = self.parameters or {"type": "object", "properties": {}}
+        function = {
+            "name": self.name,
+            "description": self.description or "",
+            "parameters": parameters,
+        }
+        return {"type": "function", "function": function}
+
+
 class ConversationRef(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -79,7 +156,7 @@ class CreateResponse(BaseModel):
     model: Text = Field(min_length=1, max_length=128)
     input: (
         Annotated[str, NoNul, Field(min_length=1)]
-        | Annotated[list[MessageItem], Field(min_length=1, max_length=MAX_ITEMS)]
+        | Annotated[list[InputItem], Field(min_length=1, max_length=MAX_ITEMS)]
     )
     instructions: Text | None = None
     previous_response_id: str | None = Field(default=None, max_length=128)
@@ -90,12 +167,46 @@ class CreateResponse(BaseModel):
     prompt_cache_key: str | None = Field(default=None, max_length=256)
     tools: list[dict[str, Any]] | None = None
 
+    @field_validator("tools")
+    @classmethod
+    def _function_tools(cls, value: list[dict[str, Any]] | None) -> object:
+        # Hosted and custom tool types (web_search, local_shell, ...) are ignored, as the
+        # spec lets a server do; function tools must be well formed, each name once.
+        names = [
+            FunctionTool.model_validate(tool).name
+            for tool in value or []
+            if tool.get("type") == "function"
+        ]
+        if len(names) != len(set(names)):
+            raise ValueError("two function tools have the same name")
+        return value
+
     def lines(self) -> list[Line]:
-        """``instructions`` first (as a system line), then the input."""
+        """``instructions`` first (as a system line), then the input's messages."""
         head = [Line("system", self.instructions)] if self.instructions else []
         if isinstance(self.input, str):
             return [*head, Line("user", self.input)]
-        return [*head, *(item.line() for item in self.input)]
+        return [*head, *(item.line() for item in self.input if isinstance(item, MessageItem))]
+
+    def outputs(self) -> list[tuple[str, str]]:
+        """The ``function_call_output`` items after the input's last message: the
+        outputs of the calls this request answers (earlier ones were answered before)."""
+        if isinstance(self.input, str):
+            return []
+        found: list[tuple[str, str]] = []
+        for item in self.input:
+            if isinstance(item, MessageItem):
+                found = []
+            elif isinstance(item, FunctionCallOutputItem):
+                found.append((item.call_id, item.text()))
+        return found
+
+    def function_tools(self) -> list[dict[str, Any]]:
+        return [
+            FunctionTool.model_validate(tool).spec()
+            for tool in self.tools or []
+            if tool.get("type") == "function"
+        ]
 
     def conversation_id(self) -> str | None:
         if isinstance(self.conversation, ConversationRef):

@@ -203,6 +203,24 @@ class MemoryManager:
         )
         return assistant
 
+    async def begin_continue(
+        self, conversation: ConversationInfo, results: Sequence[Msg], assistant: Msg, run: RunRecord
+    ) -> tuple[list[Msg], Msg]:
+        """A turn goes on after a client's tool outputs: ``results`` (TOOL rows, final)
+        and a ``streaming`` answer row after them, with the run, in one transaction; the
+        results join the window."""
+        for msg in results:
+            check_storable_text(msg.content, "tool output")
+        assistant.status = MessageStatus.STREAMING
+        saved = await self.cold.append_messages(
+            conversation.id, [*results, assistant], status=ConversationStatus.RUNNING, run=run
+        )
+        outputs, answer = list(saved[:-1]), saved[-1]
+        if outputs:
+            await self._window(conversation, outputs)
+            await self._finalised(conversation, outputs)
+        return outputs, answer
+
     async def flush_answer(self, message_id: int, content: str) -> bool:
         """Persist a growing answer, fenced like the final write; committed together with
         other runs' flushes of the same moment (``storage.flush_batch``)."""

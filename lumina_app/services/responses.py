@@ -8,19 +8,28 @@ run) or ``conversation`` (``conv_<uuid>``): then ``input`` holds only what is ne
 context comes from Lumina's memory. Naming neither (``store: false`` clients that resend
 everything), the conversation is the one the client's session key (``prompt_cache_key``
 or the ``session-id`` header) was recorded on, else the one the input continues, matched
-like a re-sent chat history; only what it lacks is stored."""
+like a re-sent chat history; only what it lacks is stored.
+
+Client function tools (``tools``) are offered to the model for the run; a call of one ends
+the response with a ``function_call`` item, pending in the conversation (the answer row's
+``toolCalls``, marked ``client``). A request whose input ends with ``function_call_output``
+items for every pending call stores them as the calls' TOOL rows and goes on with that
+turn (``RunService.continue_turn``) — no user message needed."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from lumina_app.agents import client_tools
 from lumina_app.domain import (
     ConversationBusy,
     ConversationInfo,
     ConversationNotFound,
     InvalidInput,
     Msg,
+    MsgRole,
     NotFound,
     Principal,
     RunFinished,
@@ -29,9 +38,18 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.access import is_conversation_id
 from lumina_app.domain.tokens import estimate_text
-from lumina_app.domain.transcript import Line
+from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
 from lumina_app.memory import MemoryManager
-from lumina_app.services.openai_gateway import ChatTurn, GatewayRun, OpenAIGateway, history_rows
+from lumina_app.services.openai_gateway import (
+    MATCH_CANDIDATES,
+    ChatTurn,
+    Found,
+    GatewayRun,
+    OpenAIGateway,
+    SystemPrompt,
+    history_rows,
+    session_hash,
+)
 from lumina_app.services.runs import RunService, RunView
 
 RESPONSE_PREFIX = "resp_"
@@ -72,6 +90,27 @@ class ResponseTurn:
     previous_response_id: str | None = None
     conversation: str | None = None
     session_key: str | None = None  # prompt_cache_key or the session-id header
+    outputs: tuple[tuple[str, str], ...] = ()  # (call_id, output): the trailing outputs
+    tools: tuple[dict[str, Any], ...] = ()  # the client's function tools (chat specs)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCall:
+    """A call of a client's function tool the model made (a ``function_call`` item)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+def client_calls(answer: Msg | None) -> tuple[ClientCall, ...]:
+    """The calls of the client's tools an answer row asked for."""
+    calls = answer.tool_calls if answer is not None else []
+    return tuple(
+        ClientCall(str(c.get("id")), str(c.get("name")), str(c.get("arguments") or ""))
+        for c in calls
+        if c.get("client")
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +129,7 @@ class ResponseView:
     output_tokens: int
     error: str | None = None
     previous_response_id: str | None = None
+    calls: tuple[ClientCall, ...] = ()  # the client's tools the model called
 
     @property
     def id(self) -> str:
@@ -103,7 +143,14 @@ class ResponsesService:
         self.memory = memory
 
     async def start(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
-        """Find the conversation, store the input's earlier items, start the run."""
+        """Find the conversation, store the input's earlier items, start the run (the
+        client's function tools offered to the model)."""
+        previous = turn.previous_response_id
+        meta = {"previousResponseId": previous} if previous else None
+        with client_tools.offered(turn.tools, meta):
+            return await self._start(principal, turn)
+
+    async def _start(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
         named: str | None = None
         if turn.previous_response_id is not None:
             named = await self._conversation_of(principal, turn.previous_response_id)
@@ -114,6 +161,8 @@ class ResponsesService:
                     "previous_response_id and conversation name different conversations"
                 )
             named = uuid
+        if turn.outputs:
+            return await self._continue(principal, turn, named)
         if named is None:
             return await self.gateway.start(
                 principal, ChatTurn(turn.agent_id, turn.lines, session_key=turn.session_key)
@@ -132,6 +181,85 @@ class ResponsesService:
             await self._append(principal, conversation, dialogue[:-1])
         return await self.gateway.start(
             principal, ChatTurn(turn.agent_id, [*system, dialogue[-1]], conversation.uuid)
+        )
+
+    async def _continue(
+        self, principal: Principal, turn: ResponseTurn, named: str | None
+    ) -> GatewayRun:
+        """Go on with the turn whose calls ``turn.outputs`` answer: every pending call of
+        the client's gets its output (resent outputs of earlier calls are left), stored as
+        its TOOL row, and the model goes on from there."""
+        found = Found.NAMED
+        if named is None:
+            named, found = await self._unnamed(principal, turn)
+        conversation = await self.memory.find_visible(principal, named)
+        if conversation.agent_id != turn.agent_id:
+            raise InvalidInput(
+                f"model: this conversation is with agent {conversation.agent_id!r}, "
+                f"not {turn.agent_id!r}"
+            )
+        rows = await self.memory.history(
+            conversation, limit=200, before_seq=conversation.last_seq + 1
+        )
+        answered = {row.tool_call_id for row in rows if row.role is MsgRole.TOOL}
+        asker = next((row for row in reversed(rows) if client_calls(row)), None)
+        pending = {c.call_id: c for c in client_calls(asker) if c.call_id not in answered}
+        given = {call_id: text for call_id, text in turn.outputs if call_id not in answered}
+        unknown = sorted(set(given) - set(pending))
+        if unknown:
+            raise InvalidInput(f"function_call_output: no pending call {unknown[0]!r}")
+        missing = sorted(set(pending) - set(given))
+        if missing or not pending:
+            raise InvalidInput(
+                f"function_call_output: the output of call {missing[0]!r} is missing"
+                if missing
+                else "function_call_output: this conversation has no pending call"
+            )
+        turn_id = asker.turn_id if asker is not None else None
+        outputs = [
+            Msg.tool(
+                given[call.call_id],
+                call_id=call.call_id,
+                name=call.name,
+                turn_id=turn_id,
+                meta={"source": "client"},
+            )
+            for call in pending.values()
+        ]
+        meta = await self.memory.gateway_meta(conversation)
+        agent = self.gateway.agents.definition(conversation.agent_id)
+        prompt = meta.get("systemPrompt") if agent.allow_client_system_prompt else None
+        run = await self.runs.continue_turn(principal, conversation.uuid, outputs, prompt)
+        shown = SystemPrompt.APPLIED if prompt is not None else SystemPrompt.NONE
+        return GatewayRun(run, shown, found)
+
+    async def _unnamed(self, principal: Principal, turn: ResponseTurn) -> tuple[str, Found]:
+        """The conversation a request naming none goes on with: its session key's, else
+        the one its messages continue."""
+        if turn.session_key:
+            keyed = await self.memory.by_session_key(
+                owner=principal.owner,
+                agent_id=turn.agent_id,
+                key_hash=session_hash(turn.session_key),
+            )
+            if keyed is not None:
+                return keyed[0], Found.KEYED
+        dialogue = [line for line in turn.lines if line.role != "system"]
+        first = next((line.text for line in dialogue if line.role == "user"), None)
+        if first is not None:
+            candidates = await self.memory.opened_with(
+                owner=principal.owner,
+                agent_id=turn.agent_id,
+                opening=opening_hash(first),
+                limit=MATCH_CANDIDATES,
+            )
+            stored = {uuid: visible(rows) for uuid, rows in candidates.items()}
+            best = longest_prefix(stored, dialogue)
+            if best is not None:
+                return best[0], Found.MATCHED
+        raise InvalidInput(
+            "function_call_output: no conversation of yours has these calls pending "
+            "(name it with previous_response_id or conversation)"
         )
 
     async def _append(
@@ -172,6 +300,10 @@ class ResponsesService:
             output_tokens=result.usage.get("completionTokens") or estimate_text(result.content),
             error=result.error if result.status is not RunStatus.COMPLETE else None,
             previous_response_id=previous,
+            calls=tuple(
+                ClientCall(c.call_id, c.name, c.arguments)
+                for c in (started.run.step.client_calls if started.run.step else [])
+            ),
         )
 
     async def get(self, principal: Principal, response: str) -> ResponseView:
@@ -180,6 +312,7 @@ class ResponsesService:
         record = await self.runs.records.get_run(view.run_id, owner=principal.owner)
         tokens = (record.context or {}).get("tokens", 0) if record else 0
         content = view.content or ""
+        answer = await self.memory.get_message(view.message_id) if view.message_id else None
         return ResponseView(
             run_id=view.run_id,
             conversation_uuid=view.conversation_id,
@@ -192,6 +325,8 @@ class ResponsesService:
             input_tokens=tokens,
             output_tokens=estimate_text(content),
             error=view.error,
+            previous_response_id=answer.meta.get("previousResponseId") if answer else None,
+            calls=client_calls(answer),
         )
 
     async def cancel(self, principal: Principal, response: str) -> ResponseView:
