@@ -163,89 +163,106 @@ def response_object(
     }
 
 
-def stream_framer(
-    response: dict[str, Any],
-    message_id: int | None,
-    finish: Callable[[RunFinished], dict[str, Any]],
-    client_names: frozenset[str] = frozenset(),
-) -> Callable[[RunEvent], bytes | None]:
+class ResponseFramer:
     """The framer of one streamed response: ``response`` is the in-progress object,
     ``message_id`` its answer's row, ``finish`` the final object of a run's result,
     ``client_names`` the client's function tools (a call of one is a ``function_call``
     item, after the answer). Every event carries its ``type`` and the next
     ``sequence_number``."""
-    item = answer_item(message_id, "", "in_progress")
-    state = {"seq": 0, "text": "", "closed": False}
-    calls: list[dict[str, Any]] = []  # the function_call items streamed, in order
-    part = {"item_id": item["id"], "output_index": 0, "content_index": 0}
 
-    def event(kind: str, **fields: Any) -> bytes:
-        body = {"type": kind, "sequence_number": state["seq"], **fields}
-        state["seq"] += 1
-        return frame(body, event=kind)
+    def __init__(
+        self,
+        response: dict[str, Any],
+        message_id: int | None,
+        finish: Callable[[RunFinished], dict[str, Any]],
+        client_names: frozenset[str] = frozenset(),
+    ) -> None:
+        self.response = response
+        self.finish = finish
+        self.client_names = client_names
+        self.item = answer_item(message_id, "", "in_progress")
+        self.part = {"item_id": self.item["id"], "output_index": 0, "content_index": 0}
+        self.seq = 0
+        self.text = ""
+        self.closed = False
+        self.calls = 0  # the function_call items streamed
 
-    def opened() -> bytes:
-        return (
-            event("response.created", response=response)
-            + event("response.in_progress", response=response)
-            + event("response.output_item.added", output_index=0, item=item)
-            + event("response.content_part.added", **part, part=output_text(""))
-        )
-
-    def closed(text: str, done_item: dict[str, Any]) -> bytes:
-        state["closed"] = True
-        return (
-            event("response.output_text.done", **part, text=text, logprobs=[])
-            + event("response.content_part.done", **part, part=output_text(text))
-            + event("response.output_item.done", output_index=0, item=done_item)
-        )
-
-    def called(payload: ToolCallRequested) -> bytes:
-        """A call of the client's tool: the answer so far is done, the call follows it."""
-        out = b""
-        if not state["closed"]:
-            text = str(state["text"])
-            out = closed(text, {**item, "status": "completed", "content": [output_text(text)]})
-        call = ClientCall(payload.call_id, payload.name, payload.arguments)
-        index = len(calls) + 1
-        calls.append(function_call_item(call))
-        on = {"item_id": "fc_" + call.call_id, "output_index": index}
-        return (
-            out
-            + event(
-                "response.output_item.added",
-                output_index=index,
-                item=function_call_item(call, "in_progress"),
-            )
-            + event("response.function_call_arguments.delta", **on, delta=call.arguments)
-            + event("response.function_call_arguments.done", **on, arguments=call.arguments)
-            + event("response.output_item.done", output_index=index, item=calls[-1])
-        )
-
-    def framer(run_event: RunEvent) -> bytes | None:
+    def __call__(self, run_event: RunEvent) -> bytes | None:
         payload = run_event.payload
-        out = b""
-        if state["seq"] == 0:  # the run's first event, whatever it is
-            out = opened()
-        if isinstance(payload, AnswerChunk) and not state["closed"]:
-            state["text"] = str(state["text"]) + payload.text
-            return out + event(
-                "response.output_text.delta", **part, delta=payload.text, logprobs=[]
+        out = self._opened() if self.seq == 0 else b""  # the run's first event, whatever
+        if isinstance(payload, AnswerChunk) and not self.closed:
+            self.text += payload.text
+            delta = self._event(
+                "response.output_text.delta", **self.part, delta=payload.text, logprobs=[]
             )
-        if isinstance(payload, ToolCallRequested) and payload.name in client_names:
-            return out + called(payload)
+            return out + delta
+        if isinstance(payload, ToolCallRequested) and payload.name in self.client_names:
+            return out + self.called(ClientCall(payload.call_id, payload.name, payload.arguments))
         if isinstance(payload, RunFinished):
-            final = finish(payload)
-            answer = final["output"][0] if final["output"] else item
-            text = answer["content"][0]["text"] if answer["content"] else ""
-            kind = "response.completed"
-            if final["status"] == "failed":
-                kind = "response.failed"
-            elif final["status"] in ("incomplete", "cancelled"):
-                kind = "response.incomplete"
-            if not state["closed"]:
-                out += closed(text, answer)
-            return out + event(kind, response=final)
+            return out + self.ended(self.finish(payload))
         return out or None
 
-    return framer
+    def replay(self, final: dict[str, Any]) -> bytes:
+        """A finished response's events again (a retried request's, by Idempotency-Key)."""
+        out = self._opened()
+        answer = final["output"][0]["content"] if final["output"] else []
+        if answer and answer[0]["text"]:  # the whole text in one delta
+            self.text = answer[0]["text"]
+            out += self._event(
+                "response.output_text.delta", **self.part, delta=self.text, logprobs=[]
+            )
+        for item in final["output"][1:]:
+            out += self.called(ClientCall(item["call_id"], item["name"], item["arguments"]))
+        return out + self.ended(final)
+
+    def called(self, call: ClientCall) -> bytes:
+        """A call of the client's tool: the answer so far is done, the call follows it."""
+        out = b""
+        if not self.closed:
+            done = {**self.item, "status": "completed", "content": [output_text(self.text)]}
+            out = self._closed(self.text, done)
+        self.calls += 1
+        index = self.calls
+        on = {"item_id": "fc_" + call.call_id, "output_index": index}
+        opening = function_call_item(call, "in_progress")
+        return (
+            out
+            + self._event("response.output_item.added", output_index=index, item=opening)
+            + self._event("response.function_call_arguments.delta", **on, delta=call.arguments)
+            + self._event("response.function_call_arguments.done", **on, arguments=call.arguments)
+            + self._event(
+                "response.output_item.done", output_index=index, item=function_call_item(call)
+            )
+        )
+
+    def ended(self, final: dict[str, Any]) -> bytes:
+        answer = final["output"][0] if final["output"] else self.item
+        text = answer["content"][0]["text"] if answer["content"] else ""
+        kind = "response.completed"
+        if final["status"] == "failed":
+            kind = "response.failed"
+        elif final["status"] in ("incomplete", "cancelled"):
+            kind = "response.incomplete"
+        out = b"" if self.closed else self._closed(text, answer)
+        return out + self._event(kind, response=final)
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        body = {"type": kind, "sequence_number": self.seq, **fields}
+        self.seq += 1
+        return frame(body, event=kind)
+
+    def _opened(self) -> bytes:
+        return (
+            self._event("response.created", response=self.response)
+            + self._event("response.in_progress", response=self.response)
+            + self._event("response.output_item.added", output_index=0, item=self.item)
+            + self._event("response.content_part.added", **self.part, part=output_text(""))
+        )
+
+    def _closed(self, text: str, done_item: dict[str, Any]) -> bytes:
+        self.closed = True
+        return (
+            self._event("response.output_text.done", **self.part, text=text, logprobs=[])
+            + self._event("response.content_part.done", **self.part, part=output_text(text))
+            + self._event("response.output_item.done", output_index=0, item=done_item)
+        )

@@ -18,6 +18,8 @@ turn (``RunService.continue_turn``) — no user message needed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -67,6 +69,16 @@ def run_id_of(response: str) -> str:
     if not response.startswith(RESPONSE_PREFIX):
         raise NotFound(f"response {response!r} not found")
     return RUN_PREFIX + response.removeprefix(RESPONSE_PREFIX)
+
+
+@contextmanager
+def _the_run_of(response: str) -> Iterator[str]:
+    """The run a response id names, for a call on it: its run not found (another owner's,
+    deleted, never made) is the response not found."""
+    try:
+        yield run_id_of(response)
+    except RunNotFound:
+        raise NotFound(f"response {response!r} not found") from None
 
 
 def conversation_id(uuid: str) -> str:
@@ -167,12 +179,7 @@ class ResponsesService:
             return await self.gateway.start(
                 principal, ChatTurn(turn.agent_id, turn.lines, session_key=turn.session_key)
             )
-        conversation = await self.memory.find_visible(principal, named)
-        if conversation.agent_id != turn.agent_id:
-            raise InvalidInput(
-                f"model: this conversation is with agent {conversation.agent_id!r}, "
-                f"not {turn.agent_id!r}"
-            )
+        conversation = await self._with_agent(principal, named, turn.agent_id)
         system = [line for line in turn.lines if line.role == "system"]
         dialogue = [line for line in turn.lines if line.role != "system"]
         if not dialogue or dialogue[-1].role != "user":
@@ -192,12 +199,7 @@ class ResponsesService:
         found = Found.NAMED
         if named is None:
             named, found = await self._unnamed(principal, turn)
-        conversation = await self.memory.find_visible(principal, named)
-        if conversation.agent_id != turn.agent_id:
-            raise InvalidInput(
-                f"model: this conversation is with agent {conversation.agent_id!r}, "
-                f"not {turn.agent_id!r}"
-            )
+        conversation = await self._with_agent(principal, named, turn.agent_id)
         rows = await self.memory.history(
             conversation, limit=200, before_seq=conversation.last_seq + 1
         )
@@ -262,6 +264,16 @@ class ResponsesService:
             "(name it with previous_response_id or conversation)"
         )
 
+    async def _with_agent(self, principal: Principal, uuid: str, agent_id: str) -> ConversationInfo:
+        """The named conversation, which must be with the agent ``model`` names."""
+        conversation = await self.memory.find_visible(principal, uuid)
+        if conversation.agent_id != agent_id:
+            raise InvalidInput(
+                f"model: this conversation is with agent {conversation.agent_id!r}, "
+                f"not {agent_id!r}"
+            )
+        return conversation
+
     async def _append(
         self, principal: Principal, conversation: ConversationInfo, lines: list[Line]
     ) -> None:
@@ -271,16 +283,12 @@ class ResponsesService:
         await self.memory.append_history(conversation, history_rows(lines))
 
     async def _conversation_of(self, principal: Principal, response: str) -> str:
-        try:
-            return await self.runs.conversation_of(principal, run_id_of(response))
-        except RunNotFound:
-            raise NotFound(f"response {response!r} not found") from None
+        with _the_run_of(response) as run_id:
+            return await self.runs.conversation_of(principal, run_id)
 
     async def _status(self, principal: Principal, response: str) -> RunView:
-        try:
-            return await self.runs.status(principal, run_id_of(response))
-        except RunNotFound:
-            raise NotFound(f"response {response!r} not found") from None
+        with _the_run_of(response) as run_id:
+            return await self.runs.status(principal, run_id)
 
     @staticmethod
     def finished(started: GatewayRun, result: RunFinished, previous: str | None) -> ResponseView:
@@ -331,16 +339,15 @@ class ResponsesService:
 
     async def cancel(self, principal: Principal, response: str) -> ResponseView:
         """Stop a running response (its answer ends ``stopped``); an ended one is left."""
-        await self.runs.stop(principal, run_id_of(response))
+        with _the_run_of(response) as run_id:
+            await self.runs.stop(principal, run_id)
         return await self.get(principal, response)
 
     async def delete(self, principal: Principal, response: str) -> None:
         """Forget a stored response (the run's record); its messages stay in the
         conversation, which is the memory."""
-        try:
-            await self.runs.forget(principal, run_id_of(response))
-        except RunNotFound:
-            raise NotFound(f"response {response!r} not found") from None
+        with _the_run_of(response) as run_id:
+            await self.runs.forget(principal, run_id)
 
     async def input_items(self, principal: Principal, response: str) -> list[Msg]:
         """What the response was asked: its question row."""

@@ -232,3 +232,34 @@ def test_another_owners_call_is_not_found(client: openai.OpenAI, fake: FakeLLM) 
             bob.responses.create(model="echo", conversation=first.conversation.id, input=output)
         with pytest.raises(openai.BadRequestError):  # unnamed: none of Bob's has it pending
             bob.responses.create(model="echo", input=output)
+
+
+def test_an_idempotency_key_starts_one_response(
+    client: openai.OpenAI, fake: FakeLLM, server: AppServer
+) -> None:
+    key = {"Idempotency-Key": "resp-key-1"}
+    first = client.responses.create(model="echo", input="once only", extra_headers=key)
+    again = client.responses.create(model="echo", input="once only", extra_headers=key)
+    assert again.id == first.id and again.output_text == first.output_text
+    assert len(fake.requests) == 1
+    rows = _rows(server, first.metadata["lumina_conversation_id"])
+    assert [row["content"] for row in rows].count("once only") == 1
+    with pytest.raises(openai.BadRequestError) as other:
+        client.responses.create(model="echo", input="another", extra_headers=key)
+    assert "Idempotency-Key" in other.value.message
+    streamed = {"Idempotency-Key": "resp-key-2"}
+    events = list(
+        client.responses.create(
+            model="echo", input="streamed once", stream=True, extra_headers=streamed
+        )
+    )
+    replayed = list(
+        client.responses.create(
+            model="echo", input="streamed once", stream=True, extra_headers=streamed
+        )
+    )
+    assert len(fake.requests) == 2
+    assert {e.type for e in replayed} == {e.type for e in events}  # the text in one delta
+    assert [e.sequence_number for e in replayed] == list(range(len(replayed)))
+    assert replayed[-1].response.id == events[-1].response.id
+    assert replayed[-1].response.output_text == events[-1].response.output_text
