@@ -24,6 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import write_agent
+from tests.fake_llm import Call, FakeLLM, Reply, Script
 from tests.server import AppServer
 
 pytestmark = pytest.mark.slow
@@ -129,25 +131,36 @@ def codex() -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeLLM) -> Iterator[AppServer]:
     started = AppServer(
         tmp_path_factory.mktemp("codex"),
         backend_only=True,
         env={"LUMINA_REDIS_URL": "", "LUMINA_API_KEYS": f"ada:{KEY},bob:key-bob"},
     )
+    started.prepare()
+    model = {"provider": "openai", "base_url": fake.base_url, "model": "fake-1"}
+    write_agent(started.data_dir / "agents", "echo", {"name": "Echo", **model}, {})
     started.start()
     yield started
     started.stop()
 
 
-def _config(home: Path, base_url: str) -> None:
+def _config(
+    home: Path, base_url: str, model: str = "assistant", sandbox: str = "read-only"
+) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         "\n".join([
-            'model = "assistant"',
+            f'model = "{model}"',
             'model_provider = "lumina"',
             'approval_policy = "never"',
-            'sandbox_mode = "read-only"',
+            f'sandbox_mode = "{sandbox}"',
             "",
             "[model_providers.lumina]",
             'name = "Lumina"',
@@ -219,7 +232,7 @@ def test_codex_exec_then_resume_keeps_one_conversation_in_lumina(
     listed = _api(server, "/api/v1/conversations")
     assert listed.status_code == 200, listed.text
     convs = listed.json()["items"]
-    assert len(convs) == 1
+    assert len(convs) == 1 and convs[0]["agentId"] == "assistant"
     rows = _api(server, f"/api/v1/conversations/{convs[0]['uuid']}/messages").json()["items"]
     contents = [(row["role"], row["content"]) for row in rows]
     assert len(contents) == len(set(contents))
@@ -231,3 +244,37 @@ def test_codex_exec_then_resume_keeps_one_conversation_in_lumina(
     assert _api(server, "/api/v1/conversations", key="key-bob").json()["items"] == []
     other = _api(server, f"/api/v1/conversations/{convs[0]['uuid']}/messages", key="key-bob")
     assert other.status_code == 404
+
+
+def test_codex_runs_the_tool_the_model_calls_and_lumina_goes_on(
+    codex: Path, server: AppServer, fake: FakeLLM, tmp_path: Path
+) -> None:
+    """The model (the stand-in) calls Codex's own ``exec_command``; Codex runs it and
+    sends its output back; Lumina stores the call and the output and the turn goes on."""
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    work.mkdir()
+    call = Call("call_cx1", "exec_command", json.dumps({"cmd": "echo lumina-tool-ok"}))
+    fake.requests.clear()
+    fake.script = Script(
+        replies=[Reply(calls=[call]), Reply(chunks=["The command said lumina-tool-ok."])]
+    )
+    with RecordingProxy(server.url) as proxy:
+        _config(home, proxy.url, model="echo", sandbox="danger-full-access")
+        out = _run(codex, home, work, "Run echo lumina-tool-ok for me.")
+    fake.script = Script()
+    assert "The command said lumina-tool-ok." in out
+    assert "exec_command" in [tool["function"]["name"] for tool in fake.requests[0]["tools"]]
+    turns = proxy.posts("/v1/responses")
+    assert len(turns) == 2
+    outputs = [
+        item for item in turns[1].body["input"] if item.get("type") == "function_call_output"
+    ]
+    assert [item["call_id"] for item in outputs] == ["call_cx1"]
+    tool_message = fake.requests[1]["messages"][-1]
+    assert tool_message["role"] == "tool" and "lumina-tool-ok" in str(tool_message["content"])
+    listed = _api(server, "/api/v1/conversations").json()["items"]
+    (conv,) = [conv for conv in listed if conv["agentId"] == "echo"]
+    rows = _api(server, f"/api/v1/conversations/{conv['uuid']}/messages").json()["items"]
+    roles = [row["role"] for row in rows]
+    assert roles[-3:] == ["ASSISTANT", "TOOL", "ASSISTANT"] and roles.count("TOOL") == 1
+    assert "lumina-tool-ok" in rows[-2]["content"]
