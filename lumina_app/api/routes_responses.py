@@ -7,6 +7,8 @@ in OpenAI's shape (``openai_errors.py``)."""
 
 from __future__ import annotations
 
+import secrets
+import time
 from typing import Annotated, Any
 
 from fastapi import Header, Path, Request, Response
@@ -16,11 +18,12 @@ from lumina_app.api.auth import Caller
 from lumina_app.api.deps import ServicesDep, stream_response
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
 from lumina_app.api.openai_errors import openai_router
-from lumina_app.api.responses_wire import ResponseFramer, item_list, response_object
+from lumina_app.api.responses_wire import ResponseFramer, item_list, response_object, usage
 from lumina_app.api.schemas import error_responses
-from lumina_app.api.schemas_responses import CreateResponse
+from lumina_app.api.schemas_responses import CompactRequest, CreateResponse
 from lumina_app.api.stream_slots import stream_slots
 from lumina_app.domain import RequestInProgress, RunFinished, RunStatus
+from lumina_app.domain.tokens import estimate_text
 from lumina_app.services.openai_gateway import GatewayRun
 from lumina_app.services.responses import (
     ResponsesService,
@@ -65,6 +68,7 @@ async def create_response(
         session_key=body.prompt_cache_key or session_id,
         outputs=tuple(body.outputs()),
         tools=tuple(tools),
+        compaction=body.compaction(),
     )
     shown = {
         "instructions": body.instructions,
@@ -136,6 +140,45 @@ async def create_response(
         (CONVERSATION_HEADER.lower().encode(), started.conversation_id.encode())
     )
     return stream
+
+
+@router.post("/responses/compact")
+async def compact_response(
+    body: CompactRequest, services: ServicesDep, caller: Caller, session_id: SessionHeader = None
+) -> dict[str, Any]:
+    """The conversation so far as a ``compaction`` item (after the input's user messages,
+    as OpenAI answers): its ``encrypted_content`` is a handle to the Lumina conversation,
+    whose memory (summary, window, recall) holds what was compacted. A later input carrying
+    the item goes on with that conversation."""
+    turn = ResponseTurn(
+        body.model,
+        body.lines(),
+        body.previous_response_id,
+        session_key=body.prompt_cache_key or session_id,
+        compaction=body.compaction(),
+    )
+    handle = await services.responses.compact(caller, turn)
+    users = [line for line in turn.lines if line.role == "user"]
+    output: list[dict[str, Any]] = [
+        {
+            "type": "message",
+            "id": "msg_c" + secrets.token_hex(8),
+            "status": "completed",
+            "role": "user",
+            "content": [{"type": "input_text", "text": line.text}],
+        }
+        for line in users
+    ]
+    output.append(
+        {"type": "compaction", "id": "cmp_" + secrets.token_hex(12), "encrypted_content": handle}
+    )
+    return {
+        "id": "resp_cmp_" + secrets.token_hex(12),
+        "object": "response.compaction",
+        "created_at": int(time.time()),
+        "output": output,
+        "usage": usage(sum(estimate_text(line.text) for line in turn.lines), 0),
+    }
 
 
 def _replayed(view: ResponseView, shown: dict[str, Any], names: frozenset[str]) -> Response:

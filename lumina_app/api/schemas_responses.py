@@ -18,8 +18,8 @@ from lumina_app.domain.transcript import Line
 MAX_ITEMS = 10_000
 TEXT_ONLY = "only text content is supported (input_text / output_text parts)"
 ITEM_TYPES = (
-    "input items must be message, function_call, function_call_output or reasoning "
-    "items (item_reference and other items are not supported)"
+    "input items must be message, function_call, function_call_output, reasoning or "
+    "compaction items (item_reference and other items are not supported)"
 )
 TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
@@ -104,20 +104,59 @@ class ReasoningItem(BaseModel):
     type: Literal["reasoning"]
 
 
+class CompactionItem(BaseModel):
+    """What ``POST /v1/responses/compact`` answered: its ``encrypted_content`` is Lumina's
+    handle to the conversation (whose memory holds what was compacted)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["compaction"]
+    encrypted_content: str = Field(min_length=1, max_length=1024)
+    id: str | None = Field(default=None, max_length=128)
+
+
+KINDS = ("message", "function_call", "function_call_output", "reasoning", "compaction")
+
+
 def _item_kind(value: object) -> str | None:
     kind = value.get("type", "message") if isinstance(value, dict) else getattr(value, "type", None)
-    return (
-        kind if kind in ("message", "function_call", "function_call_output", "reasoning") else None
-    )
+    return kind if kind in KINDS else None
 
 
 InputItem = Annotated[
     Annotated[MessageItem, Tag("message")]
     | Annotated[FunctionCallItem, Tag("function_call")]
     | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
-    | Annotated[ReasoningItem, Tag("reasoning")],
+    | Annotated[ReasoningItem, Tag("reasoning")]
+    | Annotated[CompactionItem, Tag("compaction")],
     Discriminator(_item_kind, custom_error_type="invalid_item", custom_error_message=ITEM_TYPES),
 ]
+
+
+def input_lines(input_: str | list[Any] | None, instructions: str | None) -> list[Line]:
+    """``instructions`` first (as a system line), then the input's messages — after its
+    last compaction item only (what came before it is in Lumina's memory), but its system
+    and developer messages wherever they are."""
+    head = [Line("system", instructions)] if instructions else []
+    if input_ is None:
+        return head
+    if isinstance(input_, str):
+        return [*head, Line("user", input_)]
+    cut = max((i for i, item in enumerate(input_) if isinstance(item, CompactionItem)), default=-1)
+    lines = [
+        item.line()
+        for i, item in enumerate(input_)
+        if isinstance(item, MessageItem) and (i > cut or item.role in ("system", "developer"))
+    ]
+    return [*head, *lines]
+
+
+def input_compaction(input_: str | list[Any] | None) -> str | None:
+    """The handle of the input's last compaction item, if any."""
+    if not isinstance(input_, list):
+        return None
+    handles = [item.encrypted_content for item in input_ if isinstance(item, CompactionItem)]
+    return handles[-1] if handles else None
 
 
 class FunctionTool(BaseModel):
@@ -182,11 +221,10 @@ class CreateResponse(BaseModel):
         return value
 
     def lines(self) -> list[Line]:
-        """``instructions`` first (as a system line), then the input's messages."""
-        head = [Line("system", self.instructions)] if self.instructions else []
-        if isinstance(self.input, str):
-            return [*head, Line("user", self.input)]
-        return [*head, *(item.line() for item in self.input if isinstance(item, MessageItem))]
+        return input_lines(self.input, self.instructions)
+
+    def compaction(self) -> str | None:
+        return input_compaction(self.input)
 
     def outputs(self) -> list[tuple[str, str]]:
         """The ``function_call_output`` items after the input's last message: the
@@ -235,3 +273,26 @@ class CreateItems(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     items: list[MessageItem] = Field(min_length=1, max_length=20)
+
+
+class CompactRequest(BaseModel):
+    """``POST /v1/responses/compact``: the conversation so far (``input``, or
+    ``previous_response_id``), for a compaction item naming it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: Text = Field(min_length=1, max_length=128)
+    input: (
+        Annotated[str, NoNul, Field(min_length=1)]
+        | Annotated[list[InputItem], Field(min_length=1, max_length=MAX_ITEMS)]
+        | None
+    ) = None
+    instructions: Text | None = None
+    previous_response_id: str | None = Field(default=None, max_length=128)
+    prompt_cache_key: str | None = Field(default=None, max_length=256)
+
+    def lines(self) -> list[Line]:
+        return input_lines(self.input, self.instructions)
+
+    def compaction(self) -> str | None:
+        return input_compaction(self.input)

@@ -18,6 +18,8 @@ turn (``RunService.continue_turn``) — no user message needed."""
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,6 +59,7 @@ from lumina_app.services.runs import RunService, RunView
 RESPONSE_PREFIX = "resp_"
 CONVERSATION_PREFIX = "conv_"
 RUN_PREFIX = "run-"
+COMPACTION_PREFIX = "lumina-compaction."
 
 
 def response_id(run_id: str) -> str:
@@ -79,6 +82,27 @@ def _the_run_of(response: str) -> Iterator[str]:
         yield run_id_of(response)
     except RunNotFound:
         raise NotFound(f"response {response!r} not found") from None
+
+
+def compaction_handle(uuid: str) -> str:
+    """A compaction item's ``encrypted_content``: opaque to the client, a handle to the
+    conversation to Lumina (whose owner check every use goes through)."""
+    raw = json.dumps({"conversation": uuid}).encode()
+    return COMPACTION_PREFIX + base64.urlsafe_b64encode(raw).decode()
+
+
+def compacted_conversation(handle: str) -> str:
+    """The conversation a compaction handle names."""
+    try:
+        raw = base64.urlsafe_b64decode(handle.removeprefix(COMPACTION_PREFIX).encode())
+        uuid = json.loads(raw)["conversation"]
+    except (ValueError, TypeError, KeyError):
+        uuid = None
+    if not handle.startswith(COMPACTION_PREFIX) or not isinstance(uuid, str):
+        raise InvalidInput("compaction: encrypted_content is not a compaction of this server")
+    if not is_conversation_id(uuid):
+        raise ConversationNotFound(uuid)
+    return uuid
 
 
 def conversation_id(uuid: str) -> str:
@@ -104,6 +128,7 @@ class ResponseTurn:
     session_key: str | None = None  # prompt_cache_key or the session-id header
     outputs: tuple[tuple[str, str], ...] = ()  # (call_id, output): the trailing outputs
     tools: tuple[dict[str, Any], ...] = ()  # the client's function tools (chat specs)
+    compaction: str | None = None  # a compaction item's handle: names the conversation
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,17 +187,41 @@ class ResponsesService:
         with client_tools.offered(turn.tools, meta):
             return await self._start(principal, turn)
 
-    async def _start(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
+    async def _named(self, principal: Principal, turn: ResponseTurn) -> str | None:
+        """The conversation ``previous_response_id``, ``conversation`` or a compaction
+        item names (all that are given must name the same one)."""
         named: str | None = None
         if turn.previous_response_id is not None:
             named = await self._conversation_of(principal, turn.previous_response_id)
-        if turn.conversation is not None:
-            uuid = uuid_of(turn.conversation)
-            if named is not None and named != uuid:
+        for uuid in (
+            uuid_of(turn.conversation) if turn.conversation is not None else None,
+            compacted_conversation(turn.compaction) if turn.compaction is not None else None,
+        ):
+            if uuid is not None and named is not None and named != uuid:
                 raise InvalidInput(
-                    "previous_response_id and conversation name different conversations"
+                    "previous_response_id, conversation and compaction name different conversations"
                 )
-            named = uuid
+            named = uuid or named
+        return named
+
+    async def compact(self, principal: Principal, turn: ResponseTurn) -> str:
+        """``POST /v1/responses/compact``: the conversation the input is (found or made,
+        with what it lacks stored), as a compaction handle; a later input carrying it goes
+        on with that conversation without resending what came before."""
+        named = await self._named(principal, turn)
+        if named is None:
+            found = await self.gateway.locate(
+                principal, turn.agent_id, turn.lines, turn.session_key
+            )
+            return compaction_handle(found.uuid)
+        conversation = await self._with_agent(principal, named, turn.agent_id)
+        dialogue = [line for line in turn.lines if line.role != "system"]
+        if dialogue:
+            await self._append(principal, conversation, dialogue)
+        return compaction_handle(conversation.uuid)
+
+    async def _start(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
+        named = await self._named(principal, turn)
         if turn.outputs:
             return await self._continue(principal, turn, named)
         if named is None:
@@ -204,7 +253,9 @@ class ResponsesService:
             conversation, limit=200, before_seq=conversation.last_seq + 1
         )
         answered = {row.tool_call_id for row in rows if row.role is MsgRole.TOOL}
-        asker = next((row for row in reversed(rows) if client_calls(row)), None)
+        # Only the newest answer's calls are pending: a client that asked something new
+        # instead left the older ones unanswered for good.
+        asker = next((row for row in reversed(rows) if row.role is MsgRole.ASSISTANT), None)
         pending = {c.call_id: c for c in client_calls(asker) if c.call_id not in answered}
         given = {call_id: text for call_id, text in turn.outputs if call_id not in answered}
         unknown = sorted(set(given) - set(pending))

@@ -225,9 +225,9 @@ def test_another_owners_call_is_not_found(client: openai.OpenAI, fake: FakeLLM) 
     _calls_then(fake, "call_b1", "never")
     first = client.responses.create(model="echo", input="Weather, Bob?", tools=[WEATHER])
     output = [{"type": "function_call_output", "call_id": "call_b1", "output": "mine"}]
-    with openai.OpenAI(base_url=str(client.base_url), api_key="key-bob", max_retries=0) as bob:
-        with pytest.raises(openai.NotFoundError):
-            bob.responses.create(model="echo", previous_response_id=first.id, input=output)
+    bob = openai.OpenAI(base_url=str(client.base_url), api_key="key-bob", max_retries=0)
+    with bob, pytest.raises(openai.NotFoundError):
+        bob.responses.create(model="echo", previous_response_id=first.id, input=output)
         with pytest.raises(openai.NotFoundError):
             bob.responses.create(model="echo", conversation=first.conversation.id, input=output)
         with pytest.raises(openai.BadRequestError):  # unnamed: none of Bob's has it pending
@@ -263,3 +263,66 @@ def test_an_idempotency_key_starts_one_response(
     assert [e.sequence_number for e in replayed] == list(range(len(replayed)))
     assert replayed[-1].response.id == events[-1].response.id
     assert replayed[-1].response.output_text == events[-1].response.output_text
+
+
+def test_compaction_names_the_conversation(
+    client: openai.OpenAI, fake: FakeLLM, server: AppServer
+) -> None:
+    first = client.responses.create(model="echo", input="My name is Ada, compacted.")
+    compacted = client.responses.compact(model="echo", previous_response_id=first.id)
+    assert compacted.object == "response.compaction"
+    item = compacted.output[-1]
+    assert item.type == "compaction" and item.encrypted_content
+    after = client.responses.create(
+        model="echo",
+        input=[
+            {"type": "compaction", "id": item.id, "encrypted_content": item.encrypted_content},
+            {"role": "user", "content": "What is my name?"},
+        ],
+    )
+    uuid = first.metadata["lumina_conversation_id"]
+    assert after.metadata["lumina_conversation_id"] == uuid
+    sent = [m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "user"]
+    assert sent[-2:] == ["My name is Ada, compacted.", "What is my name?"]  # from memory
+    assert len(_rows(server, uuid)) == 4
+    # A history no conversation has yet: compacting stores it in a new one.
+    fresh = client.responses.compact(
+        model="echo",
+        input=[
+            {"role": "user", "content": "Remember 7, compacted."},
+            {"role": "assistant", "content": "Remembered."},
+        ],
+    )
+    assert [o.type for o in fresh.output] == ["message", "compaction"]
+    handle = fresh.output[-1].encrypted_content
+    went_on = client.responses.create(
+        model="echo",
+        input=[
+            {"role": "user", "content": "Remember 7, compacted."},
+            {"type": "compaction", "encrypted_content": handle},
+            {"role": "user", "content": "Which number?"},
+        ],
+    )
+    rows = _rows(server, went_on.metadata["lumina_conversation_id"])
+    assert [row["content"] for row in rows][:3] == [
+        "Remember 7, compacted.",
+        "Remembered.",
+        "Which number?",
+    ]
+    bob = openai.OpenAI(base_url=str(client.base_url), api_key="key-bob", max_retries=0)
+    with bob, pytest.raises(openai.NotFoundError):
+        bob.responses.create(
+            model="echo",
+            input=[
+                {"type": "compaction", "encrypted_content": handle},
+                {"role": "user", "content": "mine?"},
+            ],
+        )
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(
+            model="echo",
+            input=[
+                {"type": "compaction", "encrypted_content": "not-ours"},
+                {"role": "user", "content": "x"},
+            ],
+        )
