@@ -16,6 +16,7 @@ from lumina_app.domain import (
     RunEvent,
     RunFinished,
     RunStatus,
+    ThinkingChunk,
     ToolCallRequested,
 )
 from lumina_app.services.openai_conversations import item_id
@@ -97,6 +98,32 @@ def answer_item(message_id: int | None, text: str, status: str) -> dict[str, Any
     }
 
 
+def reasoning_id(message_item_id: str) -> str:
+    return "rs_" + message_item_id.removeprefix("msg_")
+
+
+def summary_text(text: str) -> dict[str, Any]:
+    return {"type": "summary_text", "text": text}
+
+
+def reasoning_item(message_item_id: str, text: str) -> dict[str, Any]:
+    """The model's thoughts before its answer, as a ``reasoning`` item's summary."""
+    return {
+        "type": "reasoning",
+        "id": reasoning_id(message_item_id),
+        "summary": [summary_text(text)] if text else [],
+        "encrypted_content": None,
+    }
+
+
+def output_items(view: ResponseView, status: str) -> list[dict[str, Any]]:
+    """An ended response's output: its reasoning (if the model thought aloud), its
+    answer, the calls of the client's tools it made."""
+    answer = answer_item(view.message_id, view.content, status)
+    thought = [reasoning_item(answer["id"], view.reasoning)] if view.reasoning else []
+    return [*thought, answer, *(function_call_item(call) for call in view.calls)]
+
+
 def usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
     return {
         "input_tokens": input_tokens,
@@ -132,12 +159,7 @@ def response_object(
         "model": view.agent_id,
         "previous_response_id": view.previous_response_id,
         "instructions": instructions,
-        "output": []
-        if running
-        else [
-            answer_item(view.message_id, view.content, status),
-            *(function_call_item(call) for call in view.calls),
-        ],
+        "output": [] if running else output_items(view, status),
         "error": error,
         "tools": tools or [],
         "tool_choice": "auto",
@@ -166,9 +188,11 @@ def response_object(
 class ResponseFramer:
     """The framer of one streamed response: ``response`` is the in-progress object,
     ``message_id`` its answer's row, ``finish`` the final object of a run's result,
-    ``client_names`` the client's function tools (a call of one is a ``function_call``
-    item, after the answer). Every event carries its ``type`` and the next
-    ``sequence_number``."""
+    ``client_names`` the client's function tools. The output items stream in the order the
+    final object lists them: the model's reasoning (its thoughts before the answer, as a
+    ``reasoning`` item's summary), the answer (a ``message``, opened at its first text),
+    then each call of a client's tool (a ``function_call``). Every event carries its
+    ``type`` and the next ``sequence_number``."""
 
     def __init__(
         self,
@@ -181,21 +205,22 @@ class ResponseFramer:
         self.finish = finish
         self.client_names = client_names
         self.item = answer_item(message_id, "", "in_progress")
-        self.part = {"item_id": self.item["id"], "output_index": 0, "content_index": 0}
         self.seq = 0
+        self.items = 0  # output items opened so far
         self.text = ""
+        self.message: int | None = None  # the answer's output index, once opened
         self.closed = False
-        self.calls = 0  # the function_call items streamed
+        self.thought = ""
+        self.reasoning: int | None = None  # the reasoning item's output index
+        self.thinking = False  # its summary still streaming
 
     def __call__(self, run_event: RunEvent) -> bytes | None:
         payload = run_event.payload
-        out = self._opened() if self.seq == 0 else b""  # the run's first event, whatever
+        out = self._started() if self.seq == 0 else b""  # the run's first event, whatever
+        if isinstance(payload, ThinkingChunk) and self.message is None:
+            return out + self._thought(payload.text)
         if isinstance(payload, AnswerChunk) and not self.closed:
-            self.text += payload.text
-            delta = self._event(
-                "response.output_text.delta", **self.part, delta=payload.text, logprobs=[]
-            )
-            return out + delta
+            return out + self._answered(payload.text)
         if isinstance(payload, ToolCallRequested) and payload.name in self.client_names:
             return out + self.called(ClientCall(payload.call_id, payload.name, payload.arguments))
         if isinstance(payload, RunFinished):
@@ -203,26 +228,25 @@ class ResponseFramer:
         return out or None
 
     def replay(self, final: dict[str, Any]) -> bytes:
-        """A finished response's events again (a retried request's, by Idempotency-Key)."""
-        out = self._opened()
-        answer = final["output"][0]["content"] if final["output"] else []
-        if answer and answer[0]["text"]:  # the whole text in one delta
-            self.text = answer[0]["text"]
-            out += self._event(
-                "response.output_text.delta", **self.part, delta=self.text, logprobs=[]
-            )
-        for item in final["output"][1:]:
-            out += self.called(ClientCall(item["call_id"], item["name"], item["arguments"]))
+        """A finished response's events again (a retried request's, by Idempotency-Key):
+        each item's text in one delta."""
+        out = self._started()
+        for item in final["output"]:
+            if item["type"] == "reasoning" and item["summary"]:
+                out += self._thought(item["summary"][0]["text"])
+            elif item["type"] == "message" and item["content"] and item["content"][0]["text"]:
+                out += self._answered(item["content"][0]["text"])
+            elif item["type"] == "function_call":
+                out += self.called(ClientCall(item["call_id"], item["name"], item["arguments"]))
         return out + self.ended(final)
 
     def called(self, call: ClientCall) -> bytes:
         """A call of the client's tool: the answer so far is done, the call follows it."""
-        out = b""
+        out = self._open_message()
         if not self.closed:
             done = {**self.item, "status": "completed", "content": [output_text(self.text)]}
-            out = self._closed(self.text, done)
-        self.calls += 1
-        index = self.calls
+            out += self._closed(self.text, done)
+        index = self._next()
         on = {"item_id": "fc_" + call.call_id, "output_index": index}
         opening = function_call_item(call, "in_progress")
         return (
@@ -236,33 +260,94 @@ class ResponseFramer:
         )
 
     def ended(self, final: dict[str, Any]) -> bytes:
-        answer = final["output"][0] if final["output"] else self.item
+        answers = [item for item in final["output"] if item["type"] == "message"]
+        answer = answers[0] if answers else self.item
         text = answer["content"][0]["text"] if answer["content"] else ""
         kind = "response.completed"
         if final["status"] == "failed":
             kind = "response.failed"
         elif final["status"] in ("incomplete", "cancelled"):
             kind = "response.incomplete"
-        out = b"" if self.closed else self._closed(text, answer)
+        out = self._open_message()
+        if not self.closed:
+            out += self._closed(text, answer)
         return out + self._event(kind, response=final)
+
+    def _thought(self, text: str) -> bytes:
+        out = b""
+        if self.reasoning is None:
+            self.reasoning, self.thinking = self._next(), True
+            out = self._event(
+                "response.output_item.added",
+                output_index=self.reasoning,
+                item=reasoning_item(self.item["id"], ""),
+            ) + self._event(
+                "response.reasoning_summary_part.added", **self._summary(), part=summary_text("")
+            )
+        self.thought += text
+        return out + self._event(
+            "response.reasoning_summary_text.delta", **self._summary(), delta=text
+        )
+
+    def _answered(self, text: str) -> bytes:
+        out = self._open_message()
+        self.text += text
+        delta = self._event("response.output_text.delta", **self._part(), delta=text, logprobs=[])
+        return out + delta
+
+    def _open_message(self) -> bytes:
+        if self.message is not None:
+            return b""
+        out = b""
+        if self.thinking:  # the thoughts end where the answer starts
+            self.thinking = False
+            done = reasoning_item(self.item["id"], self.thought)
+            out = (
+                self._event(
+                    "response.reasoning_summary_text.done", **self._summary(), text=self.thought
+                )
+                + self._event(
+                    "response.reasoning_summary_part.done",
+                    **self._summary(),
+                    part=summary_text(self.thought),
+                )
+                + self._event("response.output_item.done", output_index=self.reasoning, item=done)
+            )
+        self.message = self._next()
+        return (
+            out
+            + self._event("response.output_item.added", output_index=self.message, item=self.item)
+            + self._event("response.content_part.added", **self._part(), part=output_text(""))
+        )
+
+    def _next(self) -> int:
+        self.items += 1
+        return self.items - 1
+
+    def _part(self) -> dict[str, Any]:
+        return {"item_id": self.item["id"], "output_index": self.message, "content_index": 0}
+
+    def _summary(self) -> dict[str, Any]:
+        return {
+            "item_id": reasoning_id(self.item["id"]),
+            "output_index": self.reasoning,
+            "summary_index": 0,
+        }
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         body = {"type": kind, "sequence_number": self.seq, **fields}
         self.seq += 1
         return frame(body, event=kind)
 
-    def _opened(self) -> bytes:
-        return (
-            self._event("response.created", response=self.response)
-            + self._event("response.in_progress", response=self.response)
-            + self._event("response.output_item.added", output_index=0, item=self.item)
-            + self._event("response.content_part.added", **self.part, part=output_text(""))
+    def _started(self) -> bytes:
+        return self._event("response.created", response=self.response) + self._event(
+            "response.in_progress", response=self.response
         )
 
     def _closed(self, text: str, done_item: dict[str, Any]) -> bytes:
         self.closed = True
         return (
-            self._event("response.output_text.done", **self.part, text=text, logprobs=[])
-            + self._event("response.content_part.done", **self.part, part=output_text(text))
-            + self._event("response.output_item.done", output_index=0, item=done_item)
+            self._event("response.output_text.done", **self._part(), text=text, logprobs=[])
+            + self._event("response.content_part.done", **self._part(), part=output_text(text))
+            + self._event("response.output_item.done", output_index=self.message, item=done_item)
         )

@@ -167,6 +167,7 @@ class ResponseView:
     error: str | None = None
     previous_response_id: str | None = None
     calls: tuple[ClientCall, ...] = ()  # the client's tools the model called
+    reasoning: str = ""  # the model's thoughts before its answer
 
     @property
     def id(self) -> str:
@@ -363,6 +364,7 @@ class ResponsesService:
                 ClientCall(c.call_id, c.name, c.arguments)
                 for c in (started.run.step.client_calls if started.run.step else [])
             ),
+            reasoning="".join(started.run.step.thinking) if started.run.step else "",
         )
 
     async def get(self, principal: Principal, response: str) -> ResponseView:
@@ -386,6 +388,7 @@ class ResponsesService:
             error=view.error,
             previous_response_id=answer.meta.get("previousResponseId") if answer else None,
             calls=client_calls(answer),
+            reasoning=str(answer.meta.get("thinking") or "") if answer else "",
         )
 
     async def cancel(self, principal: Principal, response: str) -> ResponseView:

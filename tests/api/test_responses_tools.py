@@ -326,3 +326,26 @@ def test_compaction_names_the_conversation(
                 {"role": "user", "content": "x"},
             ],
         )
+
+
+def test_the_demo_models_thoughts_stream_as_a_reasoning_item(client: openai.OpenAI) -> None:
+    with client.responses.stream(model="assistant", input="/think Why is the sky blue?") as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    kinds = [event.type for event in events]
+    assert "response.reasoning_summary_text.delta" in kinds
+    assert kinds.index("response.reasoning_summary_text.done") < kinds.index(
+        "response.output_text.delta"
+    )
+    added = [e for e in events if e.type == "response.output_item.added"]
+    assert [(e.item.type, e.output_index) for e in added] == [("reasoning", 0), ("message", 1)]
+    deltas = [e for e in events if e.type == "response.output_text.delta"]
+    assert {e.output_index for e in deltas} == {1}
+    assert [item.type for item in final.output] == ["reasoning", "message"]
+    thought = "".join(e.delta for e in events if e.type == "response.reasoning_summary_text.delta")
+    assert thought and final.output[0].summary[0].text == thought
+    stored = client.responses.retrieve(final.id)
+    assert [item.type for item in stored.output] == ["reasoning", "message"]
+    assert stored.output[0].summary[0].text == thought
+    plain = client.responses.create(model="assistant", input="/think again")
+    assert [item.type for item in plain.output] == ["reasoning", "message"]
