@@ -116,6 +116,13 @@ def test_a_call_of_the_clients_tool_and_its_output(
     stored = client.responses.retrieve(first.id)
     assert [item.type for item in stored.output] == ["message", "function_call"]
     assert client.responses.retrieve(second.id).previous_response_id == first.id
+    inputs = client.responses.input_items.list(second.id).data
+    assert [item.type for item in inputs] == ["function_call_output"]
+    run = "run-" + second.id.removeprefix("resp_")
+    context = httpx.get(
+        f"{server.url}/api/v1/runs/{run}/context", headers={"Authorization": "Bearer key-ada"}
+    )
+    assert context.status_code == 200, context.text
     # The call is answered: the same output again is no pending call.
     with pytest.raises(openai.BadRequestError) as again:
         client.responses.create(
