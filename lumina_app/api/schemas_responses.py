@@ -136,7 +136,7 @@ InputItem = Annotated[
 def input_lines(input_: str | list[Any] | None, instructions: str | None) -> list[Line]:
     """``instructions`` first (as a system line), then the input's messages — after its
     last compaction item only (what came before it is in Lumina's memory), but its system
-    and developer messages wherever they are."""
+    and developer messages wherever they are; empty assistant messages left out."""
     head = [Line("system", instructions)] if instructions else []
     if input_ is None:
         return head
@@ -148,7 +148,9 @@ def input_lines(input_: str | list[Any] | None, instructions: str | None) -> lis
         for i, item in enumerate(input_)
         if isinstance(item, MessageItem) and (i > cut or item.role in ("system", "developer"))
     ]
-    return [*head, *lines]
+    # An empty answer (one that only called the client's tools) is no line of the
+    # transcript: Lumina shows that turn's answers as one, the text after the calls.
+    return [*head, *(line for line in lines if line.role != "assistant" or line.text.strip())]
 
 
 def input_compaction(input_: str | list[Any] | None) -> str | None:

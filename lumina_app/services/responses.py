@@ -307,7 +307,11 @@ class ResponsesService:
                 opening=opening_hash(first),
                 limit=MATCH_CANDIDATES,
             )
-            stored = {uuid: visible(rows) for uuid, rows in candidates.items()}
+            # The answer that only called the tools is empty: no line (as in the input).
+            stored = {
+                uuid: [line for line in visible(rows) if line.role != "assistant" or line.text]
+                for uuid, rows in candidates.items()
+            }
             best = longest_prefix(stored, dialogue)
             if best is not None:
                 return best[0], Found.MATCHED

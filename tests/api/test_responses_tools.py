@@ -184,9 +184,20 @@ async def test_an_agents_sdk_tool_loop(server: AppServer, fake: FakeLLM) -> None
             tools=[get_weather],
         )
         result = await Runner.run(agent, "Agents SDK: weather in Paris?")
-    assert ran == ["Paris"]
-    assert result.final_output == "It is sunny in Paris, says the tool."
-    assert fake.requests[1]["messages"][-1]["content"] == "sunny in Paris"
+        assert ran == ["Paris"]
+        assert result.final_output == "It is sunny in Paris, says the tool."
+        assert fake.requests[1]["messages"][-1]["content"] == "sunny in Paris"
+        # No state: the next turn resends it all, tool items too — still one conversation.
+        fake.script = Script(replies=[Reply(chunks=["Still sunny."])])
+        resent = [*result.to_input_list(), {"role": "user", "content": "And tomorrow?"}]
+        again = await Runner.run(agent, resent)
+    assert again.final_output == "Still sunny."
+    sent = fake.requests[2]["messages"]
+    assert [m["role"] for m in sent[-5:]] == ["user", "assistant", "tool", "assistant", "user"]
+    assert [m["content"] for m in sent if m["role"] == "user"][-2:] == [
+        "Agents SDK: weather in Paris?",
+        "And tomorrow?",
+    ]
     fake.script = Script()
 
 
