@@ -357,7 +357,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         archive=archive,
         idempotency=IdempotencyStore(db),
         gateway=gateway,
-        responses=ResponsesService(gateway, runs, memory, reads.runs),
+        responses=ResponsesService(gateway, runs, memory, reads.runs, reads.conversations),
         openai_conversations=OpenAIConversations(
             memory, agents, runs, reads.conversations, reads.gateway
         ),

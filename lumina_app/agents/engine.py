@@ -38,6 +38,7 @@ from lumina_app.domain import (
     ConversationInfo,
     InputTooLarge,
     InvalidInput,
+    Msg,
     Principal,
     RunEvent,
     RunNotFound,
@@ -205,6 +206,23 @@ class ChatEngine:
         conversation = await self.memory.find_visible(principal, conversation_uuid)
         agent = self._agent(conversation.agent_id)
         return await _shielded(self._begin(RunRequest(agent, principal, conversation.uuid)))
+
+    async def continue_turn(
+        self,
+        *,
+        conversation_uuid: str,
+        outputs: list[Msg],
+        principal: Principal = LOCAL,
+        system_prompt: str | None = None,
+    ) -> ActiveRun:
+        """Go on with the last turn after a client ran the calls it was asked for
+        (``outputs``, TOOL rows): same run slot, events and durability as :meth:`start`."""
+        conversation = await self.memory.find_visible(principal, conversation_uuid)
+        agent = self._agent(conversation.agent_id)
+        request = RunRequest(
+            agent, principal, conversation.uuid, system_prompt=system_prompt, outputs=outputs
+        )
+        return await _shielded(self._begin(request))
 
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """Follow a run this caller started; if the caller leaves and the settings say

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lumina_app.agents import client_tools
 from lumina_app.agents.context import BuiltContext, carried, chat_message
 from lumina_app.agents.flusher import AnswerFlusher
 from lumina_app.agents.providers import Provider
@@ -140,7 +141,7 @@ class RunDriver:
         heartbeat = None  # a lease only means something when other instances share the locks
         if self.locks.shared:
             heartbeat = asyncio.create_task(self._heartbeat(run), name=f"{run.run_id}-lease")
-        base_meta = dict(run.assistant.meta)
+        base_meta = dict(run.assistant.meta) | client_tools.answer_meta()
         step = self._step(run)
         results: dict[str, CallResult] = {}
         try:
@@ -161,7 +162,7 @@ class RunDriver:
         if step.calling:  # stopped during the calls: those still going get a result too
             elapsed = round((time.monotonic() - step.calls_started) * 1000)
             for call in step.calls:
-                if call.call_id not in results:
+                if call.call_id not in results and call not in step.client_calls:
                     results[call.call_id] = cancelled(call, error or "cancelled", elapsed)
                     await self.publish(run, finished_event(results[call.call_id]))
         meta = step.meta(base_meta, results if step.calling else None)
@@ -178,7 +179,8 @@ class RunDriver:
         base_meta: dict[str, Any],
     ) -> tuple[RunStatus, str | None]:
         toolbox = await self.tools.toolbox(run.agent)  # may start the agent's MCP servers
-        specs = toolbox.specs()
+        theirs, client_names = client_tools.current(frozenset(toolbox.tools))
+        specs = toolbox.specs() + theirs
         run.tool_names = frozenset(toolbox.tools)
         limits = run.agent.tools
         context = ToolContext(
@@ -198,7 +200,11 @@ class RunDriver:
                     results[call.call_id] = cancelled(call, f"not run: {error}", 0)
                     await self.publish(run, finished_event(results[call.call_id]))
                 return RunStatus.FAILED, error
-            await runner.run(step.calls, results, lambda r: self.publish(run, finished_event(r)))
+            step.client_calls = [call for call in step.calls if call.name in client_names]
+            ours = [call for call in step.calls if call.name not in client_names]
+            await runner.run(ours, results, lambda r: self.publish(run, finished_event(r)))
+            if step.client_calls:  # the client runs those: the run ends, the calls pending
+                return RunStatus.COMPLETE, None
             run.generating = False  # a step's commit, like the final write, is not cut short
             stored = await self._store_step(run, step, results, base_meta)
             run.generating = True

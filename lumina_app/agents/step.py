@@ -28,6 +28,7 @@ class Step:
     finish_reason: str | None = None
     calling: bool = False  # its calls are running (a stop now records them as cancelled)
     calls_started: float = 0.0
+    client_calls: list[ToolCall] = field(default_factory=list)  # the client runs these
 
     def add_call(self, call: ToolCall) -> None:
         """A call as the model asked for it, with an id unique in the step, its name and id
@@ -47,18 +48,24 @@ class Step:
         meta.update(usage=self.usage, finishReason=self.finish_reason)
         if self.thinking:
             meta["thinking"] = "".join(self.thinking)
-        if results:
+        if results or self.client_calls:
+            client = {c.call_id for c in self.client_calls}
             meta["toolCalls"] = [
-                {"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in self.calls
+                {"id": c.call_id, "name": c.name, "arguments": c.arguments}
+                | ({"client": True} if c.call_id in client else {})
+                for c in self.calls
             ]
         return meta
 
 
 def tool_rows(calls: list[ToolCall], results: dict[str, CallResult], turn_id: str) -> list[Msg]:
-    """The TOOL rows of a step, in the order the model asked for the calls."""
+    """The TOOL rows of a step, in the order the model asked for the calls (a client's
+    calls have none yet)."""
     rows = []
     for call in calls:
-        result = results[call.call_id]
+        result = results.get(call.call_id)
+        if result is None:  # a client's call: its output comes with the client's next turn
+            continue
         meta: dict[str, Any] = {"isError": result.is_error, "durationMs": result.duration_ms}
         if result.truncated:
             meta["truncated"] = True

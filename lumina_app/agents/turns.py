@@ -4,11 +4,17 @@ question before generation (:meth:`TurnPreparer.accept`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from lumina_app.agents.auto_recall import recall_earlier, recalled_message
-from lumina_app.agents.context import MAX_EARLIER, BuiltContext, build_context
+from lumina_app.agents.context import (
+    MAX_EARLIER,
+    BuiltContext,
+    build_context,
+    chat_message,
+    whole_exchanges,
+)
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import Provider, ProviderFactory
 from lumina_app.agents.registry import AgentDefinition
@@ -36,7 +42,9 @@ from lumina_app.settings import Settings
 class RunRequest:
     """What a caller asked a run for: an answer to ``text`` in a conversation (``new``: one
     stored together with this first turn), or, ``text`` None, its last question answered
-    again (regenerate). ``system_prompt`` replaces the agent's (the gateway decides when)."""
+    again (regenerate), or, ``outputs`` given, its last turn gone on with once a client sent
+    the outputs of the calls it was asked to run (TOOL rows). ``system_prompt`` replaces
+    the agent's (the gateway decides when)."""
 
     agent: AgentDefinition
     principal: Principal
@@ -44,6 +52,7 @@ class RunRequest:
     text: str | None = None
     new: ConversationInfo | None = None
     system_prompt: str | None = None
+    outputs: list[Msg] | None = None
 
 
 class Accept(Enum):
@@ -52,6 +61,7 @@ class Accept(Enum):
     CONVERSATION = "conversation"  # a new conversation with its first question
     TURN = "turn"  # the next question of a stored conversation
     REGENERATE = "regenerate"  # a new answer to the stored question; the old one superseded
+    CONTINUE = "continue"  # the client's tool outputs and a new answer in the last turn
 
 
 @dataclass(slots=True)
@@ -70,6 +80,8 @@ class PreparedRun:
     context: BuiltContext
     provider: Provider
     view: MemoryView
+    outputs: list[Msg] = field(default_factory=list)  # Accept.CONTINUE: the client's outputs
+    turn: list[Msg] = field(default_factory=list)  # Accept.CONTINUE: the rows after the question
 
 
 class TurnPreparer:
@@ -96,6 +108,8 @@ class TurnPreparer:
         self, run_id: str, request: RunRequest, conversation: ConversationInfo
     ) -> PreparedRun:
         """Build the run's context and its record, reading only what the scenario needs."""
+        if request.outputs is not None:
+            return await self._prepare_continue(run_id, request, conversation)
         if request.text is None:
             return await self._prepare_regenerate(run_id, request, conversation)
         agent = request.agent
@@ -131,6 +145,29 @@ class TurnPreparer:
         return await self._prepared(
             run_id, request, conversation, Scenario.RESUME, view, question, Accept.REGENERATE
         )
+
+    async def _prepare_continue(
+        self, run_id: str, request: RunRequest, conversation: ConversationInfo
+    ) -> PreparedRun:
+        """Go on with the last turn once a client sent the outputs of the calls it was
+        asked to run: the context is the turn's question and what followed it; the accept
+        transaction stores the outputs and a new answer row in the same turn."""
+        agent = request.agent
+        question = await self.memory.last_question(conversation)
+        if question is None:
+            raise InvalidInput("this conversation has no user message to go on from")
+        self.sessions.drop(agent.id, conversation.uuid)
+        view = await self.memory.view_before(conversation, question.seq)
+        if agent.memory.summary:
+            view = await self.memory.with_unsummarized(
+                conversation, view, limit=MAX_EARLIER, before_seq=question.seq
+            )
+        prepared = await self._prepared(
+            run_id, request, conversation, Scenario.RESUME, view, question, Accept.CONTINUE
+        )
+        prepared.outputs = list(request.outputs or [])
+        prepared.turn = await self.memory.rows_after(conversation, question.seq)
+        return prepared
 
     async def _prepared(
         self,
@@ -201,9 +238,15 @@ class TurnPreparer:
         ``streaming`` answer row and the run record, committed together. Once it returns
         the turn is stored and the run is this process's to generate."""
         memory, conversation, record = self.memory, run.conversation, run.record
+        stored: list[Msg] = []
         if run.accept is Accept.REGENERATE:
             user = run.question
             assistant = await memory.begin_regenerate(conversation, user, run.answer, record)
+        elif run.accept is Accept.CONTINUE:
+            user = run.question
+            stored, assistant = await memory.begin_continue(
+                conversation, run.outputs, run.answer, record
+            )
         elif run.accept is Accept.CONVERSATION:
             user, assistant = await memory.begin_conversation(
                 conversation, run.question, run.answer, record
@@ -212,7 +255,7 @@ class TurnPreparer:
             user, assistant = await memory.begin_turn(
                 conversation, run.question, run.answer, record
             )
-        return ActiveRun(
+        active = ActiveRun(
             run_id=run.record.run_id,
             conversation=conversation,
             agent=run.agent,
@@ -225,6 +268,11 @@ class TurnPreparer:
             window_history=list(run.view.messages),
             summary=run.view.summary,
         )
+        if run.accept is Accept.CONTINUE:  # the turn so far is part of what the model sees
+            settled = whole_exchanges([run.question, *run.turn, *stored])[1:]
+            active.settled = settled
+            active.context.messages += [chat_message(msg) for msg in settled]
+        return active
 
     async def _known(self, agent: AgentDefinition, principal: Principal, text: str) -> list:
         """The memories about the person most relevant to ``text``, within the agent's

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -101,6 +101,16 @@ class OpenAIRoute(AuthenticatedRoute):
                 return from_http(exc)
 
         return openai_shaped
+
+
+def openai_router() -> APIRouter:
+    """A router of OpenAI-compatible routes under /v1: every error in OpenAI's shape."""
+    return APIRouter(
+        prefix="/v1",
+        tags=["openai"],
+        route_class=OpenAIRoute,
+        responses={400: {"description": "Invalid request (OpenAI's error shape)"}},
+    )
 
 
 async def openai_unmatched(request: Request) -> JSONResponse:

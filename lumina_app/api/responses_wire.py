@@ -1,6 +1,6 @@
 """The Responses API's wire shapes: a response object (Open Responses' ``ResponseResource``,
-every field present), message items, and the framer that turns a run's events into the
-streaming events ``response.created`` … ``response.completed``."""
+every field present), message and function-call items, and the framer that turns a run's
+events into the streaming events ``response.created`` … ``response.completed``."""
 
 from __future__ import annotations
 
@@ -9,9 +9,18 @@ from datetime import datetime
 from typing import Any
 
 from lumina_app.api.sse import frame
-from lumina_app.domain import AnswerChunk, Msg, MsgRole, RunEvent, RunFinished, RunStatus
+from lumina_app.domain import (
+    AnswerChunk,
+    Msg,
+    MsgRole,
+    RunEvent,
+    RunFinished,
+    RunStatus,
+    ThinkingChunk,
+    ToolCallRequested,
+)
 from lumina_app.services.openai_conversations import item_id
-from lumina_app.services.responses import ResponseView, conversation_id
+from lumina_app.services.responses import ClientCall, ResponseView, conversation_id
 
 _STATUS = {
     RunStatus.RUNNING: "in_progress",
@@ -31,8 +40,28 @@ def output_text(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
+def function_call_item(call: ClientCall, status: str = "completed") -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": "fc_" + call.call_id,
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments if status == "completed" else "",
+        "status": status,
+    }
+
+
 def message_item(msg: Msg) -> dict[str, Any]:
-    """A stored message as a conversation / input item."""
+    """A stored message as a conversation / input item (a client tool's output as its
+    ``function_call_output``)."""
+    if msg.role is MsgRole.TOOL:
+        return {
+            "type": "function_call_output",
+            "id": item_id(msg.id),
+            "call_id": msg.tool_call_id,
+            "output": msg.content,
+            "status": "completed",
+        }
     role = msg.role.value.lower()
     if msg.role is MsgRole.ASSISTANT:
         content = [output_text(msg.content)]
@@ -69,6 +98,32 @@ def answer_item(message_id: int | None, text: str, status: str) -> dict[str, Any
     }
 
 
+def reasoning_id(message_item_id: str) -> str:
+    return "rs_" + message_item_id.removeprefix("msg_")
+
+
+def summary_text(text: str) -> dict[str, Any]:
+    return {"type": "summary_text", "text": text}
+
+
+def reasoning_item(message_item_id: str, text: str) -> dict[str, Any]:
+    """The model's thoughts before its answer, as a ``reasoning`` item's summary."""
+    return {
+        "type": "reasoning",
+        "id": reasoning_id(message_item_id),
+        "summary": [summary_text(text)] if text else [],
+        "encrypted_content": None,
+    }
+
+
+def output_items(view: ResponseView, status: str) -> list[dict[str, Any]]:
+    """An ended response's output: its reasoning (if the model thought aloud), its
+    answer, the calls of the client's tools it made."""
+    answer = answer_item(view.message_id, view.content, status)
+    thought = [reasoning_item(answer["id"], view.reasoning)] if view.reasoning else []
+    return [*thought, answer, *(function_call_item(call) for call in view.calls)]
+
+
 def usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
     return {
         "input_tokens": input_tokens,
@@ -80,10 +135,15 @@ def usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 
 def response_object(
-    view: ResponseView, *, instructions: str | None = None, store: bool = True
+    view: ResponseView,
+    *,
+    instructions: str | None = None,
+    store: bool = True,
+    tools: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The response as Open Responses' ``ResponseResource``; Lumina's conversation is in
-    ``conversation`` and ``metadata.lumina_conversation_id``."""
+    """The response as Open Responses' ``ResponseResource``: its answer, then the calls
+    of the client's tools it made; Lumina's conversation is in ``conversation`` and
+    ``metadata.lumina_conversation_id``."""
     status = _STATUS.get(view.status, "completed")
     running = status == "in_progress"
     error = None
@@ -99,9 +159,9 @@ def response_object(
         "model": view.agent_id,
         "previous_response_id": view.previous_response_id,
         "instructions": instructions,
-        "output": [] if running else [answer_item(view.message_id, view.content, status)],
+        "output": [] if running else output_items(view, status),
         "error": error,
-        "tools": [],
+        "tools": tools or [],
         "tool_choice": "auto",
         "truncation": "disabled",
         "parallel_tool_calls": False,
@@ -125,56 +185,169 @@ def response_object(
     }
 
 
-def stream_framer(
-    response: dict[str, Any],
-    message_id: int | None,
-    finish: Callable[[RunFinished], dict[str, Any]],
-) -> Callable[[RunEvent], bytes | None]:
+class ResponseFramer:
     """The framer of one streamed response: ``response`` is the in-progress object,
-    ``message_id`` its answer's row, ``finish`` the final object of a run's result. Every
-    event carries its ``type`` and the next ``sequence_number``."""
-    item = answer_item(message_id, "", "in_progress")
-    state = {"seq": 0}
-    part = {"item_id": item["id"], "output_index": 0, "content_index": 0}
+    ``message_id`` its answer's row, ``finish`` the final object of a run's result,
+    ``client_names`` the client's function tools. The output items stream in the order the
+    final object lists them: the model's reasoning (its thoughts before the answer, as a
+    ``reasoning`` item's summary), the answer (a ``message``, opened at its first text),
+    then each call of a client's tool (a ``function_call``). Every event carries its
+    ``type`` and the next ``sequence_number``."""
 
-    def event(kind: str, **fields: Any) -> bytes:
-        body = {"type": kind, "sequence_number": state["seq"], **fields}
-        state["seq"] += 1
-        return frame(body, event=kind)
+    def __init__(
+        self,
+        response: dict[str, Any],
+        message_id: int | None,
+        finish: Callable[[RunFinished], dict[str, Any]],
+        client_names: frozenset[str] = frozenset(),
+    ) -> None:
+        self.response = response
+        self.finish = finish
+        self.client_names = client_names
+        self.item = answer_item(message_id, "", "in_progress")
+        self.seq = 0
+        self.items = 0  # output items opened so far
+        self.text = ""
+        self.message: int | None = None  # the answer's output index, once opened
+        self.closed = False
+        self.thought = ""
+        self.reasoning: int | None = None  # the reasoning item's output index
+        self.thinking = False  # its summary still streaming
 
-    def opened() -> bytes:
-        return (
-            event("response.created", response=response)
-            + event("response.in_progress", response=response)
-            + event("response.output_item.added", output_index=0, item=item)
-            + event("response.content_part.added", **part, part=output_text(""))
-        )
-
-    def framer(run_event: RunEvent) -> bytes | None:
+    def __call__(self, run_event: RunEvent) -> bytes | None:
         payload = run_event.payload
-        out = b""
-        if state["seq"] == 0:  # the run's first event, whatever it is
-            out = opened()
-        if isinstance(payload, AnswerChunk):
-            return out + event(
-                "response.output_text.delta", **part, delta=payload.text, logprobs=[]
-            )
+        out = self._started() if self.seq == 0 else b""  # the run's first event, whatever
+        if isinstance(payload, ThinkingChunk) and self.message is None:
+            return out + self._thought(payload.text)
+        if isinstance(payload, AnswerChunk) and not self.closed:
+            return out + self._answered(payload.text)
+        if isinstance(payload, ToolCallRequested) and payload.name in self.client_names:
+            return out + self.called(ClientCall(payload.call_id, payload.name, payload.arguments))
         if isinstance(payload, RunFinished):
-            final = finish(payload)
-            text = final["output"][0]["content"][0]["text"] if final["output"] else ""
-            done_item = final["output"][0] if final["output"] else item
-            kind = "response.completed"
-            if final["status"] == "failed":
-                kind = "response.failed"
-            elif final["status"] in ("incomplete", "cancelled"):
-                kind = "response.incomplete"
-            return (
-                out
-                + event("response.output_text.done", **part, text=text, logprobs=[])
-                + event("response.content_part.done", **part, part=output_text(text))
-                + event("response.output_item.done", output_index=0, item=done_item)
-                + event(kind, response=final)
-            )
+            return out + self.ended(self.finish(payload))
         return out or None
 
-    return framer
+    def replay(self, final: dict[str, Any]) -> bytes:
+        """A finished response's events again (a retried request's, by Idempotency-Key):
+        each item's text in one delta."""
+        out = self._started()
+        for item in final["output"]:
+            if item["type"] == "reasoning" and item["summary"]:
+                out += self._thought(item["summary"][0]["text"])
+            elif item["type"] == "message" and item["content"] and item["content"][0]["text"]:
+                out += self._answered(item["content"][0]["text"])
+            elif item["type"] == "function_call":
+                out += self.called(ClientCall(item["call_id"], item["name"], item["arguments"]))
+        return out + self.ended(final)
+
+    def called(self, call: ClientCall) -> bytes:
+        """A call of the client's tool: the answer so far is done, the call follows it."""
+        out = self._open_message()
+        if not self.closed:
+            done = {**self.item, "status": "completed", "content": [output_text(self.text)]}
+            out += self._closed(self.text, done)
+        index = self._next()
+        on = {"item_id": "fc_" + call.call_id, "output_index": index}
+        opening = function_call_item(call, "in_progress")
+        return (
+            out
+            + self._event("response.output_item.added", output_index=index, item=opening)
+            + self._event("response.function_call_arguments.delta", **on, delta=call.arguments)
+            + self._event("response.function_call_arguments.done", **on, arguments=call.arguments)
+            + self._event(
+                "response.output_item.done", output_index=index, item=function_call_item(call)
+            )
+        )
+
+    def ended(self, final: dict[str, Any]) -> bytes:
+        answers = [item for item in final["output"] if item["type"] == "message"]
+        answer = answers[0] if answers else self.item
+        text = answer["content"][0]["text"] if answer["content"] else ""
+        kind = "response.completed"
+        if final["status"] == "failed":
+            kind = "response.failed"
+        elif final["status"] in ("incomplete", "cancelled"):
+            kind = "response.incomplete"
+        out = self._open_message()
+        if not self.closed:
+            out += self._closed(text, answer)
+        return out + self._event(kind, response=final)
+
+    def _thought(self, text: str) -> bytes:
+        out = b""
+        if self.reasoning is None:
+            self.reasoning, self.thinking = self._next(), True
+            out = self._event(
+                "response.output_item.added",
+                output_index=self.reasoning,
+                item=reasoning_item(self.item["id"], ""),
+            ) + self._event(
+                "response.reasoning_summary_part.added", **self._summary(), part=summary_text("")
+            )
+        self.thought += text
+        return out + self._event(
+            "response.reasoning_summary_text.delta", **self._summary(), delta=text
+        )
+
+    def _answered(self, text: str) -> bytes:
+        out = self._open_message()
+        self.text += text
+        delta = self._event("response.output_text.delta", **self._part(), delta=text, logprobs=[])
+        return out + delta
+
+    def _open_message(self) -> bytes:
+        if self.message is not None:
+            return b""
+        out = b""
+        if self.thinking:  # the thoughts end where the answer starts
+            self.thinking = False
+            done = reasoning_item(self.item["id"], self.thought)
+            out = (
+                self._event(
+                    "response.reasoning_summary_text.done", **self._summary(), text=self.thought
+                )
+                + self._event(
+                    "response.reasoning_summary_part.done",
+                    **self._summary(),
+                    part=summary_text(self.thought),
+                )
+                + self._event("response.output_item.done", output_index=self.reasoning, item=done)
+            )
+        self.message = self._next()
+        return (
+            out
+            + self._event("response.output_item.added", output_index=self.message, item=self.item)
+            + self._event("response.content_part.added", **self._part(), part=output_text(""))
+        )
+
+    def _next(self) -> int:
+        self.items += 1
+        return self.items - 1
+
+    def _part(self) -> dict[str, Any]:
+        return {"item_id": self.item["id"], "output_index": self.message, "content_index": 0}
+
+    def _summary(self) -> dict[str, Any]:
+        return {
+            "item_id": reasoning_id(self.item["id"]),
+            "output_index": self.reasoning,
+            "summary_index": 0,
+        }
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        body = {"type": kind, "sequence_number": self.seq, **fields}
+        self.seq += 1
+        return frame(body, event=kind)
+
+    def _started(self) -> bytes:
+        return self._event("response.created", response=self.response) + self._event(
+            "response.in_progress", response=self.response
+        )
+
+    def _closed(self, text: str, done_item: dict[str, Any]) -> bytes:
+        self.closed = True
+        return (
+            self._event("response.output_text.done", **self._part(), text=text, logprobs=[])
+            + self._event("response.content_part.done", **self._part(), part=output_text(text))
+            + self._event("response.output_item.done", output_index=self.message, item=done_item)
+        )

@@ -6,22 +6,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 
 from lumina_app.api.auth import Caller
 from lumina_app.api.deps import ServicesDep
-from lumina_app.api.openai_errors import OpenAIRoute
+from lumina_app.api.openai_errors import openai_router
 from lumina_app.api.responses_wire import item_list, message_item
 from lumina_app.api.schemas_responses import CreateConversation, CreateItems, UpdateConversation
 from lumina_app.services.openai_conversations import ConversationView
 from lumina_app.services.responses import conversation_id
 
-router = APIRouter(
-    prefix="/v1",
-    tags=["openai"],
-    route_class=OpenAIRoute,
-    responses={400: {"description": "Invalid request (OpenAI's error shape)"}},
-)
+router = openai_router()
 ConversationId = Annotated[str, Path(max_length=128)]
 ItemId = Annotated[str, Path(max_length=64)]
 

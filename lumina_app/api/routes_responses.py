@@ -7,29 +7,32 @@ in OpenAI's shape (``openai_errors.py``)."""
 
 from __future__ import annotations
 
+import secrets
+import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Request, Response
+from fastapi import Header, Path, Request, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
-from lumina_app.api.deps import ServicesDep
-from lumina_app.api.openai_errors import OpenAIRoute
-from lumina_app.api.responses_wire import item_list, response_object, stream_framer
-from lumina_app.api.run_stream import Started, stream_run
+from lumina_app.api.deps import ServicesDep, stream_response
+from lumina_app.api.idempotency import IdempotencyKey, idempotent
+from lumina_app.api.openai_errors import openai_router
+from lumina_app.api.responses_wire import ResponseFramer, item_list, response_object, usage
 from lumina_app.api.schemas import error_responses
-from lumina_app.api.schemas_responses import CreateResponse
+from lumina_app.api.schemas_responses import CompactRequest, CreateResponse
 from lumina_app.api.stream_slots import stream_slots
-from lumina_app.composition import Services
-from lumina_app.domain import Principal, RunFinished, RunStatus
-from lumina_app.services.responses import ResponsesService, ResponseTurn, ResponseView
-
-router = APIRouter(
-    prefix="/v1",
-    tags=["openai"],
-    route_class=OpenAIRoute,
-    responses={400: {"description": "Invalid request (OpenAI's error shape)"}},
+from lumina_app.domain import RequestInProgress, RunFinished, RunStatus
+from lumina_app.domain.tokens import estimate_text
+from lumina_app.services.openai_gateway import GatewayRun
+from lumina_app.services.responses import (
+    ResponsesService,
+    ResponseTurn,
+    ResponseView,
+    response_id,
 )
+
+router = openai_router()
 ResponseId = Annotated[str, Path(max_length=128)]
 CONVERSATION_HEADER = "X-Lumina-Conversation-Id"
 # Codex's id for its session: finds the conversation when the request names none.
@@ -50,35 +53,68 @@ async def create_response(
     services: ServicesDep,
     caller: Caller,
     session_id: SessionHeader = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response:
     """A turn: ``input`` is what is new when ``previous_response_id`` or ``conversation``
-    names the conversation; else the input is matched against stored conversations."""
+    names the conversation; else the input is matched against stored conversations.
+    A retry with the same ``Idempotency-Key`` starts nothing: it gets the first response
+    (streamed again once it has ended)."""
+    tools = body.function_tools()
     turn = ResponseTurn(
         body.model,
         body.lines(),
         body.previous_response_id,
         body.conversation_id(),
         session_key=body.prompt_cache_key or session_id,
+        outputs=tuple(body.outputs()),
+        tools=tuple(tools),
+        compaction=body.compaction(),
     )
-    shown = {"instructions": body.instructions, "store": body.store is not False}
+    shown = {
+        "instructions": body.instructions,
+        "store": body.store is not False,
+        "tools": body.tools,
+    }
+    fingerprint = {"body": body.model_dump(mode="json"), "session": session_id}
+    names = frozenset(tool["function"]["name"] for tool in tools)
     if not body.stream:
-        started = await services.responses.start(caller, turn)
-        result = await services.runs.result(started.run)
-        view = ResponsesService.finished(started, result, body.previous_response_id)
-        answer = JSONResponse(response_object(view, **shown))
-        answer.headers[CONVERSATION_HEADER] = view.conversation_uuid
+
+        async def complete() -> dict[str, Any]:
+            started = await services.responses.start(caller, turn)
+            result = await services.runs.result(started.run)
+            view = ResponsesService.finished(started, result, body.previous_response_id)
+            return response_object(view, **shown)
+
+        done = await idempotent(
+            services, caller.owner, idempotency_key, "response", fingerprint, complete
+        )
+        answer = JSONResponse(done)
+        answer.headers[CONVERSATION_HEADER] = done["metadata"]["lumina_conversation_id"]
         return answer
     slot = stream_slots(request.app).take(
         caller.owner, limit=services.settings.max_streams_per_owner
     )
-    return await stream_run(services, caller, slot, _streamed(services, caller, turn, body, shown))
+    first: list[GatewayRun] = []
 
+    async def start() -> dict[str, Any]:
+        first.append(await services.responses.start(caller, turn))
+        return {"id": response_id(first[0].run.run_id)}
 
-async def _streamed(
-    services: Services, caller: Principal, turn: ResponseTurn, body: CreateResponse, shown: dict
-) -> Started:
-    """Start the turn; its stream opens with the response object as it is at the start."""
-    started = await services.responses.start(caller, turn)
+    try:
+        accepted = await idempotent(
+            services, caller.owner, idempotency_key, "response-stream", fingerprint, start
+        )
+        # A retry: the response the first request started, again, once it has ended.
+        replay = None if first else await services.responses.get(caller, accepted["id"])
+        if replay is None:
+            events = await services.runs.events(caller, first[0].run.run_id)
+    except BaseException:
+        slot.release()
+        raise
+    if replay is not None:
+        slot.release()
+        return _replayed(replay, shown, names)
+    started = first[0]
     record = started.run.record
     opening = ResponseView(
         run_id=started.run.run_id,
@@ -98,10 +134,66 @@ async def _streamed(
         view = ResponsesService.finished(started, result, body.previous_response_id)
         return response_object(view, **shown)
 
-    framer = stream_framer(response_object(opening, **shown), opening.message_id, finish)
-    return Started(
-        started.run.run_id, framer, headers={CONVERSATION_HEADER: started.conversation_id}
+    framer = ResponseFramer(response_object(opening, **shown), opening.message_id, finish, names)
+    stream = stream_response(services, events, framer, slot.release)
+    stream.raw_headers.append(
+        (CONVERSATION_HEADER.lower().encode(), started.conversation_id.encode())
     )
+    return stream
+
+
+@router.post("/responses/compact")
+async def compact_response(
+    body: CompactRequest, services: ServicesDep, caller: Caller, session_id: SessionHeader = None
+) -> dict[str, Any]:
+    """The conversation so far as a ``compaction`` item (after the input's user messages,
+    as OpenAI answers): its ``encrypted_content`` is a handle to the Lumina conversation,
+    whose memory (summary, window, recall) holds what was compacted. A later input carrying
+    the item goes on with that conversation."""
+    turn = ResponseTurn(
+        body.model,
+        body.lines(),
+        body.previous_response_id,
+        session_key=body.prompt_cache_key or session_id,
+        compaction=body.compaction(),
+    )
+    handle = await services.responses.compact(caller, turn)
+    users = [line for line in turn.lines if line.role == "user"]
+    output: list[dict[str, Any]] = [
+        {
+            "type": "message",
+            "id": "msg_c" + secrets.token_hex(8),
+            "status": "completed",
+            "role": "user",
+            "content": [{"type": "input_text", "text": line.text}],
+        }
+        for line in users
+    ]
+    output.append(
+        {"type": "compaction", "id": "cmp_" + secrets.token_hex(12), "encrypted_content": handle}
+    )
+    return {
+        "id": "resp_cmp_" + secrets.token_hex(12),
+        "object": "response.compaction",
+        "created_at": int(time.time()),
+        "output": output,
+        "usage": usage(sum(estimate_text(line.text) for line in turn.lines), 0),
+    }
+
+
+def _replayed(view: ResponseView, shown: dict[str, Any], names: frozenset[str]) -> Response:
+    if view.status is RunStatus.RUNNING:
+        raise RequestInProgress(
+            f"the response of this Idempotency-Key is still streaming: GET /v1/responses/{view.id}"
+        )
+    final = response_object(view, **shown)
+    opening = {**final, "status": "in_progress", "output": [], "usage": None}
+    framer = ResponseFramer(
+        {**opening, "completed_at": None}, view.message_id, lambda _ended: final, names
+    )
+    answer = Response(framer.replay(final), media_type="text/event-stream")
+    answer.headers[CONVERSATION_HEADER] = view.conversation_uuid
+    return answer
 
 
 @router.get("/responses/{response_id}")

@@ -1,14 +1,16 @@
 """Bodies of the Responses and Conversations routes, in the wire format the `openai` SDK
 and the Agents SDK send (Open Responses' ``CreateResponseBody`` and OpenAI's conversation
 bodies). Fields Lumina has no use for (``include``, ``reasoning``, ``truncation``,
-``client_metadata``, ``temperature``, ...) are accepted and ignored; what it cannot honour
-yet (client function tools, tool-call items, images, files) is refused with a clear 400."""
+``client_metadata``, ``temperature``, ...) are accepted and ignored, as are ``reasoning``
+items and resent ``function_call`` items (Lumina stored the calls itself); what it cannot
+honour yet (``item_reference`` items, images, files) is refused with a clear 400.
+``function`` tools are offered to the model; ``function_call_output`` items answer them."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from lumina_app.api.schemas import NoNul
 from lumina_app.domain.transcript import Line
@@ -16,13 +18,10 @@ from lumina_app.domain.transcript import Line
 MAX_ITEMS = 10_000
 TEXT_ONLY = "only text content is supported (input_text / output_text parts)"
 ITEM_TYPES = (
-    "only message items are supported in input (function_call, function_call_output, "
-    "reasoning and item_reference items are not supported yet)"
+    "input items must be message, function_call, function_call_output, reasoning or "
+    "compaction items (item_reference and other items are not supported)"
 )
-CLIENT_TOOLS = (
-    "client-side function tools are not supported yet; the agent's own tools run "
-    "server-side (configure them in its config.json)"
-)
+TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
 Text = Annotated[str, NoNul]
 
@@ -68,6 +67,121 @@ class MessageItem(BaseModel):
         return Line("system" if self.role == "developer" else self.role, text)
 
 
+class FunctionCallItem(BaseModel):
+    """A call the model made, resent by clients that send their whole history: Lumina
+    stored it when it was made, so it is read and left."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["function_call"]
+    call_id: str = Field(min_length=1, max_length=128)
+    name: str = Field(max_length=128)
+    arguments: Text = ""
+
+
+class FunctionCallOutputItem(BaseModel):
+    """What a client's tool answered to the call ``call_id``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["function_call_output"]
+    call_id: str = Field(min_length=1, max_length=128)
+    output: Text | list[ContentPart]
+    id: str | None = Field(default=None, max_length=128)
+
+    def text(self) -> str:
+        if isinstance(self.output, str):
+            return self.output
+        return "".join(part.text for part in self.output)
+
+
+class ReasoningItem(BaseModel):
+    """A reasoning item a client resends: accepted and ignored (its summary is the
+    model's, its encrypted content no provider of Lumina's reads)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["reasoning"]
+
+
+class CompactionItem(BaseModel):
+    """What ``POST /v1/responses/compact`` answered: its ``encrypted_content`` is Lumina's
+    handle to the conversation (whose memory holds what was compacted)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["compaction"]
+    encrypted_content: str = Field(min_length=1, max_length=1024)
+    id: str | None = Field(default=None, max_length=128)
+
+
+KINDS = ("message", "function_call", "function_call_output", "reasoning", "compaction")
+
+
+def _item_kind(value: object) -> str | None:
+    kind = value.get("type", "message") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in KINDS else None
+
+
+InputItem = Annotated[
+    Annotated[MessageItem, Tag("message")]
+    | Annotated[FunctionCallItem, Tag("function_call")]
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
+    | Annotated[ReasoningItem, Tag("reasoning")]
+    | Annotated[CompactionItem, Tag("compaction")],
+    Discriminator(_item_kind, custom_error_type="invalid_item", custom_error_message=ITEM_TYPES),
+]
+
+
+def input_lines(input_: str | list[Any] | None, instructions: str | None) -> list[Line]:
+    """``instructions`` first (as a system line), then the input's messages — after its
+    last compaction item only (what came before it is in Lumina's memory), but its system
+    and developer messages wherever they are; empty assistant messages left out."""
+    head = [Line("system", instructions)] if instructions else []
+    if input_ is None:
+        return head
+    if isinstance(input_, str):
+        return [*head, Line("user", input_)]
+    cut = max((i for i, item in enumerate(input_) if isinstance(item, CompactionItem)), default=-1)
+    lines = [
+        item.line()
+        for i, item in enumerate(input_)
+        if isinstance(item, MessageItem) and (i > cut or item.role in ("system", "developer"))
+    ]
+    # An empty answer (one that only called the client's tools) is no line of the
+    # transcript: Lumina shows that turn's answers as one, the text after the calls.
+    return [*head, *(line for line in lines if line.role != "assistant" or line.text.strip())]
+
+
+def input_compaction(input_: str | list[Any] | None) -> str | None:
+    """The handle of the input's last compaction item, if any."""
+    if not isinstance(input_, list):
+        return None
+    handles = [item.encrypted_content for item in input_ if isinstance(item, CompactionItem)]
+    return handles[-1] if handles else None
+
+
+class FunctionTool(BaseModel):
+    """A function the client runs: offered to the model beside the agent's own tools."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["function"]
+    name: str = Field(pattern=TOOL_NAME)
+    description: Text | None = Field(default=None, max_length=8192)
+    parameters: dict[str, Any] | None = None
+
+    def spec(self) -> dict[str, Any]:
+        """The chat-completions ``tools`` entry the providers take."""
+        parameters = self.parameters or {"type": "object", "properties": {}}
+        function = {
+            "name": self.name,
+            "description": self.description or "",
+            "parameters": parameters,
+        }
+        return {"type": "function", "function": function}
+
+
 class ConversationRef(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -83,7 +197,7 @@ class CreateResponse(BaseModel):
     model: Text = Field(min_length=1, max_length=128)
     input: (
         Annotated[str, NoNul, Field(min_length=1)]
-        | Annotated[list[MessageItem], Field(min_length=1, max_length=MAX_ITEMS)]
+        | Annotated[list[InputItem], Field(min_length=1, max_length=MAX_ITEMS)]
     )
     instructions: Text | None = None
     previous_response_id: str | None = Field(default=None, max_length=128)
@@ -96,19 +210,43 @@ class CreateResponse(BaseModel):
 
     @field_validator("tools")
     @classmethod
-    def _no_function_tools(cls, value: list[dict[str, Any]] | None) -> object:
-        # Hosted tool types (web_search, ...) are ignored as the spec lets a server do;
-        # a function the client runs would need a tool loop Lumina does not have yet.
-        if value and any(tool.get("type") == "function" for tool in value):
-            raise ValueError(CLIENT_TOOLS)
+    def _function_tools(cls, value: list[dict[str, Any]] | None) -> object:
+        # Hosted and custom tool types (web_search, local_shell, ...) are ignored, as the
+        # spec lets a server do; function tools must be well formed, each name once.
+        names = [
+            FunctionTool.model_validate(tool).name
+            for tool in value or []
+            if tool.get("type") == "function"
+        ]
+        if len(names) != len(set(names)):
+            raise ValueError("two function tools have the same name")
         return value
 
     def lines(self) -> list[Line]:
-        """``instructions`` first (as a system line), then the input."""
-        head = [Line("system", self.instructions)] if self.instructions else []
+        return input_lines(self.input, self.instructions)
+
+    def compaction(self) -> str | None:
+        return input_compaction(self.input)
+
+    def outputs(self) -> list[tuple[str, str]]:
+        """The ``function_call_output`` items after the input's last message: the
+        outputs of the calls this request answers (earlier ones were answered before)."""
         if isinstance(self.input, str):
-            return [*head, Line("user", self.input)]
-        return [*head, *(item.line() for item in self.input)]
+            return []
+        found: list[tuple[str, str]] = []
+        for item in self.input:
+            if isinstance(item, MessageItem):
+                found = []
+            elif isinstance(item, FunctionCallOutputItem):
+                found.append((item.call_id, item.text()))
+        return found
+
+    def function_tools(self) -> list[dict[str, Any]]:
+        return [
+            FunctionTool.model_validate(tool).spec()
+            for tool in self.tools or []
+            if tool.get("type") == "function"
+        ]
 
     def conversation_id(self) -> str | None:
         if isinstance(self.conversation, ConversationRef):
@@ -137,3 +275,26 @@ class CreateItems(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     items: list[MessageItem] = Field(min_length=1, max_length=20)
+
+
+class CompactRequest(BaseModel):
+    """``POST /v1/responses/compact``: the conversation so far (``input``, or
+    ``previous_response_id``), for a compaction item naming it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: Text = Field(min_length=1, max_length=128)
+    input: (
+        Annotated[str, NoNul, Field(min_length=1)]
+        | Annotated[list[InputItem], Field(min_length=1, max_length=MAX_ITEMS)]
+        | None
+    ) = None
+    instructions: Text | None = None
+    previous_response_id: str | None = Field(default=None, max_length=128)
+    prompt_cache_key: str | None = Field(default=None, max_length=256)
+
+    def lines(self) -> list[Line]:
+        return input_lines(self.input, self.instructions)
+
+    def compaction(self) -> str | None:
+        return input_compaction(self.input)

@@ -163,6 +163,24 @@ class MemoryManager:
         )
         return assistant
 
+    async def begin_continue(
+        self, conversation: ConversationInfo, results: Sequence[Msg], assistant: Msg, run: RunRecord
+    ) -> tuple[list[Msg], Msg]:
+        """A turn goes on after a client's tool outputs: ``results`` (TOOL rows, final)
+        and a ``streaming`` answer row after them, with the run, in one transaction; the
+        results join the window."""
+        for msg in results:
+            check_storable_text(msg.content, "tool output")
+        assistant.status = MessageStatus.STREAMING
+        saved = await self.cold.append_messages(
+            conversation.id, [*results, assistant], status=ConversationStatus.RUNNING, run=run
+        )
+        outputs, answer = list(saved[:-1]), saved[-1]
+        if outputs:
+            await self._window(conversation, outputs)
+            await self._finalised(conversation, outputs)
+        return outputs, answer
+
     async def flush_answer(self, message_id: int, content: str) -> bool:
         """Persist a growing answer, fenced like the final write; committed together with
         other runs' flushes of the same moment (``storage.flush_batch``)."""
@@ -300,6 +318,13 @@ class MemoryManager:
     async def last_question(self, conversation: ConversationInfo) -> Msg | None:
         """The newest user message: what a regenerate answers again."""
         return await self.cold.last_question(conversation.id)
+
+    async def rows_after(
+        self, conversation: ConversationInfo, seq: int, *, limit: int = 200
+    ) -> list[Msg]:
+        """The rows after the message at ``seq``: the rest of a turn a client's tool
+        outputs go on with."""
+        return await self.cold.page_messages(conversation.id, limit=limit, after_seq=seq)
 
     async def view_before(self, conversation: ConversationInfo, seq: int) -> MemoryView:
         """What a context for the message at ``seq`` is built from, read from SQL: the last

@@ -162,6 +162,31 @@ class OpenAIGateway:
             outcome = SystemPrompt.NONE
         return GatewayRun(run, outcome, found)
 
+    async def locate(
+        self, principal: Principal, agent_id: str, lines: list[Line], session_key: str | None
+    ) -> ConversationInfo:
+        """The conversation a history with no new question belongs to (a compaction's):
+        the session key's, else the one it continues, with what it lacks stored; else a
+        new one holding it."""
+        agent = self.agents.definition(agent_id)
+        self._check_sizes(lines)
+        dialogue = [line for line in lines if line.role != "system"]
+        key = session_hash(session_key) if session_key else None
+        if key is not None:
+            keyed = await self._keyed(principal, agent.id, key, dialogue)
+            if keyed is not None:
+                return keyed
+        first = next((line.text for line in dialogue if line.role == "user"), None)
+        if first is None:
+            raise InvalidInput("input: no user message to find or start a conversation by")
+        conversation, _found = await self._continued(principal, agent.id, dialogue, first)
+        if key is not None:
+            meta = await self.history.gateway_meta(conversation)
+            await self.history.set_gateway_meta(
+                conversation, opening=None, meta={**meta, "sessionKey": key}
+            )
+        return conversation
+
     def _check_sizes(self, messages: list[Line]) -> None:
         """Every message is held to what the new one is: at most ``max_chars`` characters,
         a question never empty; and a request brings at most ``max_messages`` of them (each

@@ -122,6 +122,24 @@ class RunService:
             raise ConversationNotFound(conversation_id)
         return await self.engine.regenerate(conversation_uuid=conversation_id, principal=principal)
 
+    async def continue_turn(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        outputs: list[Msg],
+        system_prompt: str | None = None,
+    ) -> ActiveRun:
+        """Go on with the conversation's last turn after a client ran its calls
+        (``outputs``: TOOL rows); same run slot, events and durability as :meth:`start`."""
+        if not is_conversation_id(conversation_id):
+            raise ConversationNotFound(conversation_id)
+        return await self.engine.continue_turn(
+            conversation_uuid=conversation_id,
+            outputs=outputs,
+            principal=principal,
+            system_prompt=system_prompt,
+        )
+
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """The events of a run the caller just started (``None``: a keepalive is due)."""
         return self.engine.follow(run, after)

@@ -233,7 +233,6 @@ def test_another_owners_ids_are_not_found(client: openai.OpenAI, server: AppServ
         {"model": "assistant", "input": [{"type": "function_call_output", "call_id": "c"}]},
         {"model": "assistant", "input": [{"role": "user", "content": [{"type": "input_image"}]}]},
         {"model": "assistant", "input": [{"role": "assistant", "content": "last is no question"}]},
-        {"model": "assistant", "input": "x", "tools": [{"type": "function", "name": "f"}]},
         {"model": "assistant", "input": "nul \u0000"},
         {"model": "assistant", "input": "x", "conversation": "conv_nonsense"},
         {"model": 3, "input": "x"},
