@@ -311,6 +311,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
             lease_seconds=settings.run_lease_seconds,
         ),
     )
+    chat.sessions.on_drop.append(providers.acp.forget)  # acp agents: their process too
     archive = ArchiveService(memory, settings.data_dir, limits=ImportLimits.from_settings(settings))
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
     if mirror is not None:

@@ -28,6 +28,7 @@ class Step:
     finish_reason: str | None = None
     calling: bool = False  # its calls are running (a stop now records them as cancelled)
     calls_started: float = 0.0
+    agent_tools: list[dict[str, Any]] = field(default_factory=list)  # an acp agent's own
 
     def add_call(self, call: ToolCall) -> None:
         """A call as the model asked for it, with an id unique in the step, its name and id
@@ -47,6 +48,8 @@ class Step:
         meta.update(usage=self.usage, finishReason=self.finish_reason)
         if self.thinking:
             meta["thinking"] = "".join(self.thinking)
+        if self.agent_tools:
+            meta["agentTools"] = self.agent_tools
         if results:
             meta["toolCalls"] = [
                 {"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in self.calls

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from lumina_app.agents.acp.provider import AcpProvider
 from lumina_app.agents.auto_recall import recall_earlier, recalled_message
 from lumina_app.agents.context import MAX_EARLIER, BuiltContext, build_context
 from lumina_app.agents.prompts import PromptVersions
@@ -143,7 +144,10 @@ class TurnPreparer:
             earlier=agent.memory.summary,
             recalled=recalled_message(recalled),
         )
-        provider = self.providers.for_agent(agent)
+        provider = self.providers.for_agent(agent, conversation.uuid)
+        own_session: dict = {}
+        if isinstance(provider, AcpProvider):  # its process holds the context: it says which
+            scenario, own_session = await provider.prepare(scenario)
         first_seq, last_seq = context.seq_range
         record = RunRecord(
             run_id=run_id,
@@ -156,11 +160,16 @@ class TurnPreparer:
             context_first_seq=first_seq,
             context_last_seq=last_seq,
             context_messages=len(context.history),
-            context=await self._recipe(prompt, context) | _recalled_recipe(recalled),
+            context=await self._recipe(prompt, context) | _recalled_recipe(recalled) | own_session,
             trimmed=context.trimmed,
         )
         meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
-        user, assistant = await commit(record, meta)
+        try:
+            user, assistant = await commit(record, meta)
+        except BaseException:
+            if isinstance(provider, AcpProvider):
+                provider.abandon()
+            raise
         return ActiveRun(
             run_id=run_id,
             conversation=conversation,
