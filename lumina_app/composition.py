@@ -36,6 +36,7 @@ from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
 from lumina_app.recall.retriever import Retriever
 from lumina_app.recall.worker import EmbedWorker
 from lumina_app.services.accounts import AccountService
+from lumina_app.services.agent_permissions import AgentPermissions
 from lumina_app.services.agents import AgentService
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
@@ -113,6 +114,7 @@ class Services:
     slots: Slots
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
+    permissions: AgentPermissions | None = None  # acp agents' permission requests
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
     def start_background(self) -> None:
@@ -331,6 +333,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         agents=agents,
         conversations=ConversationService(memory, agents, archive),
         runs=runs,
+        permissions=AgentPermissions(chat),
         health=HealthService(memory),
         search=SearchService(memory),
         recall=RecallService(memory, retriever),
