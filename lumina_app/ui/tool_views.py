@@ -43,7 +43,27 @@ def stored_cards(msg: Msg) -> list[ToolView]:
         alone = card(msg.tool_call_id, str(msg.meta.get("name") or "tool"), "", "pending")
         duration = int(msg.meta.get("durationMs") or 0)
         return [with_result(alone, msg.content, bool(msg.meta.get("isError")), duration)]
-    return [card(c["id"], c["name"], c["arguments"], "pending") for c in msg.tool_calls]
+    cards = [card(c["id"], c["name"], c["arguments"], "pending") for c in msg.tool_calls]
+    return cards + agent_cards(msg.meta.get("agentTools") or [])
+
+
+def agent_cards(events: list[dict[str, Any]]) -> list[ToolView]:
+    """The tools an acp agent ran itself, kept in its answer's meta as their events."""
+    cards: dict[str, ToolView] = {}
+    for event in events:
+        key = str(event.get("callId", ""))
+        if event.get("event") == "tool_call":
+            cards[key] = card(
+                key, str(event.get("name", "")), str(event.get("arguments", "")), "pending"
+            )
+        elif key in cards:
+            cards[key] = with_result(
+                cards[key],
+                str(event.get("content", "")),
+                bool(event.get("isError")),
+                int(event.get("durationMs") or 0),
+            )
+    return list(cards.values())
 
 
 def pair_results(views: list[Any]) -> list[Any]:

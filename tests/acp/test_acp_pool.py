@@ -12,6 +12,7 @@ import pytest
 
 from lumina_app.composition import open_services
 from lumina_app.domain import LOCAL, EventType
+from lumina_app.ui.tool_views import stored_cards
 from tests.acp.helpers import (
     PROMPT,
     alive,
@@ -192,6 +193,12 @@ async def test_thinking_and_the_agents_tools_are_streamed_and_kept(services, dat
     answer = await services.memory.get_message(result_of(events)["messageId"])
     assert answer.meta["thinking"] == "pondering "
     assert [t["event"] for t in answer.meta["agentTools"]] == ["tool_call", "tool_result"]
+    [shown] = stored_cards(answer)  # as the chat shows it once stored
+    assert (shown["name"], shown["status"], shown["content"]) == (
+        "list files",
+        "done",
+        "a.txt b.txt",
+    )
     assert answer.meta["usage"] == {"promptTokens": 7, "completionTokens": 7}
 
 
@@ -222,6 +229,13 @@ async def test_ask_waits_for_the_persons_choice(services, data_dir) -> None:
     assert run.provider.answer_permission(asked["requestId"], "yes")
     await run.done.wait()
     assert "permission=yes" in run.result.content
+    events = [e async for e in services.runs.follow(run) if e is not None]
+    decided = next(
+        e
+        for e in events
+        if e.type is EventType.TOOL_RESULT and e.data["callId"] == asked["requestId"]
+    )
+    assert decided.data["content"] == "chose Allow" and decided.data["isError"] is False
 
 
 async def test_ask_unanswered_is_rejected_after_the_timeout(settings_factory, data_dir) -> None:
@@ -230,6 +244,9 @@ async def test_ask_unanswered_is_rejected_after_the_timeout(settings_factory, da
     try:
         events = await asyncio.wait_for(send(services, "/permission"), 15)
         assert "permission=no" in answer_of(events)
+        decided = next(e for e in events if e.type is EventType.TOOL_RESULT)
+        assert decided.data["content"] == "no answer in 0 s: chose Reject"
+        assert decided.data["isError"] is True
     finally:
         await services.close()
 

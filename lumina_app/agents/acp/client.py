@@ -170,6 +170,8 @@ class LuminaClient:
             options=[{"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in options],
         )
         self.pending[request.request_id] = request
+        began = time.monotonic()
+        chosen, timed_out = reject, False
         try:
             await self.on_ask(request)
             async with asyncio.timeout(self.ask_timeout):
@@ -180,10 +182,36 @@ class LuminaClient:
                 request.request_id,
                 self.ask_timeout,
             )
-            chosen = reject
+            chosen, timed_out = reject, True
         finally:
             self.pending.pop(request.request_id, None)
+            self._decided(request, chosen, reject, began, timed_out)
         return chosen
+
+    def _decided(
+        self,
+        request: PermissionRequest,
+        chosen: str | None,
+        reject: str | None,
+        began: float,
+        timed_out: bool,
+    ) -> None:
+        """The request's card gets its result: which option, or that none was chosen."""
+        if self.sink is None:
+            return
+        names = {o["optionId"]: o["name"] for o in request.options}
+        content = f"chose {names.get(chosen, chosen)!s}" if chosen else "cancelled"
+        if timed_out:
+            content = f"no answer in {self.ask_timeout:.0f} s: {content}"
+        self.sink.put_nowait(
+            ToolCallFinished(
+                request.request_id,
+                f"permission: {request.title}",
+                content,
+                chosen in (None, reject),
+                round((time.monotonic() - began) * 1000),
+            )
+        )
 
     def answer(self, request_id: str, option_id: str | None) -> bool:
         """The person's choice (None = cancel); False if no such request is waiting."""
