@@ -18,12 +18,35 @@ class ToolView(TypedDict):
     content: str
     status: str  # running (live) | pending (stored, no result seen) | done | error
     duration: str
+    # An acp agent's permission request waiting for the person: its options (buttons).
+    options: list[dict[str, str]]
+
+
+PERMISSION = "permission: "  # the name of an acp agent's permission request card
 
 
 def card(call_id: str, name: str, arguments: str, status: str) -> ToolView:
     return ToolView(
-        key=call_id, name=name, arguments=_pretty(arguments), content="", status=status, duration=""
+        key=call_id,
+        name=name,
+        arguments=_pretty(arguments),
+        content="",
+        status=status,
+        duration="",
+        options=_options(arguments) if status == "running" and name.startswith(PERMISSION) else [],
     )
+
+
+def _options(arguments: str) -> list[dict[str, str]]:
+    try:
+        options = json.loads(arguments).get("options") or []
+    except (ValueError, AttributeError):
+        return []
+    return [
+        {"optionId": str(o.get("optionId", "")), "name": str(o.get("name", ""))}
+        for o in options
+        if isinstance(o, dict)
+    ]
 
 
 def with_result(view: ToolView, content: str, is_error: bool, duration_ms: int) -> ToolView:
@@ -34,6 +57,7 @@ def with_result(view: ToolView, content: str, is_error: bool, duration_ms: int) 
         content=content,
         status="error" if is_error else "done",
         duration=f"{duration_ms} ms" if duration_ms < 1000 else f"{duration_ms / 1000:.1f} s",
+        options=[],
     )
 
 

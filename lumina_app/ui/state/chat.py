@@ -214,6 +214,16 @@ class ChatState(HistoryState):
         self.pending_user, self.pending_time, self.live_tools = "", "", []
 
     @rx.event(background=True)
+    async def answer_permission(self, request_id: str, option_id: str):
+        """The person's choice on an acp agent's permission request (its card's buttons)."""
+        async with self:
+            run_id, caller = self.run_id, self._caller()
+        permissions = self._services().permissions
+        if run_id and permissions is not None:
+            with contextlib.suppress(NotFound):  # answered, timed out, or the run ended
+                permissions.answer(caller, run_id, request_id, option_id)
+
+    @rx.event(background=True)
     async def stop(self):
         async with self:
             run_id, caller = self.run_id, self._caller()
