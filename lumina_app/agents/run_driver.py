@@ -256,7 +256,7 @@ class RunDriver:
         """A tool the agent ran itself (acp): shown and kept in the answer's meta."""
         if isinstance(item, ToolCallRequested):
             item = dataclasses.replace(
-                item, message_id=run.assistant.id or 0, seq=run.assistant.seq
+                item, message_id=run.assistant.id or 0, seq=run.assistant.seq, by_agent=True
             )
         step.agent_tools.append({"event": item.kind.value, **item.wire()})
         await self.publish(run, item)

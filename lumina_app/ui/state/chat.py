@@ -176,7 +176,8 @@ class ChatState(HistoryState):
         try:
             async for event in events or no_events():
                 turn.feed(event.payload if event is not None else None)
-                if turn.dirty and (turn.result or time.monotonic() - last_flush >= FLUSH_SECONDS):
+                due = turn.result or turn.waiting or time.monotonic() - last_flush >= FLUSH_SECONDS
+                if turn.dirty and due:
                     async with self:
                         if self._ticket != ticket:
                             return
