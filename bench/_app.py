@@ -459,3 +459,9 @@ def import_and_embed(sync_url: str, root: Path) -> tuple[int, int, float]:
             await archive.close()
 
     return asyncio.run(run())
+
+
+# -- acp agents (bench/acp.py) -------------------------------------------------------------
+from lumina_app.agents.acp.config import AcpConfig as AcpConfig  # noqa: E402
+from lumina_app.agents.acp.pool import AcpPool as AcpPool  # noqa: E402
+from lumina_app.agents.acp.provider import AcpProvider as AcpProvider  # noqa: E402

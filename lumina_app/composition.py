@@ -39,6 +39,7 @@ from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
 from lumina_app.recall.retriever import Retriever
 from lumina_app.recall.worker import EmbedWorker
 from lumina_app.services.accounts import AccountService
+from lumina_app.services.agent_permissions import AgentPermissions
 from lumina_app.services.agents import AgentService
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
@@ -120,6 +121,7 @@ class Services:
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
     memories: MemoryService | None = None  # long-term memories (what agents know of people)
+    permissions: AgentPermissions | None = None  # acp agents' permission requests
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
     def start_background(self) -> None:
@@ -328,6 +330,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     archive = ArchiveService(
         memory, reads.archive, settings.data_dir, limits=ImportLimits.from_settings(settings)
     )
+    chat.sessions.on_drop.append(providers.acp.forget)  # acp agents: their process too
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
     if mirror is not None:
         mirror.attach()
@@ -347,6 +350,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         agents=agents,
         conversations=ConversationService(memory, agents, archive, reads.conversations),
         runs=runs,
+        permissions=AgentPermissions(chat),
         health=HealthService(memory),
         search=SearchService(memory, reads.search),
         recall=RecallService(memory, retriever),

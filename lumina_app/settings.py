@@ -74,6 +74,12 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"  # json: one object per line, with run ids
     mcp_start_timeout_seconds: float = Field(20.0, gt=0)  # an MCP server's start-up
     mcp_retry_seconds: float = Field(30.0, ge=0)  # before starting a failed server again
+    # "provider": "acp" agents: one agent process per active conversation (docs/ACP.md)
+    acp_max_processes: int = Field(16, ge=1)  # live at once (least recently used ends first)
+    acp_idle_seconds: float = Field(600.0, gt=0)  # an idle process ends after this
+    acp_max_starting: int = Field(2, ge=1)  # processes starting at once
+    acp_start_timeout_seconds: float = Field(30.0, gt=0)  # to initialize and open a session
+    acp_permission_timeout_seconds: float = Field(120.0, gt=0)  # "ask": then rejected
     # Built-ins whose cost depends on their input (the calculator) run in worker processes
     # (per server process), killed after tool_cpu_seconds or the agent's toolTimeoutSeconds.
     tool_workers: int = Field(2, ge=1, le=64)

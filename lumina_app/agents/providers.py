@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import openai
 
+from lumina_app.agents.acp.pool import AcpPool
+from lumina_app.agents.acp.provider import AcpProvider
 from lumina_app.agents.auto_recall import PREFIX as RECALLED_PREFIX
 from lumina_app.agents.context import ChatMessage
 from lumina_app.agents.demo_tools import demo_tool_answer, demo_tool_calls
@@ -250,9 +252,19 @@ class ProviderFactory:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._clients: dict[tuple[str | None, str | None], openai.AsyncOpenAI] = {}
+        self.acp = AcpPool(
+            max_processes=settings.acp_max_processes,
+            idle_seconds=settings.acp_idle_seconds,
+            max_starting=settings.acp_max_starting,
+            start_timeout=settings.acp_start_timeout_seconds,
+            ask_timeout=settings.acp_permission_timeout_seconds,
+        )
 
-    def for_agent(self, agent: AgentDefinition) -> Provider:
+    def for_agent(self, agent: AgentDefinition, conversation_uuid: str | None = None) -> Provider:
+        """The agent's provider; an ``acp`` agent's is bound to one conversation's process."""
         kind = agent.provider or self.settings.llm_provider
+        if kind == "acp" and agent.acp is not None:
+            return AcpProvider(self.acp, agent, conversation_uuid or "")
         if kind == "demo":
             return DemoProvider(agent.name, delay=self.settings.demo_delay_ms / 1000)
         base_url = agent.base_url or self.settings.llm_base_url
@@ -273,6 +285,7 @@ class ProviderFactory:
         )
 
     async def close(self) -> None:
+        await self.acp.close()  # every agent process group ended
         for client in self._clients.values():
             await client.close()
         self._clients.clear()

@@ -10,6 +10,7 @@ from math import inf
 from pathlib import Path
 from typing import Any
 
+from lumina_app.agents.acp.config import AcpConfig, AcpConfigError, parse_acp_config
 from lumina_app.agents.memory_config import (
     MEMORY_FILE,
     SUMMARY_FILE,
@@ -50,6 +51,7 @@ class AgentDefinition:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     # The OpenAI-compatible gateway: may a client's ``system`` message replace the prompt?
     allow_client_system_prompt: bool = False
+    acp: AcpConfig | None = None  # "provider": "acp": the agent process to start
 
     @property
     def available(self) -> bool:
@@ -133,6 +135,10 @@ class AgentRegistry:
             tools = parse_tool_config(config)
         except ToolConfigError as exc:
             problem = problem or f"config.json: {exc}"
+        try:
+            acp = parse_acp_config(config)
+        except AcpConfigError as exc:
+            problem = problem or f"config.json: {exc}"
         if problem:
             return AgentDefinition(id=agent_id, name=name, error=problem)
         prompts = []
@@ -153,7 +159,7 @@ class AgentRegistry:
         memory = parse_memory(config, summary_prompt, memory_prompt)
         if isinstance(memory, str):
             return AgentDefinition(id=agent_id, name=name, error=memory)
-        known = {"name", "description", "memory", _CLIENT_SYSTEM, *_OVERRIDES, *_TOOL_KEYS}
+        known = {"name", "description", "memory", "acp", _CLIENT_SYSTEM, *_OVERRIDES, *_TOOL_KEYS}
         return AgentDefinition(
             id=agent_id,
             name=name,
@@ -169,6 +175,7 @@ class AgentRegistry:
             extra={k: v for k, v in config.items() if k not in known},
             memory=memory,
             allow_client_system_prompt=config.get(_CLIENT_SYSTEM, False),
+            acp=acp,
         )
 
 
@@ -176,8 +183,8 @@ def _check_config(config: dict[str, Any]) -> str | None:
     for key in ("name", "description", "provider", "base_url", "model", "api_key"):
         if key in config and config[key] is not None and not isinstance(config[key], str):
             return f"config.json: {key!r} must be a string"
-    if config.get("provider") not in (None, "demo", "openai"):
-        return f"config.json: unknown provider {config['provider']!r} (use demo or openai)"
+    if config.get("provider") not in (None, "demo", "openai", "acp"):
+        return f"config.json: unknown provider {config['provider']!r} (use demo, openai or acp)"
     temperature = config.get("temperature")
     if temperature is not None and (
         isinstance(temperature, bool)

@@ -4,6 +4,7 @@ lease heartbeat, the final (fenced, retried) write, and the run's events."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import time
@@ -43,6 +44,7 @@ from lumina_app.domain import (
     ThinkingChunk,
     ThinkingDelta,
     ToolCall,
+    ToolCallFinished,
     ToolCallRequested,
     Usage,
 )
@@ -247,10 +249,23 @@ class RunDriver:
                 }
             elif isinstance(item, Finish):
                 step.finish_reason = item.reason
+            elif isinstance(item, ToolCallRequested | ToolCallFinished):  # an acp agent's own
+                await self._agent_tool(run, step, item)
             elif isinstance(item, ProviderError):
                 step.calls.clear()  # a call from a failed answer is not made
                 return RunStatus.FAILED, item.message
         return RunStatus.COMPLETE, None
+
+    async def _agent_tool(
+        self, run: ActiveRun, step: Step, item: ToolCallRequested | ToolCallFinished
+    ) -> None:
+        """A tool the agent ran itself (acp): shown and kept in the answer's meta."""
+        if isinstance(item, ToolCallRequested):
+            item = dataclasses.replace(
+                item, message_id=run.assistant.id or 0, seq=run.assistant.seq, by_agent=True
+            )
+        step.agent_tools.append({"event": item.kind.value, **item.wire()})
+        await self.publish(run, item)
 
     async def _announce_calls(self, run: ActiveRun, step: Step) -> None:
         answer = run.assistant

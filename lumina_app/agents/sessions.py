@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lumina_app.domain import Msg, Summary
@@ -31,6 +32,9 @@ class SessionPool:
         self.idle_seconds = idle_seconds
         self._clock = clock
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+        # Told of every explicit drop (regenerate, delete, an answer not stored): an acp
+        # agent's live process holds that context too.
+        self.on_drop: list[Callable[[str, str], None]] = []
 
     @staticmethod
     def key(agent_id: str, conversation_uuid: str) -> str:
@@ -71,6 +75,8 @@ class SessionPool:
 
     def drop(self, agent_id: str, conversation_uuid: str) -> None:
         self._sessions.pop(self.key(agent_id, conversation_uuid), None)
+        for dropped in self.on_drop:
+            dropped(agent_id, conversation_uuid)
 
     def clear(self) -> None:
         self._sessions.clear()

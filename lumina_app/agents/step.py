@@ -29,6 +29,7 @@ class Step:
     calling: bool = False  # its calls are running (a stop now records them as cancelled)
     calls_started: float = 0.0
     client_calls: list[ToolCall] = field(default_factory=list)  # the client runs these
+    agent_tools: list[dict[str, Any]] = field(default_factory=list)  # an acp agent's own
 
     def add_call(self, call: ToolCall) -> None:
         """A call as the model asked for it, with an id unique in the step, its name and id
@@ -48,6 +49,8 @@ class Step:
         meta.update(usage=self.usage, finishReason=self.finish_reason)
         if self.thinking:
             meta["thinking"] = "".join(self.thinking)
+        if self.agent_tools:
+            meta["agentTools"] = self.agent_tools
         if results or self.client_calls:
             client = {c.call_id for c in self.client_calls}
             meta["toolCalls"] = [

@@ -103,7 +103,9 @@ class SummaryKeeper:
         )
         provider = self.providers.for_agent(agent)
         summarizer = (
-            ExtractiveSummarizer() if provider.name == "demo" else ModelSummarizer(provider)
+            ExtractiveSummarizer()
+            if provider.name in ("demo", "acp")
+            else ModelSummarizer(provider)
         )
         previous = view.summary.text if view.summary else ""
         text = await summarizer.summarize(previous, left, agent.memory.summary_prompt)

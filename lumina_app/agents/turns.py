@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from lumina_app.agents.acp.provider import AcpProvider
 from lumina_app.agents.auto_recall import recall_earlier, recalled_message
 from lumina_app.agents.context import (
     MAX_EARLIER,
@@ -203,7 +204,10 @@ class TurnPreparer:
             recalled=recalled_message(recalled),
             known=context_message(known),
         )
-        provider = self.providers.for_agent(agent)
+        provider = self.providers.for_agent(agent, conversation.uuid)
+        own_session: dict = {}
+        if isinstance(provider, AcpProvider):  # its process holds the context: it says which
+            scenario, own_session = await provider.prepare(scenario)
         first_seq, last_seq = context.seq_range
         record = RunRecord(
             run_id=run_id,
@@ -216,7 +220,10 @@ class TurnPreparer:
             context_first_seq=first_seq,
             context_last_seq=last_seq,
             context_messages=len(context.history),
-            context=await self._recipe(prompt, context) | _recalled_recipe(recalled) | known_ids,
+            context=await self._recipe(prompt, context)
+            | _recalled_recipe(recalled)
+            | known_ids
+            | own_session,
             trimmed=context.trimmed,
         )
         meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
@@ -237,24 +244,13 @@ class TurnPreparer:
         """The accept transaction: the question (a regenerated one is stored already), the
         ``streaming`` answer row and the run record, committed together. Once it returns
         the turn is stored and the run is this process's to generate."""
-        memory, conversation, record = self.memory, run.conversation, run.record
-        stored: list[Msg] = []
-        if run.accept is Accept.REGENERATE:
-            user = run.question
-            assistant = await memory.begin_regenerate(conversation, user, run.answer, record)
-        elif run.accept is Accept.CONTINUE:
-            user = run.question
-            stored, assistant = await memory.begin_continue(
-                conversation, run.outputs, run.answer, record
-            )
-        elif run.accept is Accept.CONVERSATION:
-            user, assistant = await memory.begin_conversation(
-                conversation, run.question, run.answer, record
-            )
-        else:
-            user, assistant = await memory.begin_turn(
-                conversation, run.question, run.answer, record
-            )
+        conversation = run.conversation
+        try:
+            user, assistant, stored = await self._store(run)
+        except BaseException:
+            if isinstance(run.provider, AcpProvider):  # the session it took goes back
+                run.provider.abandon()
+            raise
         active = ActiveRun(
             run_id=run.record.run_id,
             conversation=conversation,
@@ -273,6 +269,23 @@ class TurnPreparer:
             active.settled = settled
             active.context.messages += [chat_message(msg) for msg in settled]
         return active
+
+    async def _store(self, run: PreparedRun) -> tuple[Msg, Msg, list[Msg]]:
+        """The one transaction ``run.accept`` names: (question, answer, tool outputs)."""
+        memory, conversation, record = self.memory, run.conversation, run.record
+        if run.accept is Accept.REGENERATE:
+            answer = await memory.begin_regenerate(conversation, run.question, run.answer, record)
+            return run.question, answer, []
+        if run.accept is Accept.CONTINUE:
+            stored, answer = await memory.begin_continue(
+                conversation, run.outputs, run.answer, record
+            )
+            return run.question, answer, stored
+        begin = (
+            memory.begin_conversation if run.accept is Accept.CONVERSATION else memory.begin_turn
+        )
+        user, answer = await begin(conversation, run.question, run.answer, record)
+        return user, answer, []
 
     async def _known(self, agent: AgentDefinition, principal: Principal, text: str) -> list:
         """The memories about the person most relevant to ``text``, within the agent's

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import LastEventId, ServicesDep, stream_response
@@ -55,3 +56,32 @@ async def stop_run(run_id: str, services: ServicesDep, caller: Caller) -> RunOut
     """Stop a live run (its answer ends ``stopped`` with the text so far). Stopping a run
     that already ended answers with its final state."""
     return RunOut.of(await services.runs.stop(caller, run_id))
+
+
+class PermissionAnswerIn(BaseModel):
+    """The person's choice: one of the request's ``options[].optionId``, or null to cancel."""
+
+    model_config = ConfigDict(extra="forbid")
+    optionId: str | None = Field(max_length=200)
+
+
+class PermissionAnswerOut(BaseModel):
+    runId: str
+    requestId: str
+    optionId: str | None
+
+
+@router.post(
+    "/{run_id}/permissions/{request_id}",
+    response_model=PermissionAnswerOut,
+    responses=error_responses(404, 422),
+)
+async def answer_permission(
+    run_id: str, request_id: str, body: PermissionAnswerIn, services: ServicesDep, caller: Caller
+) -> PermissionAnswerOut:
+    """Answer an ``acp`` agent's permission request (policy ``ask``): the run shows it as
+    a ``tool_call`` named ``permission: …`` whose arguments carry ``requestId`` and the
+    options, and waits for this (then rejects after LUMINA_ACP_PERMISSION_TIMEOUT_SECONDS)."""
+    assert services.permissions is not None
+    services.permissions.answer(caller, run_id, request_id, body.optionId)
+    return PermissionAnswerOut(runId=run_id, requestId=request_id, optionId=body.optionId)

@@ -184,12 +184,14 @@ class ToolCallRequested:
     arguments: str
     message_id: int = 0
     seq: int = 0
+    by_agent: bool = False  # an acp agent's own tool: its text goes on in the same answer
 
     def wire(self) -> dict[str, Any]:
         return {"callId": self.call_id, "name": self.name, "arguments": self.arguments}
 
     def record(self) -> dict[str, Any]:
-        return {**self.wire(), "messageId": self.message_id, "seq": self.seq}
+        record = {**self.wire(), "messageId": self.message_id, "seq": self.seq}
+        return record | {"byAgent": True} if self.by_agent else record
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> ToolCallRequested:
@@ -199,6 +201,7 @@ class ToolCallRequested:
             data["arguments"],
             data.get("messageId", 0),
             data.get("seq", 0),
+            data.get("byAgent", False),
         )
 
 

@@ -33,6 +33,7 @@ class LiveTurn:
     _parts: list[str] = field(default_factory=list)
     _step: tuple[int, int] = (0, 0)  # id and seq of the answer row the cards belong to
     _next_seq: int = 0
+    _one_answer: bool = False  # an acp agent's tools: no steps, the text goes on after them
 
     def feed(self, payload: RunPayload | None) -> None:
         if isinstance(payload, SessionStarted):
@@ -45,6 +46,7 @@ class LiveTurn:
             self._close_step()
             self.thinking += payload.text
         elif isinstance(payload, ToolCallRequested):
+            self._one_answer = self._one_answer or payload.by_agent
             if (payload.message_id, payload.seq) != self._step:
                 self._close_step()
                 self._step = (payload.message_id, payload.seq)
@@ -56,6 +58,12 @@ class LiveTurn:
         else:
             return
         self.dirty = True
+
+    @property
+    def waiting(self) -> bool:
+        """An acp agent waits for the person (a permission request): show it now, as no
+        further event may come until they answer."""
+        return any(card["options"] for card in self.cards)
 
     @property
     def question_listed(self) -> bool:
@@ -89,7 +97,7 @@ class LiveTurn:
 
     def _close_step(self) -> None:
         """A step whose calls all have results is stored: it joins the list as such."""
-        if not self.cards:
+        if not self.cards or self._one_answer:
             return
         self._join()
         self._add_question()

@@ -18,12 +18,35 @@ class ToolView(TypedDict):
     content: str
     status: str  # running (live) | pending (stored, no result seen) | done | error
     duration: str
+    # An acp agent's permission request waiting for the person: its options (buttons).
+    options: list[dict[str, str]]
+
+
+PERMISSION = "permission: "  # the name of an acp agent's permission request card
 
 
 def card(call_id: str, name: str, arguments: str, status: str) -> ToolView:
     return ToolView(
-        key=call_id, name=name, arguments=_pretty(arguments), content="", status=status, duration=""
+        key=call_id,
+        name=name,
+        arguments=_pretty(arguments),
+        content="",
+        status=status,
+        duration="",
+        options=_options(arguments) if status == "running" and name.startswith(PERMISSION) else [],
     )
+
+
+def _options(arguments: str) -> list[dict[str, str]]:
+    try:
+        options = json.loads(arguments).get("options") or []
+    except (ValueError, AttributeError):
+        return []
+    return [
+        {"optionId": str(o.get("optionId", "")), "name": str(o.get("name", ""))}
+        for o in options
+        if isinstance(o, dict)
+    ]
 
 
 def with_result(view: ToolView, content: str, is_error: bool, duration_ms: int) -> ToolView:
@@ -34,6 +57,7 @@ def with_result(view: ToolView, content: str, is_error: bool, duration_ms: int) 
         content=content,
         status="error" if is_error else "done",
         duration=f"{duration_ms} ms" if duration_ms < 1000 else f"{duration_ms / 1000:.1f} s",
+        options=[],
     )
 
 
@@ -43,7 +67,27 @@ def stored_cards(msg: Msg) -> list[ToolView]:
         alone = card(msg.tool_call_id, str(msg.meta.get("name") or "tool"), "", "pending")
         duration = int(msg.meta.get("durationMs") or 0)
         return [with_result(alone, msg.content, bool(msg.meta.get("isError")), duration)]
-    return [card(c["id"], c["name"], c["arguments"], "pending") for c in msg.tool_calls]
+    cards = [card(c["id"], c["name"], c["arguments"], "pending") for c in msg.tool_calls]
+    return cards + agent_cards(msg.meta.get("agentTools") or [])
+
+
+def agent_cards(events: list[dict[str, Any]]) -> list[ToolView]:
+    """The tools an acp agent ran itself, kept in its answer's meta as their events."""
+    cards: dict[str, ToolView] = {}
+    for event in events:
+        key = str(event.get("callId", ""))
+        if event.get("event") == "tool_call":
+            cards[key] = card(
+                key, str(event.get("name", "")), str(event.get("arguments", "")), "pending"
+            )
+        elif key in cards:
+            cards[key] = with_result(
+                cards[key],
+                str(event.get("content", "")),
+                bool(event.get("isError")),
+                int(event.get("durationMs") or 0),
+            )
+    return list(cards.values())
 
 
 def pair_results(views: list[Any]) -> list[Any]:

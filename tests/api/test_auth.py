@@ -47,6 +47,7 @@ def routes(
         ("GET", f"/api/v1/runs/{run}/stream", {}),
         ("GET", f"/api/v1/runs/{run}/context", {}),
         ("POST", f"/api/v1/runs/{run}/stop", {}),
+        ("POST", f"/api/v1/runs/{run}/permissions/PERM", {"json": {"optionId": "yes"}}),
         ("GET", "/api/v1/me", {}),
         ("GET", f"/api/v1/conversations/{conv}/search", {"params": {"q": "x"}}),
         ("GET", "/api/v1/search", {"params": {"q": "x"}}),
@@ -140,6 +141,7 @@ async def test_the_route_table_covers_every_api_route(api) -> None:
         "conv_CONV": "{conversation}",
         "CONV": "{conversation_id}",
         "RUN": "{run_id}",
+        "PERM": "{request_id}",
         "SESSION": "{session_id}",
         "KEY": "{key_id}",
         "USER": "{username}",
@@ -173,7 +175,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 22
+    assert len(with_bodies) == 23
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 

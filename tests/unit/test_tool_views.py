@@ -20,7 +20,7 @@ from lumina_app.domain import (
     ToolCallRequested,
 )
 from lumina_app.ui.live_turn import LiveTurn
-from lumina_app.ui.tool_views import pair_results
+from lumina_app.ui.tool_views import card, pair_results, with_result
 from lumina_app.ui.views import message_view
 from tests.events import session
 
@@ -59,6 +59,7 @@ def test_stored_results_are_folded_into_the_cards_of_their_calls() -> None:
         "content": "2026-11-30T10:00:00+00:00",
         "status": "done",
         "duration": "3 ms",
+        "options": [],
     }
     assert (calculator["status"], calculator["duration"]) == ("error", "1.5 s")
     assert views[2]["tools"] == []
@@ -144,3 +145,11 @@ def test_a_page_that_reattaches_does_not_repeat_what_it_shows() -> None:
         (16, 6, 0),
     ]
     assert MessageStatus(rows[-1]["status"]) is MessageStatus.COMPLETE
+
+
+def test_an_acp_permission_request_card_carries_its_options() -> None:
+    arguments = '{"requestId": "perm-1", "options": [{"optionId": "yes", "name": "Allow"}]}'
+    waiting = card("perm-1", "permission: edit notes.md", arguments, "running")
+    assert waiting["options"] == [{"optionId": "yes", "name": "Allow"}]
+    assert with_result(waiting, "chose Allow", False, 5)["options"] == []  # answered: no buttons
+    assert card("t1", "list files", arguments, "running")["options"] == []

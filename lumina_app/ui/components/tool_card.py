@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.tool_views import ToolView
 
 
@@ -15,6 +16,27 @@ def _section(label: str, text, testid: str) -> rx.Component:
             text,
             class_name="lumina-tool-text",
             custom_attrs={"data-testid": testid},
+        ),
+    )
+
+
+def _permission_buttons(tool: ToolView) -> rx.Component:
+    """An acp agent waits for the person: one button per option it offered."""
+    return rx.cond(
+        tool["options"].length() > 0,
+        rx.hstack(
+            rx.foreach(
+                tool["options"],
+                lambda option: rx.button(
+                    option["name"],
+                    size="1",
+                    variant="soft",
+                    on_click=ChatState.answer_permission(tool["key"], option["optionId"]),
+                    custom_attrs={"data-testid": "permission-option"},
+                ),
+            ),
+            spacing="2",
+            padding="0 0.5em 0.5em",
         ),
     )
 
@@ -60,8 +82,14 @@ def tool_card(tool: ToolView) -> rx.Component:
     )
 
 
+def _card_with_choices(tool: ToolView) -> rx.Component:
+    return rx.fragment(tool_card(tool), _permission_buttons(tool))
+
+
 def tool_cards(tools) -> rx.Component:
     return rx.cond(
         tools.length() > 0,
-        rx.vstack(rx.foreach(tools, tool_card), spacing="1", width="100%", margin_y="0.4em"),
+        rx.vstack(
+            rx.foreach(tools, _card_with_choices), spacing="1", width="100%", margin_y="0.4em"
+        ),
     )

@@ -176,7 +176,8 @@ class ChatState(HistoryState):
         try:
             async for event in events or no_events():
                 turn.feed(event.payload if event is not None else None)
-                if turn.dirty and (turn.result or time.monotonic() - last_flush >= FLUSH_SECONDS):
+                due = turn.result or turn.waiting or time.monotonic() - last_flush >= FLUSH_SECONDS
+                if turn.dirty and due:
                     async with self:
                         if self._ticket != ticket:
                             return
@@ -212,6 +213,16 @@ class ChatState(HistoryState):
     def _reset_stream(self) -> None:
         self.streaming, self.run_id, self.stream_text, self.stream_thinking = False, "", "", ""
         self.pending_user, self.pending_time, self.live_tools = "", "", []
+
+    @rx.event(background=True)
+    async def answer_permission(self, request_id: str, option_id: str):
+        """The person's choice on an acp agent's permission request (its card's buttons)."""
+        async with self:
+            run_id, caller = self.run_id, self._caller()
+        permissions = self._services().permissions
+        if run_id and permissions is not None:
+            with contextlib.suppress(NotFound):  # answered, timed out, or the run ended
+                permissions.answer(caller, run_id, request_id, option_id)
 
     @rx.event(background=True)
     async def stop(self):

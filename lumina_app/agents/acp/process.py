@@ -1,0 +1,182 @@
+"""One ACP agent process: started in its own process group with only the environment its
+config names, stderr to a log file (an undrained pipe would hang a chatty agent), driven
+through the SDK's client connection, and ended as a whole group (an agent's wrapper may
+leave its real binary behind when stdin closes)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
+from lumina_app.agents.acp.client import LuminaClient
+from lumina_app.agents.acp.config import AcpConfig
+
+log = logging.getLogger(__name__)
+
+STDIO_LIMIT = 16 * 1024 * 1024  # one JSON-RPC line from the agent
+_STDERR_TAIL = 2000
+
+
+class AgentStartError(RuntimeError):
+    """The agent process could not be started or did not complete ``initialize``."""
+
+
+@dataclass(eq=False)
+class AgentProcess:
+    """A live agent process and its connection; ``session_id`` once a session is open."""
+
+    process: asyncio.subprocess.Process
+    conn: Any  # acp.ClientSideConnection
+    client: LuminaClient
+    stderr_path: Path
+    capabilities: Any = None  # acp.schema.AgentCapabilities
+    agent_info: str = ""
+    session_id: str | None = None
+    started: float = field(default_factory=time.monotonic)
+    ready_seconds: float = 0.0
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    @property
+    def can_load(self) -> bool:
+        return bool(self.capabilities and self.capabilities.load_session)
+
+    @property
+    def can_resume(self) -> bool:
+        caps = self.capabilities and self.capabilities.session_capabilities
+        return bool(caps and caps.resume is not None)
+
+    @property
+    def can_close(self) -> bool:
+        caps = self.capabilities and self.capabilities.session_capabilities
+        return bool(caps and caps.close is not None)
+
+    def stderr_tail(self) -> str:
+        """The end of what the agent wrote to stderr (for a failed run's message)."""
+        try:
+            with self.stderr_path.open("rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - _STDERR_TAIL))
+                return fh.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
+    def exit_reason(self) -> str:
+        code = self.process.returncode
+        how = (
+            "is still running"
+            if code is None
+            else (f"was killed by signal {-code}" if code < 0 else f"exited with code {code}")
+        )
+        tail = self.stderr_tail()
+        return f"the agent process {how}" + (f"; its stderr ends: {tail[-500:]}" if tail else "")
+
+    async def close(self, grace: float = 2.0) -> None:
+        """``session/close`` where advertised, end of stdin, then the whole group: TERM,
+        and KILL after ``grace``; always reaped."""
+        if self.alive and self.session_id and self.can_close:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(min(grace, 1.0)):
+                    await self.conn.close_session(session_id=self.session_id)
+        with contextlib.suppress(Exception):
+            await self.conn.close()
+        with contextlib.suppress(Exception):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(min(grace, 0.5)):
+                await self.process.wait()
+        _signal_group(self.pid, signal.SIGTERM)
+        try:
+            async with asyncio.timeout(grace):
+                await self.process.wait()
+        except TimeoutError:
+            log.warning("agent process %d ignored SIGTERM; killing its group", self.pid)
+        _signal_group(self.pid, signal.SIGKILL)  # whatever of the group is left, leader or not
+        await self.process.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _make_folders(*folders: Path) -> None:
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+
+
+def agent_environment(config: AcpConfig) -> dict[str, str]:
+    """What the agent gets: PATH, HOME and the like (the SDK's list) plus the config's
+    ``env`` — never Lumina's own settings or keys."""
+    env = acp.default_environment()
+    env.update(dict(config.env))
+    return env
+
+
+async def start_agent(
+    config: AcpConfig,
+    folder: Path,
+    client: LuminaClient,
+    *,
+    stderr_path: Path,
+    start_timeout: float,
+) -> AgentProcess:
+    """Spawn the agent in ``folder`` and complete ``initialize``; AgentStartError if it
+    cannot start, dies, or does not answer within ``start_timeout``."""
+    _make_folders(stderr_path.parent, folder)
+    began = time.monotonic()
+    with stderr_path.open("ab") as stderr:
+        try:
+            process = await asyncio.create_subprocess_exec(
+                config.command,
+                *config.args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                env=agent_environment(config),
+                cwd=str(folder),
+                start_new_session=True,  # its own process group, ended as one
+                limit=STDIO_LIMIT,
+            )
+        except OSError as exc:
+            raise AgentStartError(f"cannot start {config.command!r}: {exc}") from exc
+    assert process.stdin is not None and process.stdout is not None
+    conn = acp.connect_to_agent(client, process.stdin, process.stdout, use_unstable_protocol=True)
+    agent = AgentProcess(process, conn, client, stderr_path)
+    try:
+        async with asyncio.timeout(start_timeout):
+            reply = await conn.initialize(
+                protocol_version=acp.PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(
+                    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                    terminal=False,
+                ),
+                client_info=Implementation(name="lumina", title="Lumina", version="1"),
+            )
+    except (TimeoutError, ConnectionError, acp.RequestError, OSError) as exc:
+        why = "did not answer initialize in time" if isinstance(exc, TimeoutError) else str(exc)
+        await agent.close(grace=0.5)
+        raise AgentStartError(f"{config.command!r} {why}; {agent.exit_reason()}") from exc
+    agent.capabilities = reply.agent_capabilities
+    info = reply.agent_info
+    agent.agent_info = f"{info.name} {info.version}" if info else ""
+    agent.ready_seconds = time.monotonic() - began
+    return agent
