@@ -190,7 +190,7 @@ async def test_thinking_and_the_agents_tools_are_streamed_and_kept(services, dat
     done = next(e for e in events if e.type is EventType.TOOL_RESULT)
     assert call.data == {"callId": "t1", "name": "list files", "arguments": '{"path": "."}'}
     assert done.data["content"] == "a.txt b.txt" and done.data["isError"] is False
-    answer = await services.memory.get_message(result_of(events)["messageId"])
+    answer = await services.reads.runs.get_message(result_of(events)["messageId"])
     assert answer.meta["thinking"] == "pondering "
     assert [t["event"] for t in answer.meta["agentTools"]] == ["tool_call", "tool_result"]
     [shown] = stored_cards(answer)  # as the chat shows it once stored
