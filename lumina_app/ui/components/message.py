@@ -7,7 +7,7 @@ import reflex as rx
 from lumina_app.ui.components.message_actions import message_actions, thinking_block
 from lumina_app.ui.components.tool_card import tool_cards
 from lumina_app.ui.state.chat import ChatState
-from lumina_app.ui.views import MessageView
+from lumina_app.ui.view_models.views import MessageView
 
 STATUS_COLORS = {
     "superseded": "gray",

@@ -10,7 +10,7 @@ from lumina_app.ui.routes import ACCOUNT, ADMIN, KEYS
 from lumina_app.ui.state.base import AppState
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.sidebar import SidebarState
-from lumina_app.ui.views import ConversationView, HitView
+from lumina_app.ui.view_models.views import ConversationView, HitView
 
 
 def agent_picker() -> rx.Component:

@@ -23,14 +23,14 @@ from lumina_app.domain import (
     utcnow,
 )
 from lumina_app.domain.views import iso_ms
-from lumina_app.ui.live_turn import LiveTurn
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.history import MAX_VISIBLE, HistoryState
 from lumina_app.ui.state.sidebar import SidebarState
-from lumina_app.ui.tool_views import ToolView
-from lumina_app.ui.versions import arrange, choices, retire_answer
-from lumina_app.ui.views import MessageView, explain, no_events
+from lumina_app.ui.view_models.live_turn import LiveTurn
+from lumina_app.ui.view_models.tool_views import ToolView
+from lumina_app.ui.view_models.versions import arrange, choices, retire_answer
+from lumina_app.ui.view_models.views import MessageView, explain, no_events
 
 FLUSH_SECONDS = 0.05
 

@@ -10,9 +10,9 @@ from lumina_app.domain import ConversationInfo, NotFound
 from lumina_app.services.conversations import MessagePage
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.base import AppState
-from lumina_app.ui.tool_views import pair_results
-from lumina_app.ui.versions import arrange, choices, show
-from lumina_app.ui.views import MessageView, message_view
+from lumina_app.ui.view_models.tool_views import pair_results
+from lumina_app.ui.view_models.versions import arrange, choices, show
+from lumina_app.ui.view_models.views import MessageView, message_view
 
 PAGE_SIZE = 40
 # The list a long session keeps on screen is bounded too: every turn re-sends it once.

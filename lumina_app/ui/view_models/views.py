@@ -19,7 +19,7 @@ from lumina_app.domain import (
 from lumina_app.domain.views import iso_ms
 from lumina_app.services.search import SearchHit
 from lumina_app.ui.routes import chat_url
-from lumina_app.ui.tool_views import ToolView, stored_cards
+from lumina_app.ui.view_models.tool_views import ToolView, stored_cards
 
 
 class MessageView(TypedDict):
