@@ -11,7 +11,8 @@ from lumina_app.ui.components.conversation import conversation_pane
 from lumina_app.ui.components.heartbeat import heartbeat
 from lumina_app.ui.components.keys import keys_page
 from lumina_app.ui.components.login import AUTH_SCRIPT, login_page
-from lumina_app.ui.components.sidebar import delete_dialog, drawer, rename_dialog, sidebar
+from lumina_app.ui.components.sidebar import drawer, sidebar
+from lumina_app.ui.components.sidebar_dialogs import delete_dialog, rename_dialog
 from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, CHAT_NEW, HOME, KEYS, LOGIN
 from lumina_app.ui.state.account import AccountState
 from lumina_app.ui.state.admin import AdminState
