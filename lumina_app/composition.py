@@ -41,6 +41,7 @@ from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
+from lumina_app.services.live import LiveHub
 from lumina_app.services.openai_conversations import OpenAIConversations
 from lumina_app.services.openai_gateway import OpenAIGateway
 from lumina_app.services.passwords import Passwords
@@ -54,12 +55,14 @@ from lumina_app.services.users import UserAdminService
 from lumina_app.settings import Settings
 from lumina_app.storage.hot_window import HotWindow
 from lumina_app.storage.local.hot_window import LocalHotWindow
+from lumina_app.storage.local.live_bus import LocalLiveBus
 from lumina_app.storage.local.run_events import LocalRunEventLog
 from lumina_app.storage.local.run_locks import LocalRunLocks
 from lumina_app.storage.local.slots import LocalSlots
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
 from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
+from lumina_app.storage.redis.live_bus import RedisLiveBus
 from lumina_app.storage.redis.run_events import RedisRunEventLog
 from lumina_app.storage.redis.run_locks import RedisRunLocks
 from lumina_app.storage.redis.slots import RedisSlots
@@ -113,6 +116,7 @@ class Services:
     slots: Slots
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
+    live: LiveHub | None = None
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
     def start_background(self) -> None:
@@ -125,6 +129,8 @@ class Services:
         ]
         if self.embeddings is not None:
             self._tasks.append(asyncio.create_task(self.embeddings.run_forever()))
+        if self.live is not None:
+            self._tasks.append(asyncio.create_task(self.live.run_forever()))
 
     async def _checkpoint_forever(self, every: float = 1.0) -> None:
         """SQLite's write-ahead log is checkpointed here, off the event loop's thread."""
@@ -212,6 +218,14 @@ def _run_events(settings: Settings, hot: HotWindow) -> RunEventLog:
         retention=settings.run_buffer_ttl_seconds,
         block_ms=block_ms,
     )
+
+
+def _live_hub(settings: Settings, hot: HotWindow) -> LiveHub:
+    """Owners' live notices: through Redis Pub/Sub when there is one (every instance)."""
+    if not isinstance(hot, RedisHotWindow):
+        return LiveHub(LocalLiveBus())
+    listener = create_redis_client(settings.redis_url, socket_timeout=None)
+    return LiveHub(RedisLiveBus(hot.client, listener, prefix=settings.redis_prefix))
 
 
 def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
@@ -317,7 +331,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         mirror.attach()
     agents = AgentService(registry, settings, tools)
     auth, signin, accounts, users = _access(settings, db, slots)
-    runs = RunService(chat, records, memory)
+    live = _live_hub(settings, hot)
+    runs = RunService(chat, records, memory, live)
     gateway = OpenAIGateway(
         agents,
         runs,
@@ -328,7 +343,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     services = Services(
         settings=settings,
         agents=agents,
-        conversations=ConversationService(memory, agents, archive),
+        conversations=ConversationService(memory, agents, archive, live),
         runs=runs,
         health=HealthService(memory),
         search=SearchService(memory),
@@ -352,6 +367,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         slots=slots,
         mirror=mirror,
         embeddings=embeddings,
+        live=live,
     )
     metric_hooks.install(
         run_observers=chat.driver.observers,

@@ -29,6 +29,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.access import is_conversation_id, is_run_id
 from lumina_app.memory import MemoryManager
+from lumina_app.services.live import LiveHub
 from lumina_app.storage.run_records import RunRecords
 
 
@@ -73,10 +74,17 @@ class RunContext:
 
 
 class RunService:
-    def __init__(self, engine: ChatEngine, records: RunRecords, memory: MemoryManager) -> None:
+    def __init__(
+        self,
+        engine: ChatEngine,
+        records: RunRecords,
+        memory: MemoryManager,
+        live: LiveHub | None = None,
+    ) -> None:
         self.engine = engine
         self.records = records
         self.memory = memory
+        self.live = live  # tells the owner's open pages that a run started
 
     async def start(
         self,
@@ -93,7 +101,7 @@ class RunService:
         ``system_prompt`` replaces the agent's for this run (the gateway decides when)."""
         if conversation_id is not None and not is_conversation_id(conversation_id):
             raise ConversationNotFound(conversation_id)
-        return await self.engine.start(
+        run = await self.engine.start(
             agent_id=agent_id,
             message=message,
             conversation_uuid=conversation_id,
@@ -101,6 +109,9 @@ class RunService:
             title=title,
             system_prompt=system_prompt,
         )
+        if self.live is not None:
+            self.live.run_started(principal.owner, run)
+        return run
 
     async def regenerate(self, principal: Principal, conversation_id: str) -> ActiveRun:
         """Answer the conversation's last user message again (DESIGN §6): the previous
@@ -108,7 +119,10 @@ class RunService:
         :meth:`start`; no user message is an InvalidInput."""
         if not is_conversation_id(conversation_id):
             raise ConversationNotFound(conversation_id)
-        return await self.engine.regenerate(conversation_uuid=conversation_id, principal=principal)
+        run = await self.engine.regenerate(conversation_uuid=conversation_id, principal=principal)
+        if self.live is not None:
+            self.live.run_started(principal.owner, run, regenerate=True)
+        return run
 
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """The events of a run the caller just started (``None``: a keepalive is due)."""

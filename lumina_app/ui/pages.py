@@ -19,6 +19,7 @@ from lumina_app.ui.state.admin import AdminState
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.keys import KeysState
+from lumina_app.ui.state.live import LiveState
 from lumina_app.ui.state.login import LoginState
 from lumina_app.ui.state.sidebar import SidebarState
 
@@ -51,7 +52,7 @@ LOAD_OLDER_ON_SCROLL = """
   watch();
 })();
 """
-ON_LOAD = [ChatState.load, SidebarState.refresh, HealthState.check]
+ON_LOAD = [ChatState.load, SidebarState.refresh, HealthState.check, LiveState.watch]
 
 
 def chat_page() -> rx.Component:
