@@ -41,7 +41,7 @@ class ChatState(StreamState):
         services, caller = self._services(), self._caller()
         self._ticket += 1
         self._reset_stream()
-        self.error, self.not_found, self.messages = "", "", []
+        self.error, self.not_found, self._rows = "", "", []
         self.has_older = self.has_newer = False
         self.conversation_id, self.title, self.focus_seq = "", "", 0
         self.parent_title = self.parent_url = ""
@@ -74,9 +74,9 @@ class ChatState(StreamState):
             return scroll
         if not self.has_newer:  # its answers are shown from its events, not stored rows
             last_question = max(
-                (i for i, m in enumerate(self.messages) if m["role"] == "user"), default=-1
+                (i for i, m in enumerate(self._rows) if m["role"] == "user"), default=-1
             )
-            self.messages = self.messages[: last_question + 1]
+            self._rows = self._rows[: last_question + 1]
         self.streaming, self.run_id = True, run_id
         return [StreamState.follow_run, *([scroll] if scroll else [])]
 
@@ -101,7 +101,7 @@ class ChatState(StreamState):
         self._ticket += 1
         self.error, self.focus_seq = "", 0
         self.streaming, self.stream_text, self._send_text = True, "", ""
-        self.messages = retire_answer(self.messages)
+        self._rows = retire_answer(self._rows)
         return ChatState.run_message
 
     @rx.event(background=True)
@@ -123,7 +123,7 @@ class ChatState(StreamState):
                 if self._ticket == ticket:
                     self._reset_stream()
                     self.error = explain(exc)
-                    self.messages = arrange(self.messages)  # a retired answer is back
+                    self._rows = arrange(self._rows)  # a retired answer is back
             yield rx.set_value("composer", text)
             yield HealthState.check
             return

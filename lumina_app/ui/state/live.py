@@ -53,12 +53,12 @@ class LiveState(ChatState):
         elif notice.kind == "deleted":
             self._ticket += 1
             self._reset_stream()
-            self.messages, self.not_found = [], DELETED
+            self._rows, self.not_found = [], DELETED
         elif notice.kind == "run" and not self.streaming and not self.has_newer:
             self._ticket += 1
             self.error, self.focus_seq = "", 0
             if notice.regenerate:
-                self.messages = retire_answer(self.messages)
+                self._rows = retire_answer(self._rows)
             else:
                 self.pending_user, self.pending_time = notice.question, iso_ms(utcnow())
             self.streaming, self.run_id = True, notice.run_id

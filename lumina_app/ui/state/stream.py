@@ -16,8 +16,9 @@ from lumina_app.ui.state.history import MAX_VISIBLE, HistoryState
 from lumina_app.ui.state.sidebar import SidebarState
 from lumina_app.ui.view_models.live_turn import LiveTurn
 from lumina_app.ui.view_models.tool_views import ToolView
+from lumina_app.ui.view_models.turns import one_per_turn, split_live
 from lumina_app.ui.view_models.versions import arrange, choices
-from lumina_app.ui.view_models.views import MessageView, no_events
+from lumina_app.ui.view_models.views import MessageView, StepView, no_events
 
 FLUSH_SECONDS = 0.05
 
@@ -34,6 +35,17 @@ class StreamState(HistoryState):
     # Bumped whenever the view changes; a follower with an older ticket stops writing.
     _ticket: int = 0
 
+    @rx.var
+    def messages(self) -> list[MessageView]:
+        """What the page lists: one message per turn, its steps inline (a streaming
+        turn's steps are in ``live_steps``)."""
+        return split_live(one_per_turn(self._rows), self.run_id)[0]
+
+    @rx.var
+    def live_steps(self) -> list[StepView]:
+        """The steps the streaming answer has done, shown inside it."""
+        return split_live(one_per_turn(self._rows), self.run_id)[1]
+
     @rx.event(background=True)
     async def follow_run(self):
         """Re-attach to a run that is still going (after a reload or a switch back)."""
@@ -47,7 +59,7 @@ class StreamState(HistoryState):
 
     async def _follow(self, events: AsyncIterator[RunEvent | None] | None, ticket: int):
         async with self:
-            turn = LiveTurn(self.pending_user, {m["id"] for m in self.messages})
+            turn = LiveTurn(self.pending_user, {m["id"] for m in self._rows})
         last_flush = time.monotonic()
         try:
             async for event in events or no_events():
@@ -67,7 +79,7 @@ class StreamState(HistoryState):
     def _show_live(self, turn: LiveTurn, rows: list[MessageView]) -> None:
         """The live step as it is now; steps done move into the list (once each)."""
         if rows:
-            self.messages = self.messages + rows
+            self._rows = self._rows + rows
         if turn.question_listed:
             self.pending_user = ""
         if self.stream_text != turn.text:
@@ -79,10 +91,10 @@ class StreamState(HistoryState):
 
     def _settle(self, turn: list[MessageView]) -> None:
         """Move the rest of the finished turn into the list (one list update)."""
-        kept = arrange(self.messages + turn, choices(self.messages))[-MAX_VISIBLE:]
-        if len(kept) < len(self.messages) + len(turn):
+        kept = arrange(self._rows + turn, choices(self._rows))[-MAX_VISIBLE:]
+        if len(kept) < len(self._rows) + len(turn):
             self.has_older = True  # trimmed off the top: reachable again by paging
-        self.messages = kept
+        self._rows = kept
         self._reset_stream()
 
     def _reset_stream(self) -> None:
