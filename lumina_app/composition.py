@@ -257,7 +257,7 @@ def _slots(settings: Settings) -> Slots:
 
 
 def _access(
-    settings: Settings, db: SQLDatabase, slots: Slots
+    settings: Settings, db: SQLDatabase, slots: Slots, live: LiveHub
 ) -> tuple[AuthService, SignInService, AccountService, UserAdminService]:
     """Who may call (auth), signing in, one's own account, managing accounts."""
     sessions, users, keys = SessionStore(db), UserStore(db), ApiKeyStore(db)
@@ -273,7 +273,7 @@ def _access(
         auth,
         SignInService(settings, auth, users, sessions, passwords, audit, limits),
         AccountService(auth, users, sessions, keys, passwords, audit),
-        UserAdminService(auth, users, sessions, keys, passwords, audit, ClaimStore(db)),
+        UserAdminService(auth, users, sessions, keys, passwords, audit, ClaimStore(db), live),
     )
 
 
@@ -330,8 +330,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     if mirror is not None:
         mirror.attach()
     agents = AgentService(registry, settings, tools)
-    auth, signin, accounts, users = _access(settings, db, slots)
     live = _live_hub(settings, hot)
+    auth, signin, accounts, users = _access(settings, db, slots, live)
     runs = RunService(chat, records, memory, live)
     gateway = OpenAIGateway(
         agents,

@@ -121,9 +121,9 @@ class LiveHub:
     async def announce(self, owner: str, notice: Notice) -> None:
         await self.bus.publish(owner, asdict(notice))
 
-    def close_owner(self, owner: str) -> None:
+    async def close_owner(self, owner: str) -> None:
         """This owner's pages on every instance stop following (a disabled account)."""
-        self._spawn(self.announce(owner, Notice("closed")))
+        await self.announce(owner, Notice("closed"))
 
     def run_started(self, owner: str, run: ActiveRun, *, regenerate: bool = False) -> None:
         """Tell the owner's pages now, and again when the run ends (in the background:

@@ -86,3 +86,10 @@ async def test_a_malformed_notice_from_the_bus_is_ignored(hub) -> None:
         hub.deliver("ann", {"title": "no kind"})
         hub.deliver("ann", {"kind": "renamed", "conversation": "c1", "extra": 1})
         assert (await feed.next(1)).conversation == "c1"
+
+
+async def test_a_disabled_owners_pages_are_told_to_stop(hub) -> None:
+    async with hub.page(ANN, "tab-1") as anns, hub.page(BOB, "tab-2") as bobs:
+        await hub.close_owner("ann")
+        assert (await anns.next(1)).kind == "closed"
+        assert await bobs.next(0.05) is None
