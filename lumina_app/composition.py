@@ -51,6 +51,7 @@ from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
 from lumina_app.services.signin import SignInService
 from lumina_app.services.signin_limits import SignInLimits
+from lumina_app.services.titles import Titles
 from lumina_app.services.users import UserAdminService
 from lumina_app.settings import Settings
 from lumina_app.storage.hot_window import HotWindow
@@ -332,7 +333,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     agents = AgentService(registry, settings, tools)
     live = _live_hub(settings, hot)
     auth, signin, accounts, users = _access(settings, db, slots, live)
-    runs = RunService(chat, records, memory, live)
+    conversations = ConversationService(memory, agents, archive, live)
+    runs = RunService(chat, records, memory, live, Titles(conversations))
     gateway = OpenAIGateway(
         agents,
         runs,
@@ -343,7 +345,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     services = Services(
         settings=settings,
         agents=agents,
-        conversations=ConversationService(memory, agents, archive, live),
+        conversations=conversations,
         runs=runs,
         health=HealthService(memory),
         search=SearchService(memory),

@@ -30,6 +30,7 @@ from lumina_app.domain import (
 from lumina_app.domain.access import is_conversation_id, is_run_id
 from lumina_app.memory import MemoryManager
 from lumina_app.services.live import LiveHub
+from lumina_app.services.titles import Titles
 from lumina_app.storage.run_records import RunRecords
 
 
@@ -80,11 +81,13 @@ class RunService:
         records: RunRecords,
         memory: MemoryManager,
         live: LiveHub | None = None,
+        titles: Titles | None = None,
     ) -> None:
         self.engine = engine
         self.records = records
         self.memory = memory
         self.live = live  # tells the owner's open pages that a run started
+        self.titles = titles  # names a new conversation after its first answer
 
     async def start(
         self,
@@ -111,6 +114,8 @@ class RunService:
         )
         if self.live is not None:
             self.live.run_started(principal.owner, run)
+        if self.titles is not None:
+            self.titles.after_first_answer(principal, run)
         return run
 
     async def regenerate(self, principal: Principal, conversation_id: str) -> ActiveRun:
