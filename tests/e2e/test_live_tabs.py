@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import SHARED_REDIS_URL
-from tests.e2e.test_accounts_ui import PASSWORD, Browsers, signed_in
+from tests.e2e.test_accounts_ui import PASSWORD, Browsers, sign_in
 from tests.e2e.test_chat_ui import answers, send, shot, wait_idle
 from tests.server import AppServer
 
@@ -48,6 +48,13 @@ def people(browser):
     opened = Browsers(browser)
     yield opened
     opened.close()
+
+
+def signed_in(page: Page, base: str, name: str) -> Page:
+    """Signed in and hydrated (slower than expect's default 5 s on a loaded machine)."""
+    sign_in(page, base, name)
+    expect(page.get_by_test_id("signed-in-as").first).to_contain_text(name, timeout=20_000)
+    return page
 
 
 def two_tabs(people: Browsers, base: str) -> tuple[Page, Page, Page]:
@@ -176,6 +183,31 @@ def test_the_sidebar_follows_renames_deletes_and_forks(people, live_server) -> N
     expect(two.get_by_test_id("not-found")).to_contain_text("deleted")
     expect(two.get_by_test_id("conversation-item")).to_have_count(2)
     expect(bob.get_by_test_id("conversation-item")).to_have_count(0)
+
+
+def test_a_generated_title_appears_in_both_tabs_and_a_given_one_stays(people, live_server) -> None:
+    base = live_server.url
+    one, two, _bob = two_tabs(people, base)
+    two.goto(f"{base}/chat/socrates")
+    one.goto(f"{base}/chat/socrates")
+    send(one, "Please tell me why the sky is blue?")
+    wait_idle(one)
+    titled = "why the sky is blue"  # the demo model's proposal: its first meaningful words
+    expect(one.get_by_test_id("conversation-title")).to_have_text(titled)
+    expect(two.get_by_test_id("conversation-item").first).to_contain_text(titled)
+    # A name given while the first answer streams is kept.
+    one.goto(f"{base}/chat/socrates")
+    send(one, "Please write a long one about tides /long")
+    expect(one.get_by_test_id("streaming-message")).to_contain_text("word3")
+    one.get_by_test_id("conversation-menu").first.click()
+    one.get_by_role("menuitem", name="Rename").click()
+    one.get_by_test_id("rename-input").fill("My tides")
+    one.get_by_test_id("rename-save").click()
+    expect(two.get_by_test_id("conversation-item").first).to_contain_text("My tides")
+    wait_idle(one)
+    one.wait_for_timeout(500)  # the proposal would land now
+    expect(one.get_by_test_id("conversation-title")).to_have_text("My tides")
+    expect(two.get_by_test_id("conversation-item").first).to_contain_text("My tides")
 
 
 RECORD_WORDS = """() => {
