@@ -52,7 +52,7 @@ LOAD_OLDER_ON_SCROLL = """
   watch();
 })();
 """
-ON_LOAD = [ChatState.load, SidebarState.refresh, HealthState.check, LiveState.watch]
+ON_LOAD = [ChatState.load, SidebarState.refresh, HealthState.check]
 
 
 def chat_page() -> rx.Component:
@@ -66,6 +66,8 @@ def chat_page() -> rx.Component:
         rx.script(LOAD_OLDER_ON_SCROLL),
         rx.script(AUTH_SCRIPT),
         heartbeat(),
+        # Live notices, once the page is on screen in a browser (one follower per tab).
+        rx.box(display="none", on_mount=LiveState.watch),
         spacing="0",
         width="100%",
         height="100dvh",

@@ -6,6 +6,8 @@ created, renamed, forked, deleted and runs' status. The subscription itself live
 
 from __future__ import annotations
 
+import functools
+
 import reflex as rx
 from reflex.utils.prerequisites import get_and_validate_app
 
@@ -69,5 +71,11 @@ class LiveState(ChatState):
 def _connected(token: str) -> bool:
     """Whether the tab with this client token still has its socket open on this instance
     (Reflex's own record of it): a page gone is let go at its next wake-up."""
-    namespace = get_and_validate_app().app.event_namespace
+    namespace = _app().event_namespace
     return namespace is None or token in namespace.token_to_sid
+
+
+@functools.cache
+def _app() -> rx.App:
+    """The running app, looked up once (the lookup imports and touches ``sys.path``)."""
+    return get_and_validate_app().app
