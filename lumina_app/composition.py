@@ -45,6 +45,7 @@ from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
+from lumina_app.services.live import LiveHub
 from lumina_app.services.memories import MemoryService
 from lumina_app.services.openai_conversations import OpenAIConversations
 from lumina_app.services.openai_gateway import OpenAIGateway
@@ -55,16 +56,19 @@ from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
 from lumina_app.services.signin import SignInService
 from lumina_app.services.signin_limits import SignInLimits
+from lumina_app.services.titles import Titles
 from lumina_app.services.users import UserAdminService
 from lumina_app.settings import Settings
 from lumina_app.storage.hot_window import HotWindow
 from lumina_app.storage.local.hot_window import LocalHotWindow
+from lumina_app.storage.local.live_bus import LocalLiveBus
 from lumina_app.storage.local.run_events import LocalRunEventLog
 from lumina_app.storage.local.run_locks import LocalRunLocks
 from lumina_app.storage.local.slots import LocalSlots
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
 from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
+from lumina_app.storage.redis.live_bus import RedisLiveBus
 from lumina_app.storage.redis.run_events import RedisRunEventLog
 from lumina_app.storage.redis.run_locks import RedisRunLocks
 from lumina_app.storage.redis.slots import RedisSlots
@@ -122,6 +126,7 @@ class Services:
     embeddings: EmbedWorker | None = None
     memories: MemoryService | None = None  # long-term memories (what agents know of people)
     permissions: AgentPermissions | None = None  # acp agents' permission requests
+    live: LiveHub | None = None
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
     def start_background(self) -> None:
@@ -134,6 +139,8 @@ class Services:
         ]
         if self.embeddings is not None:
             self._tasks.append(asyncio.create_task(self.embeddings.run_forever()))
+        if self.live is not None:
+            self._tasks.append(asyncio.create_task(self.live.run_forever()))
 
     async def _checkpoint_forever(self, every: float = 1.0) -> None:
         """SQLite's write-ahead log is checkpointed here, off the event loop's thread."""
@@ -225,6 +232,14 @@ def _run_events(settings: Settings, hot: HotWindow) -> RunEventLog:
     )
 
 
+def _live_hub(settings: Settings, hot: HotWindow) -> LiveHub:
+    """Owners' live notices: through Redis Pub/Sub when there is one (every instance)."""
+    if not isinstance(hot, RedisHotWindow):
+        return LiveHub(LocalLiveBus())
+    listener = create_redis_client(settings.redis_url, socket_timeout=None)
+    return LiveHub(RedisLiveBus(hot.client, listener, prefix=settings.redis_prefix))
+
+
 def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
     """Shared through Redis when there is one, so several instances respect each other."""
     if not isinstance(hot, RedisHotWindow):
@@ -254,7 +269,7 @@ def _slots(settings: Settings) -> Slots:
 
 
 def _access(
-    settings: Settings, db: SQLDatabase, slots: Slots
+    settings: Settings, db: SQLDatabase, slots: Slots, live: LiveHub
 ) -> tuple[AuthService, SignInService, AccountService, UserAdminService]:
     """Who may call (auth), signing in, one's own account, managing accounts."""
     sessions, users, keys = SessionStore(db), UserStore(db), ApiKeyStore(db)
@@ -270,7 +285,7 @@ def _access(
         auth,
         SignInService(settings, auth, users, sessions, passwords, audit, limits),
         AccountService(auth, users, sessions, keys, passwords, audit),
-        UserAdminService(auth, users, sessions, keys, passwords, audit, ClaimStore(db)),
+        UserAdminService(auth, users, sessions, keys, passwords, audit, ClaimStore(db), live),
     )
 
 
@@ -335,8 +350,10 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     if mirror is not None:
         mirror.attach()
     agents = AgentService(registry, settings, tools)
-    auth, signin, accounts, users = _access(settings, db, slots)
-    runs = RunService(chat, records, memory, reads.runs)
+    live = _live_hub(settings, hot)
+    auth, signin, accounts, users = _access(settings, db, slots, live)
+    conversations = ConversationService(memory, agents, archive, reads.conversations, live)
+    runs = RunService(chat, records, memory, reads.runs, live, Titles(conversations))
     gateway = OpenAIGateway(
         agents,
         runs,
@@ -348,7 +365,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     services = Services(
         settings=settings,
         agents=agents,
-        conversations=ConversationService(memory, agents, archive, reads.conversations),
+        conversations=conversations,
         runs=runs,
         permissions=AgentPermissions(chat),
         health=HealthService(memory),
@@ -377,6 +394,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         mirror=mirror,
         embeddings=embeddings,
         memories=MemoryService(long_term, agents),
+        live=live,
     )
     metric_hooks.install(
         run_observers=chat.driver.observers,

@@ -164,6 +164,40 @@ class DemoProvider:
         yield Usage(prompt_tokens=prompt_tokens, completion_tokens=len(words))
         yield Finish("stop")
 
+    async def propose_title(self, question: str, answer: str) -> str | None:
+        """A new conversation's title, deterministically: see :func:`demo_title`."""
+        return demo_title(question)
+
+
+_FILLER = frozenset(
+    [
+        "please",
+        "hi",
+        "hello",
+        "hey",
+        "so",
+        "ok",
+        "okay",
+        "well",
+        "can",
+        "could",
+        "would",
+        "you",
+        "tell",
+        "me",
+    ]
+)
+_TITLE_WORDS = 6
+
+
+def demo_title(question: str) -> str | None:
+    """The question's first few meaningful words: no /commands, no leading filler
+    ("please", "can you tell me"…), no trailing punctuation; None when nothing is left."""
+    words = [w for w in question.split() if not w.startswith("/")]
+    while words and words[0].strip(",.!?").lower() in _FILLER:
+        words.pop(0)
+    return " ".join(words[:_TITLE_WORDS]).rstrip(",.;:!?…") or None
+
 
 # -- OpenAI-compatible --------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from lumina_app.domain import ConversationInfo, InvalidInput, Msg, Principal
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.services.agents import AgentService
+from lumina_app.services.live import LiveHub, Notice
 
 MAX_SEARCH_CHARS = 200  # a longer pattern costs the database real CPU and finds nothing new
 
@@ -51,19 +52,30 @@ class ConversationService:
         agents: AgentService,
         archive: ArchiveService,
         reads: ConversationReads,
+        live: LiveHub | None = None,
     ) -> None:
         self.memory = memory
         self.agents = agents
         self.archive = archive
         self.reads = reads
+        self.live = live  # tells the owner's open pages of each change
+
+    async def _announce(self, owner: str, kind: str, conversation: ConversationInfo) -> None:
+        if self.live is not None:
+            notice = Notice(
+                kind, conversation.uuid, agent_id=conversation.agent_id, title=conversation.title
+            )
+            await self.live.announce(owner, notice)
 
     async def create(
         self, principal: Principal, *, agent_id: str, title: str = ""
     ) -> ConversationInfo:
         agent = self.agents.definition(agent_id)
-        return await self.memory.create_conversation(
+        created = await self.memory.create_conversation(
             agent_id=agent.id, title=title, owner=principal.owner
         )
+        await self._announce(principal.owner, "created", created)
+        return created
 
     async def list(
         self,
@@ -92,7 +104,9 @@ class ConversationService:
         """A new title; the conversation keeps its place in lists. Returns it as stored."""
         conversation = await self.get(principal, conversation_id)
         await self.memory.rename(conversation, title)
-        return await self.get(principal, conversation_id)
+        renamed = await self.get(principal, conversation_id)
+        await self._announce(principal.owner, "renamed", renamed)
+        return renamed
 
     async def fork(
         self,
@@ -114,13 +128,17 @@ class ConversationService:
             raise InvalidInput(f"atSeq must be a seq of this conversation ({where})")
         if title is None:
             title = f"{source.title} (fork)" if source.title else ""
-        return await self.memory.fork(source, at_seq, title=title[:255], owner=principal.owner)
+        fork = await self.memory.fork(source, at_seq, title=title[:255], owner=principal.owner)
+        await self._announce(principal.owner, "forked", fork)
+        return fork
 
     async def delete(
         self, principal: Principal, conversation_id: str, *, agent_id: str | None = None
     ) -> None:
         """Its rows, hot window, archive folder and run buffers all go."""
-        await self.memory.delete(await self.get(principal, conversation_id, agent_id=agent_id))
+        conversation = await self.get(principal, conversation_id, agent_id=agent_id)
+        await self.memory.delete(conversation)
+        await self._announce(principal.owner, "deleted", conversation)
 
     async def messages(
         self,

@@ -32,6 +32,8 @@ from lumina_app.domain.access import is_conversation_id, is_run_id
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.long_term import context_message
 from lumina_app.memory.run_inspection import RunInspection
+from lumina_app.services.live import LiveHub
+from lumina_app.services.titles import Titles
 from lumina_app.storage.run_records import RunRecords
 
 
@@ -84,11 +86,15 @@ class RunService:
         records: RunRecords,
         memory: MemoryManager,
         inspection: RunInspection,
+        live: LiveHub | None = None,
+        titles: Titles | None = None,
     ) -> None:
         self.engine = engine
         self.records = records
         self.memory = memory
         self.inspection = inspection
+        self.live = live  # tells the owner's open pages that a run started
+        self.titles = titles  # names a new conversation after its first answer
 
     async def start(
         self,
@@ -105,7 +111,7 @@ class RunService:
         ``system_prompt`` replaces the agent's for this run (the gateway decides when)."""
         if conversation_id is not None and not is_conversation_id(conversation_id):
             raise ConversationNotFound(conversation_id)
-        return await self.engine.start(
+        run = await self.engine.start(
             agent_id=agent_id,
             message=message,
             conversation_uuid=conversation_id,
@@ -113,6 +119,11 @@ class RunService:
             title=title,
             system_prompt=system_prompt,
         )
+        if self.live is not None:
+            self.live.run_started(principal.owner, run)
+        if self.titles is not None:
+            self.titles.after_first_answer(principal, run)
+        return run
 
     async def regenerate(self, principal: Principal, conversation_id: str) -> ActiveRun:
         """Answer the conversation's last user message again (DESIGN §6): the previous
@@ -120,7 +131,10 @@ class RunService:
         :meth:`start`; no user message is an InvalidInput."""
         if not is_conversation_id(conversation_id):
             raise ConversationNotFound(conversation_id)
-        return await self.engine.regenerate(conversation_uuid=conversation_id, principal=principal)
+        run = await self.engine.regenerate(conversation_uuid=conversation_id, principal=principal)
+        if self.live is not None:
+            self.live.run_started(principal.owner, run, regenerate=True)
+        return run
 
     async def continue_turn(
         self,
@@ -133,12 +147,15 @@ class RunService:
         (``outputs``: TOOL rows); same run slot, events and durability as :meth:`start`."""
         if not is_conversation_id(conversation_id):
             raise ConversationNotFound(conversation_id)
-        return await self.engine.continue_turn(
+        run = await self.engine.continue_turn(
             conversation_uuid=conversation_id,
             outputs=outputs,
             principal=principal,
             system_prompt=system_prompt,
         )
+        if self.live is not None:
+            self.live.run_started(principal.owner, run)
+        return run
 
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """The events of a run the caller just started (``None``: a keepalive is due)."""

@@ -31,6 +31,7 @@ from lumina_app.domain.accounts import is_username, normalize_username
 from lumina_app.services.api_keys import issue_key
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
+from lumina_app.services.live import LiveHub
 from lumina_app.services.passwords import Passwords
 from lumina_app.storage.api_keys import ApiKeyRecords
 from lumina_app.storage.claims import DataClaims
@@ -65,7 +66,9 @@ class UserAdminService:
         passwords: Passwords,
         audit: AuditLog,
         claims: DataClaims,
+        live: LiveHub | None = None,
     ) -> None:
+        self.live = live  # a disabled account's open pages stop following at once
         self.auth = auth
         self.users = users
         self.sessions = sessions
@@ -112,6 +115,8 @@ class UserAdminService:
             raise InvalidInput("you cannot disable your own account")
         sessions, keys = await self.users.disable(user.id)
         self.auth.forget_user(user.id)
+        if self.live is not None:
+            await self.live.close_owner(user.username)
         detail = f"{sessions} session(s) ended, {keys} key(s) revoked"
         await self._record(principal, AuditEvent.USER_DISABLED, user.username, detail)
         return Disabled(await self._find(user.username), sessions, keys)

@@ -12,13 +12,15 @@ from lumina_app.ui.components.heartbeat import heartbeat
 from lumina_app.ui.components.keys import keys_page
 from lumina_app.ui.components.login import AUTH_SCRIPT, login_page
 from lumina_app.ui.components.memories import memories_page
-from lumina_app.ui.components.sidebar import delete_dialog, drawer, rename_dialog, sidebar
+from lumina_app.ui.components.sidebar import drawer, sidebar
+from lumina_app.ui.components.sidebar_dialogs import delete_dialog, rename_dialog
 from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, CHAT_NEW, HOME, KEYS, LOGIN, MEMORIES
 from lumina_app.ui.state.account import AccountState
 from lumina_app.ui.state.admin import AdminState
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.keys import KeysState
+from lumina_app.ui.state.live import LiveState
 from lumina_app.ui.state.login import LoginState
 from lumina_app.ui.state.memories import MemoriesState
 from lumina_app.ui.state.sidebar import SidebarState
@@ -66,6 +68,8 @@ def chat_page() -> rx.Component:
         rx.script(LOAD_OLDER_ON_SCROLL),
         rx.script(AUTH_SCRIPT),
         heartbeat(),
+        # Live notices, once the page is on screen in a browser (one follower per tab).
+        rx.box(display="none", on_mount=LiveState.watch),
         spacing="0",
         width="100%",
         height="100dvh",

@@ -8,7 +8,7 @@ import pytest
 
 from lumina_app.composition import open_services
 from lumina_app.domain import LOCAL, AgentNotFound, Principal, RunStatus, TooManyRuns, Via
-from lumina_app.ui.views import explain
+from lumina_app.ui.view_models.views import explain
 
 BOB = Principal(owner="bob", via=Via.API_KEY, name="bob")
 

@@ -21,7 +21,7 @@ def cards(page: Page):
 
 
 def wait_idle(page: Page, new_answers: int) -> None:
-    """A tool turn adds two answers: the one that asked, and the one after the results."""
+    """A turn adds one answer, tool steps and all (#30: a turn reads as one answer)."""
     expect(answers(page)).to_have_count(page.answers_before + new_answers, timeout=20_000)
     expect(page.get_by_test_id("send-button")).to_be_visible()
 
@@ -42,32 +42,38 @@ def check_cards(page: Page) -> None:
 def test_tool_cards_live_and_after_a_reload(page: Page, app_server) -> None:
     open_new(page, app_server.url)
     send(page, QUESTION + " /long")
-    # Live: the step with its calls is in the list while the answer still streams.
-    expect(page.get_by_test_id("streaming-message")).to_contain_text("word3")
+    # Live: the step with its calls is inside the answer that still streams.
+    streaming = page.get_by_test_id("streaming-message")
+    expect(streaming).to_contain_text("word3")
+    expect(streaming.get_by_test_id("tool-card")).to_have_count(2)
     expect(cards(page)).to_have_count(2)
     expect(cards(page).first).to_have_attribute("data-status", "done")
     # A reload during the run finds the same cards (rebuilt from the run's events).
     page.reload()
     expect(page.get_by_test_id("streaming-message")).to_contain_text("word")
     expect(cards(page)).to_have_count(2)
-    wait_idle(page, 2)
-    expect(answers(page).last).to_contain_text("calculator said: 152881")
+    wait_idle(page, 1)
+    answer = answers(page).last
+    expect(answer).to_contain_text("calculator said: 152881")
+    expect(answer.get_by_test_id("tool-card")).to_have_count(2)  # inline, in order
+    expect(page.get_by_test_id("copy-message")).to_have_count(2)  # one row each: Q and A
     check_cards(page)
-    # After the run: the same cards, from the stored answer and TOOL rows.
+    # After the run: the same one answer, from the stored answer and TOOL rows.
     page.reload()
-    expect(answers(page)).to_have_count(2)
-    expect(cards(page)).to_have_count(2)
+    expect(answers(page)).to_have_count(1)
+    expect(answers(page).last.get_by_test_id("tool-card")).to_have_count(2)
+    expect(page.get_by_test_id("copy-message")).to_have_count(2)
     check_cards(page)
 
 
 def test_a_tool_error_is_shown_as_such(page: Page, app_server) -> None:
     open_new(page, app_server.url)
     send(page, QUESTION)
-    wait_idle(page, 2)
+    wait_idle(page, 1)
     check_cards(page)
     shot(page, "tool-card")
     send(page, "What time is it in Mars/Olympus?")
-    wait_idle(page, 2)
+    wait_idle(page, 1)
     card = cards(page).last
     expect(card).to_have_attribute("data-status", "error")
     card.locator("summary").click()
@@ -81,7 +87,7 @@ def test_recall_reaches_back_and_the_context_shows_each_model_call(page: Page, a
     send(page, "My bike is a green Brompton.")
     wait_idle(page, 1)
     send(page, "What did I say about my bike?")
-    wait_idle(page, 2)
+    wait_idle(page, 1)
     expect(cards(page)).to_have_count(1)
     expect(cards(page).first).to_have_attribute("data-tool", "recall")
     expect(answers(page).last).to_contain_text("My bike is a green Brompton.")

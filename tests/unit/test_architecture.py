@@ -52,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
 CONTRACTS = {
     "storage.hot_window",
     "storage.run_events",
+    "storage.live_bus",
     "storage.run_locks",
     "storage.run_records",
     "storage.sessions",

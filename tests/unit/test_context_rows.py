@@ -1,6 +1,6 @@
 """The context dialog's rows: tool calls spelled out, later model calls marked."""
 
-from lumina_app.ui.context_rows import context_rows
+from lumina_app.ui.view_models.context_rows import context_rows
 
 
 def test_tool_steps_are_spelled_out_and_each_later_call_is_marked() -> None:

@@ -19,9 +19,9 @@ from lumina_app.domain import (
     ToolCallFinished,
     ToolCallRequested,
 )
-from lumina_app.ui.live_turn import LiveTurn
-from lumina_app.ui.tool_views import card, pair_results, with_result
-from lumina_app.ui.views import message_view
+from lumina_app.ui.view_models.live_turn import LiveTurn
+from lumina_app.ui.view_models.tool_views import card, pair_results, with_result
+from lumina_app.ui.view_models.views import message_view
 from tests.events import session
 
 pytestmark = pytest.mark.unit

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lumina_app.ui.versions import arrange, retire_answer, show
-from lumina_app.ui.views import UNARRANGED, MessageView
+from lumina_app.ui.view_models.versions import arrange, retire_answer, show
+from lumina_app.ui.view_models.views import UNARRANGED, MessageView
 
 pytestmark = pytest.mark.unit
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.account_views import SessionRow
 from lumina_app.ui.components.shell import data_table, no_account, notice, section, shell
 from lumina_app.ui.routes import ACCOUNT
 from lumina_app.ui.state.account import AccountState
 from lumina_app.ui.state.base import AppState
+from lumina_app.ui.view_models.account_views import SessionRow
 
 CHANGE_PASSWORD = rx.call_script("luminaChangePassword()", callback=AccountState.password_done)
 

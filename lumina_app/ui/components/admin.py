@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.account_views import UserRow
 from lumina_app.ui.components.secrets import reveal_dialog
 from lumina_app.ui.components.shell import data_table, notice, section, shell
 from lumina_app.ui.routes import ADMIN
 from lumina_app.ui.state.admin import AdminState
 from lumina_app.ui.state.base import AppState
+from lumina_app.ui.view_models.account_views import UserRow
 
 CREATE_USER = rx.call_script("luminaCreateUser()", callback=AdminState.created)
 RESET = rx.call_script("luminaResetPassword()", callback=AdminState.reset_done)

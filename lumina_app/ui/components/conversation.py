@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.components.message import answer_body, bubble, message_item, user_text
+from lumina_app.ui.components.message import bubble, message_item, steps_and_answer, user_text
 from lumina_app.ui.components.message_actions import edit_dialog
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
@@ -117,9 +117,13 @@ def live_turn() -> rx.Component:
                 rx.cond(
                     (ChatState.stream_text != "")
                     | (ChatState.stream_thinking != "")
-                    | (ChatState.live_tools.length() > 0),
-                    answer_body(
-                        ChatState.stream_text, ChatState.live_tools, ChatState.stream_thinking
+                    | (ChatState.live_tools.length() > 0)
+                    | (ChatState.live_steps.length() > 0),
+                    steps_and_answer(
+                        ChatState.live_steps,
+                        ChatState.stream_text,
+                        ChatState.live_tools,
+                        ChatState.stream_thinking,
                     ),
                     rx.hstack(rx.spinner(size="1"), rx.text("Thinking…", size="2", color="gray")),
                 ),

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.account_views import KeyRow
 from lumina_app.ui.components.secrets import reveal_dialog
 from lumina_app.ui.components.shell import data_table, no_account, notice, section, shell
 from lumina_app.ui.routes import KEYS
 from lumina_app.ui.state.base import AppState
 from lumina_app.ui.state.keys import KeysState
+from lumina_app.ui.view_models.account_views import KeyRow
 
 CREATE_KEY = rx.call_script("luminaCreateKey()", callback=KeysState.created)
 USE = "Send it as Authorization: Bearer <key>. It is shown this once: copy it now."

@@ -7,7 +7,7 @@ import reflex as rx
 from lumina_app.ui.components.message_actions import message_actions, thinking_block
 from lumina_app.ui.components.tool_card import tool_cards
 from lumina_app.ui.state.chat import ChatState
-from lumina_app.ui.views import MessageView
+from lumina_app.ui.view_models.views import MessageView, StepView
 
 STATUS_COLORS = {
     "superseded": "gray",
@@ -94,6 +94,19 @@ def answer_body(text, tools, thinking="") -> rx.Component:
     )
 
 
+def step_body(step: StepView) -> rx.Component:
+    """An earlier step of an answer, inline: a search hit on its row scrolls here."""
+    return rx.box(
+        answer_body(step["content"], step["tools"], step["thinking"]),
+        id="msg-" + step["seq"].to_string(),
+        custom_attrs={"data-testid": "answer-step"},
+    )
+
+
+def steps_and_answer(steps, text, tools, thinking) -> rx.Component:
+    return rx.fragment(rx.foreach(steps, step_body), answer_body(text, tools, thinking))
+
+
 def message_item(msg: MessageView) -> rx.Component:
     is_user = msg["role"] == "user"
     return rx.cond(
@@ -106,7 +119,7 @@ def message_item(msg: MessageView) -> rx.Component:
                 rx.cond(
                     is_user,
                     user_text(msg["content"]),
-                    answer_body(msg["content"], msg["tools"], msg["thinking"]),
+                    steps_and_answer(msg["steps"], msg["content"], msg["tools"], msg["thinking"]),
                 ),
                 msg["status"],
                 msg["error"],

@@ -9,7 +9,7 @@ import reflex as rx
 from lumina_app.ui.components.context import context_button
 from lumina_app.ui.state.actions import MessageActions
 from lumina_app.ui.state.chat import ChatState
-from lumina_app.ui.views import MessageView
+from lumina_app.ui.view_models.views import MessageView
 
 
 def _action(icon: str, label: str, testid: str, **props) -> rx.Component:

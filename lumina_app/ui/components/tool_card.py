@@ -6,7 +6,7 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.ui.state.chat import ChatState
-from lumina_app.ui.tool_views import ToolView
+from lumina_app.ui.view_models.tool_views import ToolView
 
 
 def _section(label: str, text, testid: str) -> rx.Component:

@@ -14,7 +14,7 @@ from lumina_app.domain import LuminaError
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.base import AppState
 from lumina_app.ui.state.sidebar import SidebarState
-from lumina_app.ui.views import explain
+from lumina_app.ui.view_models.views import explain
 
 
 class MessageActions(AppState):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.domain import InvalidInput, NotFound
-from lumina_app.ui.account_views import UserRow, user_row
 from lumina_app.ui.state.base import AppState
+from lumina_app.ui.view_models.account_views import UserRow, user_row
 
 
 class AdminState(AppState):

@@ -1,16 +1,12 @@
-"""The open conversation: its visible page of messages and the answer being streamed.
+"""The open conversation: opening it (and a run still going in it), sending, regenerating.
 
 Sending follows the chat_app pattern: a normal event shows the question at once and hands
-over to a background event, which follows the run's events outside the state lock and
-re-enters it at most every ~50 ms to extend one small var (``stream_text``). The finished
-turn joins the list from what the run's events carried: nothing is read back.
+over to a background event that starts the run and follows it (``StreamState``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 
 import reflex as rx
 
@@ -18,37 +14,21 @@ from lumina_app.domain import (
     AgentNotFound,
     LuminaError,
     NotFound,
-    RunEvent,
-    RunNotFound,
     utcnow,
 )
 from lumina_app.domain.views import iso_ms
-from lumina_app.ui.live_turn import LiveTurn
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.health import HealthState
-from lumina_app.ui.state.history import MAX_VISIBLE, HistoryState
 from lumina_app.ui.state.sidebar import SidebarState
-from lumina_app.ui.tool_views import ToolView
-from lumina_app.ui.versions import arrange, choices, retire_answer
-from lumina_app.ui.views import MessageView, explain, no_events
-
-FLUSH_SECONDS = 0.05
+from lumina_app.ui.state.stream import StreamState
+from lumina_app.ui.view_models.versions import arrange, retire_answer
+from lumina_app.ui.view_models.views import explain
 
 
-class ChatState(HistoryState):
+class ChatState(StreamState):
     agent_description: str = ""
     not_found: str = ""
-    pending_user: str = ""
-    pending_time: str = ""
-    stream_text: str = ""
-    stream_thinking: str = ""  # a reasoning model's thoughts for the live step
-    live_tools: list[ToolView] = []  # the cards of the step being streamed
-    streaming: bool = False
-    run_id: str = ""
-    error: str = ""
     _send_text: str = ""
-    # Bumped whenever the view changes; a follower with an older ticket stops writing.
-    _ticket: int = 0
 
     @rx.event
     async def load(self):
@@ -61,7 +41,7 @@ class ChatState(HistoryState):
         services, caller = self._services(), self._caller()
         self._ticket += 1
         self._reset_stream()
-        self.error, self.not_found, self.messages = "", "", []
+        self.error, self.not_found, self._rows = "", "", []
         self.has_older = self.has_newer = False
         self.conversation_id, self.title, self.focus_seq = "", "", 0
         self.parent_title = self.parent_url = ""
@@ -94,11 +74,11 @@ class ChatState(HistoryState):
             return scroll
         if not self.has_newer:  # its answers are shown from its events, not stored rows
             last_question = max(
-                (i for i, m in enumerate(self.messages) if m["role"] == "user"), default=-1
+                (i for i, m in enumerate(self._rows) if m["role"] == "user"), default=-1
             )
-            self.messages = self.messages[: last_question + 1]
+            self._rows = self._rows[: last_question + 1]
         self.streaming, self.run_id = True, run_id
-        return [ChatState.follow_run, *([scroll] if scroll else [])]
+        return [StreamState.follow_run, *([scroll] if scroll else [])]
 
     @rx.event
     def send(self, form: dict):
@@ -121,7 +101,7 @@ class ChatState(HistoryState):
         self._ticket += 1
         self.error, self.focus_seq = "", 0
         self.streaming, self.stream_text, self._send_text = True, "", ""
-        self.messages = retire_answer(self.messages)
+        self._rows = retire_answer(self._rows)
         return ChatState.run_message
 
     @rx.event(background=True)
@@ -143,7 +123,7 @@ class ChatState(HistoryState):
                 if self._ticket == ticket:
                     self._reset_stream()
                     self.error = explain(exc)
-                    self.messages = arrange(self.messages)  # a retired answer is back
+                    self._rows = arrange(self._rows)  # a retired answer is back
             yield rx.set_value("composer", text)
             yield HealthState.check
             return
@@ -157,80 +137,6 @@ class ChatState(HistoryState):
         yield SidebarState.refresh
         async for update in self._follow(runs.follow(run), ticket):
             yield update
-
-    @rx.event(background=True)
-    async def follow_run(self):
-        """Re-attach to a run that is still going (after a reload or a switch back)."""
-        async with self:
-            run_id, ticket, caller = self.run_id, self._ticket, self._caller()
-        events = None
-        with contextlib.suppress(RunNotFound):  # ended and expired meanwhile
-            events = await self._services().runs.events(caller, run_id)
-        async for update in self._follow(events, ticket):
-            yield update
-
-    async def _follow(self, events: AsyncIterator[RunEvent | None] | None, ticket: int):
-        async with self:
-            turn = LiveTurn(self.pending_user, {m["id"] for m in self.messages})
-        last_flush = time.monotonic()
-        try:
-            async for event in events or no_events():
-                turn.feed(event.payload if event is not None else None)
-                due = turn.result or turn.waiting or time.monotonic() - last_flush >= FLUSH_SECONDS
-                if turn.dirty and due:
-                    async with self:
-                        if self._ticket != ticket:
-                            return
-                        self._show_live(turn, turn.take())
-                    last_flush = time.monotonic()
-        finally:
-            async with self:
-                if self._ticket == ticket:
-                    self._settle(turn.finish())
-        yield SidebarState.refresh
-
-    def _show_live(self, turn: LiveTurn, rows: list[MessageView]) -> None:
-        """The live step as it is now; steps done move into the list (once each)."""
-        if rows:
-            self.messages = self.messages + rows
-        if turn.question_listed:
-            self.pending_user = ""
-        if self.stream_text != turn.text:
-            self.stream_text = turn.text
-        if self.stream_thinking != turn.thinking:
-            self.stream_thinking = turn.thinking
-        if self.live_tools != turn.cards:
-            self.live_tools = turn.cards
-
-    def _settle(self, turn: list[MessageView]) -> None:
-        """Move the rest of the finished turn into the list (one list update)."""
-        kept = arrange(self.messages + turn, choices(self.messages))[-MAX_VISIBLE:]
-        if len(kept) < len(self.messages) + len(turn):
-            self.has_older = True  # trimmed off the top: reachable again by paging
-        self.messages = kept
-        self._reset_stream()
-
-    def _reset_stream(self) -> None:
-        self.streaming, self.run_id, self.stream_text, self.stream_thinking = False, "", "", ""
-        self.pending_user, self.pending_time, self.live_tools = "", "", []
-
-    @rx.event(background=True)
-    async def answer_permission(self, request_id: str, option_id: str):
-        """The person's choice on an acp agent's permission request (its card's buttons)."""
-        async with self:
-            run_id, caller = self.run_id, self._caller()
-        permissions = self._services().permissions
-        if run_id and permissions is not None:
-            with contextlib.suppress(NotFound):  # answered, timed out, or the run ended
-                permissions.answer(caller, run_id, request_id, option_id)
-
-    @rx.event(background=True)
-    async def stop(self):
-        async with self:
-            run_id, caller = self.run_id, self._caller()
-        if run_id:
-            with contextlib.suppress(RunNotFound):  # it ended on its own meanwhile
-                await self._services().runs.stop(caller, run_id)
 
 
 def _seq(query: Mapping[str, str]) -> int:

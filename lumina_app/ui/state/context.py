@@ -6,8 +6,8 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.domain import NotFound
-from lumina_app.ui.context_rows import context_rows
 from lumina_app.ui.state.base import AppState
+from lumina_app.ui.view_models.context_rows import context_rows
 
 
 class ContextState(AppState):

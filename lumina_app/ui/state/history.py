@@ -10,9 +10,9 @@ from lumina_app.domain import ConversationInfo, NotFound
 from lumina_app.services.conversations import MessagePage
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.base import AppState
-from lumina_app.ui.tool_views import pair_results
-from lumina_app.ui.versions import arrange, choices, show
-from lumina_app.ui.views import MessageView, message_view
+from lumina_app.ui.view_models.tool_views import pair_results
+from lumina_app.ui.view_models.versions import arrange, choices, show
+from lumina_app.ui.view_models.views import MessageView, message_view
 
 PAGE_SIZE = 40
 # The list a long session keeps on screen is bounded too: every turn re-sends it once.
@@ -22,7 +22,8 @@ CONTEXT_BEFORE = 10
 
 
 class HistoryState(AppState):
-    messages: list[MessageView] = []
+    # One view per stored row, as paged and arranged (the page is sent ``messages``).
+    _rows: list[MessageView] = []
     has_older: bool = False
     has_newer: bool = False
     focus_seq: int = 0  # the message a search opened, highlighted until the next page load
@@ -46,7 +47,7 @@ class HistoryState(AppState):
         self.parent_url = chat_url(parent.agent_id, parent.uuid)
 
     def _show(self, page: MessagePage, *, newest: bool) -> None:
-        self.messages = arrange(pair_results([message_view(m) for m in page.items]))
+        self._rows = arrange(pair_results([message_view(m) for m in page.items]))
         self.has_older = page.next_before is not None
         self.has_newer = not newest and page.next_after is not None
 
@@ -63,7 +64,7 @@ class HistoryState(AppState):
                 conversation, limit=PAGE_SIZE, before=conversation.last_seq + 1
             )
             self._show(page, newest=True)
-        self.focus_seq = seq if any(m["seq"] == seq for m in self.messages) else 0
+        self.focus_seq = seq if any(m["seq"] == seq for m in self._rows) else 0
         if not self.focus_seq:
             return None
         return rx.call_script(
@@ -72,34 +73,34 @@ class HistoryState(AppState):
 
     @rx.event
     async def load_older(self) -> None:
-        if self.messages and self.conversation_id:
+        if self._rows and self.conversation_id:
             _conversation, page = await self._services().conversations.messages(
                 self._caller(),
                 self.conversation_id,
                 limit=PAGE_SIZE,
-                before=self.messages[0]["seq"],
+                before=self._rows[0]["seq"],
             )
             self.has_older = page.next_before is not None
-            rows = pair_results([message_view(m) for m in page.items] + self.messages)
-            self.messages = arrange(rows, choices(self.messages))
+            rows = pair_results([message_view(m) for m in page.items] + self._rows)
+            self._rows = arrange(rows, choices(self._rows))
 
     @rx.event
     async def load_newer(self) -> None:
-        if self.messages and self.conversation_id:
+        if self._rows and self.conversation_id:
             _conversation, page = await self._services().conversations.messages(
                 self._caller(),
                 self.conversation_id,
                 limit=PAGE_SIZE,
-                after=self.messages[-1]["seq"],
+                after=self._rows[-1]["seq"],
             )
             self.has_newer = page.next_after is not None
-            rows = pair_results(self.messages + [message_view(m) for m in page.items])
-            self.messages = arrange(rows, choices(self.messages))
+            rows = pair_results(self._rows + [message_view(m) for m in page.items])
+            self._rows = arrange(rows, choices(self._rows))
 
     @rx.event
     def show_version(self, turn: str, version: int) -> None:
         """The "n / m" switcher: another version of an answer, read-only."""
-        self.messages = show(self.messages, turn, version)
+        self._rows = show(self._rows, turn, version)
 
     async def _jump_to_latest(self) -> None:
         """Before a new turn is added at the end: the end must be what is on screen."""

@@ -11,7 +11,7 @@ from lumina_app.domain.search import is_question
 from lumina_app.services.conversations import MAX_SEARCH_CHARS
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.base import AppState
-from lumina_app.ui.views import ConversationView, HitView, conversation_view, hit_view
+from lumina_app.ui.view_models.views import ConversationView, HitView, conversation_view, hit_view
 
 LIST_PAGE = 30
 HITS = 8

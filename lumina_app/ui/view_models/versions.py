@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lumina_app.domain.versions import AnswerRow, number_versions
-from lumina_app.ui.views import MessageView
+from lumina_app.ui.view_models.views import MessageView
 
 
 def arrange(rows: list[MessageView], shown: Mapping[str, int] | None = None) -> list[MessageView]:

@@ -19,7 +19,17 @@ from lumina_app.domain import (
 from lumina_app.domain.views import iso_ms
 from lumina_app.services.search import SearchHit
 from lumina_app.ui.routes import chat_url
-from lumina_app.ui.tool_views import ToolView, stored_cards
+from lumina_app.ui.view_models.tool_views import ToolView, stored_cards
+
+
+class StepView(TypedDict):
+    """An earlier step of an answer: what it said and the tools it called, shown inline
+    in the one message of its turn (``ui.view_models.turns``)."""
+
+    seq: int
+    content: str
+    thinking: str
+    tools: list[ToolView]
 
 
 class MessageView(TypedDict):
@@ -44,10 +54,21 @@ class MessageView(TypedDict):
     hidden: bool
     switcher: bool
     last: bool
+    # Set for display by ``ui.view_models.turns.one_per_turn``: the earlier steps of the
+    # run this answer ends (their rows folded into this one message).
+    steps: list[StepView]
 
 
-# What a row says about versions until ``ui.versions.arrange`` has looked at its page.
-UNARRANGED = {"version": 1, "versions": 1, "hidden": False, "switcher": False, "last": False}
+# What a row says about versions until ``ui.versions.arrange`` has looked at its page
+# (and about steps until ``one_per_turn`` has: none; never mutated in place).
+UNARRANGED = {
+    "version": 1,
+    "versions": 1,
+    "hidden": False,
+    "switcher": False,
+    "last": False,
+    "steps": [],
+}
 
 
 class HitView(TypedDict):

@@ -15,8 +15,8 @@ from lumina_app.domain import (
     ToolCallFinished,
     ToolCallRequested,
 )
-from lumina_app.ui.tool_views import ToolView, live_card, live_result
-from lumina_app.ui.views import UNARRANGED, MessageView, answer_view, question_view
+from lumina_app.ui.view_models.tool_views import ToolView, live_card, live_result
+from lumina_app.ui.view_models.views import UNARRANGED, MessageView, answer_view, question_view
 
 
 @dataclass

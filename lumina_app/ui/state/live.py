@@ -1,0 +1,81 @@
+"""The open page follows its owner live: a run started in the conversation it shows
+(from another tab, REST or the OpenAI-compatible doors, on any instance) is followed
+through the run's event log like one sent here; the sidebar follows conversations
+created, renamed, forked, deleted and runs' status. The subscription itself lives in
+``services/live.py``; this holds what the page does with a notice."""
+
+from __future__ import annotations
+
+import functools
+
+import reflex as rx
+from reflex.utils.prerequisites import get_and_validate_app
+
+from lumina_app.domain import utcnow
+from lumina_app.domain.views import iso_ms
+from lumina_app.services.live import AlreadyLive, Notice, TooManyLivePages
+from lumina_app.ui.state.chat import ChatState
+from lumina_app.ui.state.sidebar import SidebarState
+from lumina_app.ui.state.stream import StreamState
+from lumina_app.ui.view_models.versions import retire_answer
+
+DELETED = "This conversation was deleted."
+
+
+class LiveState(ChatState):
+    @rx.event(background=True)
+    async def watch(self):
+        """Runs while the page is open (one per browser tab; later loads find it on)."""
+        async with self:
+            if not self._via:
+                return
+            caller, token = self._caller(), self.router.session.client_token
+        try:
+            async with self._services().live.page(caller, token) as feed:
+                while True:
+                    notice = await feed.next()
+                    if not _connected(token) or (notice is not None and notice.kind == "closed"):
+                        return
+                    async with self:
+                        if self._via == "" or self._owner != caller.owner:
+                            return  # signed out, or another identity now: not theirs
+                        updates = self._apply(notice) if notice is not None else []
+                    for update in updates:
+                        yield update
+        except (AlreadyLive, TooManyLivePages):
+            return
+
+    def _apply(self, notice: Notice) -> list:
+        here = notice.conversation == self.conversation_id and self.conversation_id != ""
+        updates: list = [SidebarState.refresh] if notice.agent_id == self.agent_id else []
+        if not here:
+            return updates
+        if notice.kind == "renamed":
+            self.title = notice.title
+        elif notice.kind == "deleted":
+            self._ticket += 1
+            self._reset_stream()
+            self._rows, self.not_found = [], DELETED
+        elif notice.kind == "run" and not self.streaming and not self.has_newer:
+            self._ticket += 1
+            self.error, self.focus_seq = "", 0
+            if notice.regenerate:
+                self._rows = retire_answer(self._rows)
+            else:
+                self.pending_user, self.pending_time = notice.question, iso_ms(utcnow())
+            self.streaming, self.run_id = True, notice.run_id
+            updates.append(StreamState.follow_run)
+        return updates
+
+
+def _connected(token: str) -> bool:
+    """Whether the tab with this client token still has its socket open on this instance
+    (Reflex's own record of it): a page gone is let go at its next wake-up."""
+    namespace = _app().event_namespace
+    return namespace is None or token in namespace.token_to_sid
+
+
+@functools.cache
+def _app() -> rx.App:
+    """The running app, looked up once (the lookup imports and touches ``sys.path``)."""
+    return get_and_validate_app().app

@@ -1,0 +1,1 @@
+"""View models: the plain dicts and pure functions the UI states show and arrange."""
