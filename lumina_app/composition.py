@@ -404,6 +404,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         engines=db.engines,
         agents=[agent.id for agent in await asyncio.to_thread(registry.list)],
         tools=[*BUILTINS, RECALL],
+        memory_hooks=long_term.on_changed,
+        extraction_failure_hooks=chat.extractor.on_failed,
     )
     if recover:
         await chat.recover()

@@ -175,8 +175,11 @@ class MemoryExtractor:
         self._owners: dict[str, asyncio.Lock] = {}
 
     def after_run(self, run: ActiveRun) -> None:
-        """A run ended: extract what its turn says about the person, later."""
-        if run.agent.memory.long_term is None or not run.user.content.strip():
+        """A run ended: extract what its turn says about the person, later (never from a
+        temporary conversation)."""
+        if run.agent.memory.long_term is None or run.conversation.temporary:
+            return
+        if not run.user.content.strip():
             return
         answer = run.result.content if run.result is not None else ""
         turn = Turn(

@@ -180,7 +180,8 @@ class RunDriver:
         results: dict[str, CallResult],
         base_meta: dict[str, Any],
     ) -> tuple[RunStatus, str | None]:
-        toolbox = await self.tools.toolbox(run.agent)  # may start the agent's MCP servers
+        # May start the agent's MCP servers; a temporary conversation gets no memory tools.
+        toolbox = await self.tools.toolbox(run.agent, temporary=run.conversation.temporary)
         theirs, client_names = client_tools.current(frozenset(toolbox.tools))
         specs = toolbox.specs() + theirs
         run.tool_names = frozenset(toolbox.tools)

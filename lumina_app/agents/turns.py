@@ -191,7 +191,7 @@ class TurnPreparer:
                 self.retriever, conversation, text, agent.memory.auto_recall,
                 in_window={m.seq for m in history},
             )  # fmt: skip
-        known = await self._known(agent, request.principal, text)
+        known = [] if conversation.temporary else await self._known(agent, request.principal, text)
         known_ids = {"memories": [m.id for m in known]} if known else {}
         context = build_context(
             prompt,

@@ -47,7 +47,7 @@ async def create_conversation(
 ) -> ConversationOut:
     async def create() -> dict:
         conv = await services.conversations.create(
-            caller, agent_id=body.agent_id, title=body.title or ""
+            caller, agent_id=body.agent_id, title=body.title or "", temporary=body.temporary
         )
         return ConversationOut.of(conv).model_dump()
 

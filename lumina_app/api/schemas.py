@@ -11,7 +11,9 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
     StrictBool,
+    model_serializer,
 )
 from pydantic_core import core_schema
 
@@ -89,6 +91,8 @@ class StrictBody(BaseModel):
 class CreateConversation(StrictBody):
     agent_id: str = Field(alias="agentId", min_length=1, max_length=64)
     title: Annotated[str | None, NoNul] = Field(default=None, max_length=255)
+    # Nothing is read from or written to long-term memory in a temporary conversation.
+    temporary: StrictBool = False
 
 
 class RenameConversation(StrictBody):
@@ -126,6 +130,14 @@ class ConversationOut(BaseModel):
     updatedAt: str
     parentUuid: str | None = None  # a fork's original, and the last seq it copied
     forkedAtSeq: int | None = None
+    temporary: bool | None = None  # only a temporary conversation has it (true)
+
+    @model_serializer(mode="wrap")
+    def _without_temporary(self, handler: SerializerFunctionWrapHandler) -> dict:
+        data = handler(self)
+        if not data.get("temporary"):  # a normal conversation's JSON is unchanged
+            data.pop("temporary", None)
+        return data
 
     @classmethod
     def of(cls, conv: ConversationInfo) -> ConversationOut:
@@ -141,6 +153,7 @@ class ConversationOut(BaseModel):
             updatedAt=iso_us(conv.updated_at),
             parentUuid=conv.parent_uuid,
             forkedAtSeq=conv.forked_at_seq,
+            temporary=True if conv.temporary else None,
         )
 
 

@@ -193,9 +193,13 @@ class ConversationInfo:
     # A fork names the conversation it was copied from and the last seq it copied.
     parent_uuid: str | None = None
     forked_at_seq: int | None = None
+    # A temporary conversation: nothing is read from or written to long-term memory.
+    temporary: bool = False
 
     @classmethod
-    def new(cls, *, agent_id: str, title: str = "", owner: str = "") -> ConversationInfo:
+    def new(
+        cls, *, agent_id: str, title: str = "", owner: str = "", temporary: bool = False
+    ) -> ConversationInfo:
         """One not stored yet (no ``id``): the cold store inserts it."""
         now = utcnow()
         return cls(
@@ -209,6 +213,7 @@ class ConversationInfo:
             owner=owner,
             created_at=now,
             updated_at=now,
+            temporary=temporary,
         )
 
 

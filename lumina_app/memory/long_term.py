@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -68,6 +68,8 @@ class LongTermMemory:
         self.written = 0
         self.superseded = 0
         self.updated = 0
+        # Called with "written", "updated" or "superseded" after each change (the metrics).
+        self.on_changed: list[Callable[[str], None]] = []
 
     @property
     def model(self) -> str:
@@ -199,6 +201,7 @@ class LongTermMemory:
             vector=vector,
         )
         self.written += 1
+        self._changed("written")
         return memory, True
 
     async def edit(
@@ -220,7 +223,9 @@ class LongTermMemory:
         )
         if not changed:
             raise MemoryNotFound(memory_id)
-        self.updated += 1 if text is not None else 0
+        if text is not None:
+            self.updated += 1
+            self._changed("updated")
         return await self.get(owner, memory_id)
 
     async def supersede(
@@ -251,7 +256,12 @@ class LongTermMemory:
         if memory is None:
             raise MemoryNotFound(memory_id)
         self.superseded += 1
+        self._changed("superseded")
         return memory
+
+    def _changed(self, change: str) -> None:
+        for hook in self.on_changed:
+            hook(change)
 
     async def forget(self, owner: str, memory_id: int) -> None:
         """Never used again: the memory is marked ``deleted``."""

@@ -66,11 +66,11 @@ class MemoryManager:
     # -- conversations -------------------------------------------------------------
 
     async def create_conversation(
-        self, *, agent_id: str, title: str = "", owner: str = ""
+        self, *, agent_id: str, title: str = "", owner: str = "", temporary: bool = False
     ) -> ConversationInfo:
         check_storable_text(title, "title")
         conversation = await self.cold.create_conversation(
-            agent_id=agent_id, title=title, owner=owner
+            agent_id=agent_id, title=title, owner=owner, temporary=temporary
         )
         await self._hot(self.hot.replace(conversation.uuid, [], 0))
         return conversation

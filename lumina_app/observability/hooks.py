@@ -70,6 +70,14 @@ def summary_written(agent_id: str, _conversation: str, _summary: object) -> None
     metrics.SUMMARIES.labels(agent_id).inc()
 
 
+def memory_changed(change: str) -> None:
+    metrics.MEMORIES.labels(change).inc()
+
+
+def extraction_failed(agent_id: str) -> None:
+    metrics.MEMORY_EXTRACTION_FAILURES.labels(agent_id).inc()
+
+
 def _before(conn: Any, _cursor: Any, _statement: str, *_args: Any) -> None:
     # A connection runs one statement at a time; a failed one is simply overwritten.
     conn.info[_STATEMENT_START] = time.perf_counter()
@@ -104,6 +112,8 @@ def install(
     engines: Iterable[sa.Engine],
     agents: Iterable[str] = (),
     tools: Iterable[str] = (),
+    memory_hooks: list | None = None,
+    extraction_failure_hooks: list | None = None,
 ) -> None:
     """Attach every metric; the lists are the callbacks the parts call. ``agents`` and
     ``tools``: the label values known now, whose series start at 0."""
@@ -114,4 +124,8 @@ def install(
         breaker_listeners.append(breaker_changed)
         breaker_changed(False)
     summary_hooks.append(summary_written)
+    if memory_hooks is not None:
+        memory_hooks.append(memory_changed)
+    if extraction_failure_hooks is not None:
+        extraction_failure_hooks.append(extraction_failed)
     watch_sql(engines)

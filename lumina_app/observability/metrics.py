@@ -62,6 +62,16 @@ GATEWAY_REQUESTS = Counter(
     "OpenAI-compatible chat completions by how the conversation was found",
     ["conversation"],
 )
+MEMORIES = Counter(
+    "lumina_memories",
+    "Long-term memory changes (extractor, memory tools, REST): written, updated, superseded",
+    ["change"],
+)
+MEMORY_EXTRACTION_FAILURES = Counter(
+    "lumina_memory_extraction_failures",
+    "Memory extraction attempts that failed (model error, unusable reply, store down)",
+    ["agent"],
+)
 
 EXPORTED = (
     RUNS,
@@ -76,6 +86,8 @@ EXPORTED = (
     TOOL_CALLS,
     SUMMARIES,
     GATEWAY_REQUESTS,
+    MEMORIES,
+    MEMORY_EXTRACTION_FAILURES,
 )
 
 # A labelled series is exported only once some value of it is set: until the first hot-window
@@ -86,6 +98,7 @@ WINDOW_READ_RESULTS = ("hit", "rebuild", "fallback")
 SQL_OPERATIONS = ("select", "insert", "update", "delete", "other")
 TOOL_STATUSES = ("ok", "error")
 GATEWAY_LOOKUPS = ("named", "matched", "created", "new")
+MEMORY_CHANGES = ("written", "updated", "superseded")
 
 
 def initialise(*, agents: Iterable[str], tools: Iterable[str]) -> None:
@@ -95,7 +108,8 @@ def initialise(*, agents: Iterable[str], tools: Iterable[str]) -> None:
     for agent in agents:
         for status in RUN_STATUSES:
             RUNS.labels(agent, status)
-        for per_agent in (RUN_DURATION, TTFT, PROVIDER_ERRORS, SUMMARIES):
+        for per_agent in (RUN_DURATION, TTFT, PROVIDER_ERRORS, SUMMARIES,
+                          MEMORY_EXTRACTION_FAILURES):  # fmt: skip
             per_agent.labels(agent)
     for tool in tools:
         for status in TOOL_STATUSES:
@@ -106,6 +120,8 @@ def initialise(*, agents: Iterable[str], tools: Iterable[str]) -> None:
         SQL_STATEMENTS.labels(operation)
     for lookup in GATEWAY_LOOKUPS:
         GATEWAY_REQUESTS.labels(lookup)
+    for change in MEMORY_CHANGES:
+        MEMORIES.labels(change)
 
 
 def multiprocess_dir() -> str | None:

@@ -68,11 +68,12 @@ class ConversationService:
             await self.live.announce(owner, notice)
 
     async def create(
-        self, principal: Principal, *, agent_id: str, title: str = ""
+        self, principal: Principal, *, agent_id: str, title: str = "", temporary: bool = False
     ) -> ConversationInfo:
+        """A new conversation; a ``temporary`` one neither reads nor writes long-term memory."""
         agent = self.agents.definition(agent_id)
         created = await self.memory.create_conversation(
-            agent_id=agent.id, title=title, owner=principal.owner
+            agent_id=agent.id, title=title, owner=principal.owner, temporary=temporary
         )
         await self._announce(principal.owner, "created", created)
         return created

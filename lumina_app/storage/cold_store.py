@@ -34,6 +34,7 @@ class ColdStore(Protocol):
         owner: str = "",
         conversation_uuid: str | None = None,
         created_at: datetime | None = None,
+        temporary: bool = False,
     ) -> ConversationInfo: ...
 
     async def start_conversation(

@@ -50,6 +50,10 @@ def server(tmp_path: Path, fake_llm: FakeLLM, redis_server: RedisServer) -> Iter
     model = {"provider": "openai", "base_url": fake_llm.base_url, "model": "fake-1"}
     write_agent(app.data_dir / "agents", "echo", model)
     write_agent(app.data_dir / "agents", "calc", {**model, "tools": ["calculator"]})
+    # Long-term memory: the demo model's extractor (by rule), and the fake LLM's (whose
+    # plain-text reply is no list of operations: a failed extraction).
+    write_agent(app.data_dir / "agents", "rememberer", {"memory": {"longTerm": True}})
+    write_agent(app.data_dir / "agents", "mindful", {**model, "memory": {"longTerm": True}})
     app.start()
     yield app
     app.stop()
@@ -141,3 +145,43 @@ def test_metrics_need_a_key_when_keys_are_set(tmp_path: Path) -> None:
         assert "lumina_active_streams" in ok.text
     finally:
         app.stop()
+
+
+def test_memory_changes_and_extraction_failures_are_counted(server: AppServer) -> None:
+    before = scrape(server)
+    for change in ("written", "updated", "superseded"):  # exported at 0 before any
+        assert ("lumina_memories_total", (("change", change),)) in before
+    assert ("lumina_memory_extraction_failures_total", (("agent", "mindful"),)) in before
+
+    def moved(samples: dict, name: str, **labels: str) -> float:
+        return value(samples, name, **labels) - value(before, name, **labels)
+
+    def memories_moved(change: str, by: float):
+        return lambda: moved(scrape(server), "lumina_memories_total", change=change) >= by
+
+    said = "My name is Ada and I work on graph databases"
+    assert chat(server, "rememberer", said).status_code == 200
+    wait_until_sync(memories_moved("written", 2), "two memories written")  # two facts
+    assert chat(server, "rememberer", "actually call me Ada L.").status_code == 200
+    wait_until_sync(memories_moved("superseded", 1), "the name superseded")
+    listed = httpx.get(server.url + "/api/v1/memories", params={"agentId": "rememberer"})
+    assert listed.status_code == 200, listed.text
+    work = next(m for m in listed.json()["items"] if "graph" in m["text"])
+    resp = httpx.patch(
+        f"{server.url}/api/v1/memories/{work['id']}",
+        json={"text": "The user works on graph engines."},
+    )
+    assert resp.status_code == 200, resp.text
+    wait_until_sync(memories_moved("updated", 1), "the edit counted")
+
+    assert chat(server, "mindful", "hello").status_code == 200
+    failures = "lumina_memory_extraction_failures_total"
+    wait_until_sync(
+        lambda: moved(scrape(server), failures, agent="mindful") >= 1, "the failure counted"
+    )
+    after = scrape(server)
+    assert moved(after, "lumina_memories_total", change="written") == 2
+    assert moved(after, "lumina_memories_total", change="superseded") == 1
+    assert moved(after, "lumina_memories_total", change="updated") == 1
+    assert moved(after, failures, agent="mindful") == 1  # an unusable reply: not retried
+    assert moved(after, failures, agent="rememberer") == 0

@@ -4,7 +4,8 @@ Redis, so granian starts several workers; Prometheus's multi-process mode merges
 - exported before any traffic, every known label value at 0 (the values the table lists,
   each agent in the agents folder, each built-in tool);
 - moved by the events it counts, after turns with Redis: a stream, resumed turns on an agent
-  with summaries, a window Redis forgot, a tool call, a model error, Redis killed.
+  with summaries, a window Redis forgot, a tool call, a model error, a memory extracted and
+  an extraction that failed, Redis killed.
 
 The list is read from the table, so a newly documented metric is held to both at once.
 Before, ``lumina_hot_window_reads_total`` was missing after several turns with Redis: warm
@@ -116,6 +117,9 @@ def served(tmp_path: Path, fake_llm: FakeLLM) -> Iterator[Served]:
     write_agent(agents, "echo", model)
     write_agent(agents, "calc", {**model, "tools": ["calculator"]})
     write_agent(agents, "keeper", {"name": "Keeper", "memory": {"summary": True}})
+    # Long-term memory: the demo extractor writes; the fake LLM's plain reply is a failure.
+    write_agent(agents, "rememberer", {"memory": {"longTerm": True}})
+    write_agent(agents, "mindful", {**model, "memory": {"longTerm": True}})
     try:
         app.start()
         yield Served(app, lumina_redis)
@@ -198,12 +202,18 @@ def test_every_documented_metric_is_exported_at_start_and_moves(
     fake_llm.script.error_status = 500
     assert chat(app, "echo", "fail please").status_code == 502
     fake_llm.script.error_status = None
+    assert chat(app, "rememberer", "My name is Ada").status_code == 200
+    assert chat(app, "mindful", "hello").status_code == 200
     seen.append(
         wait_for_scrape(
             app,
-            lambda s: value(s, "lumina_summaries_written_total", agent="keeper") > 0,
+            lambda s: (
+                value(s, "lumina_summaries_written_total", agent="keeper") > 0
+                and value(s, "lumina_memories_total", change="written") > 0
+                and value(s, "lumina_memory_extraction_failures_total", agent="mindful") > 0
+            ),
             within=30,
-            what="no summary written in the background",
+            what="no summary, memory or extraction failure in the background",
         )
     )
 

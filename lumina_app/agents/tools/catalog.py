@@ -46,9 +46,9 @@ class ToolCatalog:
         self._servers: dict[tuple[str, str], McpServer] = {}
         self._retired: set[asyncio.Task] = set()
 
-    async def toolbox(self, agent: AgentDefinition) -> Toolbox:
+    async def toolbox(self, agent: AgentDefinition, *, temporary: bool = False) -> Toolbox:
         """What a run of ``agent`` may call (its servers started, in parallel, if needed),
-        and what it may not, with why."""
+        and what it may not, with why; a ``temporary`` conversation's run has no memory tools."""
         toolbox = Toolbox()
         for name in agent.tools.builtins:
             if name != RECALL:
@@ -57,7 +57,7 @@ class ToolCatalog:
         wants_recall = agent.memory.recall or RECALL in agent.tools.builtins
         if wants_recall and self.recall is not None:
             toolbox.tools[RECALL] = self.recall.tool()
-        if agent.memory.long_term and self.memories is not None:
+        if agent.memory.long_term and self.memories is not None and not temporary:
             toolbox.tools |= {tool.name: tool for tool in self.memories.tools(agent)}
         servers = self._servers_of(agent)
         if not servers:

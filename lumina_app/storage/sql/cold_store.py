@@ -56,6 +56,7 @@ def _conversation(row: sa.Row) -> ConversationInfo:
         updated_at=row.updated_at,
         parent_uuid=row.parent_uuid,
         forked_at_seq=row.forked_at_seq,
+        temporary=bool((row.meta or {}).get(writes.TEMPORARY)),
     )
 
 
@@ -118,8 +119,11 @@ class SQLColdStore:
         owner: str = "",
         conversation_uuid: str | None = None,
         created_at: datetime | None = None,
+        temporary: bool = False,
     ) -> ConversationInfo:
-        conversation = ConversationInfo.new(agent_id=agent_id, title=title, owner=owner)
+        conversation = ConversationInfo.new(
+            agent_id=agent_id, title=title, owner=owner, temporary=temporary
+        )
         if conversation_uuid:
             conversation.uuid = conversation_uuid
         if created_at:
@@ -152,7 +156,9 @@ class SQLColdStore:
         self, source: ConversationInfo, at_seq: int, *, title: str, owner: str
     ) -> ConversationInfo:
         """A copy of ``source`` up to ``at_seq`` as a new conversation (``forks``)."""
-        fork = ConversationInfo.new(agent_id=source.agent_id, title=title, owner=owner)
+        fork = ConversationInfo.new(
+            agent_id=source.agent_id, title=title, owner=owner, temporary=source.temporary
+        )
         fork.parent_uuid, fork.forked_at_seq = source.uuid, at_seq
         with offloaded():  # copies many rows: off the event loop's thread on SQLite
             await self.write_path.transact(forks.copy_conversation, source.id, fork, at_seq)

@@ -41,6 +41,10 @@ from lumina_app.storage.sql.runs import run_values
 # The gateway's own columns (history matching, client meta) are set by history_match.py.
 _GATEWAY_COLUMNS = ("opening_hash", "meta")
 CONVERSATION_FIELDS = [c.name for c in C.columns if c.name not in ("id", *_GATEWAY_COLUMNS)]
+# A temporary conversation is marked in the meta column (the gateway's keys sit beside it:
+# every gateway write reads the meta and keeps what it does not set).
+TEMPORARY = "temporary"
+
 _INSERT_CONVERSATION = sa.insert(C)
 _INSERT_MESSAGE = sa.insert(M)
 _INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)
@@ -70,6 +74,8 @@ def insert_conversation(conn: Connection, conversation: ConversationInfo) -> Non
     """Insert a conversation built with ``ConversationInfo.new``; sets its ``id``."""
     row = {name: getattr(conversation, name) for name in CONVERSATION_FIELDS}
     row["status"] = conversation.status.value
+    if conversation.temporary:
+        row["meta"] = {TEMPORARY: True}
     conversation.id = conn.execute(_INSERT_CONVERSATION, row).inserted_primary_key[0]
 
 
