@@ -12,7 +12,7 @@ import pytest
 
 from lumina_app.composition import open_services
 from lumina_app.domain import LOCAL, EventType
-from lumina_app.ui.tool_views import stored_cards
+from lumina_app.ui.view_models.tool_views import stored_cards
 from tests.acp.helpers import (
     PROMPT,
     alive,
