@@ -21,7 +21,12 @@ ALICE, BOB = bearer("ka"), bearer("kb")
 
 
 def routes(
-    conv: str, run: str, session: str = "1", key: str = "1", user: str = "alice"
+    conv: str,
+    run: str,
+    session: str = "1",
+    key: str = "1",
+    user: str = "alice",
+    memory: str = "1",
 ) -> list[tuple[str, str, dict]]:
     """One request per route of the API (the health, docs and sign-in routes are open)."""
     return [
@@ -53,6 +58,12 @@ def routes(
         ("GET", "/api/v1/search", {"params": {"q": "x"}}),
         ("GET", f"/api/v1/conversations/{conv}/recall", {"params": {"q": "x"}}),
         ("GET", "/api/v1/recall", {"params": {"q": "x"}}),
+        ("GET", "/api/v1/memories", {}),
+        ("POST", "/api/v1/memories", {"json": {"text": "x"}}),
+        ("POST", "/api/v1/memories/forget", {"json": {}}),
+        ("GET", f"/api/v1/memories/{memory}", {}),
+        ("PATCH", f"/api/v1/memories/{memory}", {"json": {"text": "x"}}),
+        ("DELETE", f"/api/v1/memories/{memory}", {}),
         ("GET", "/api/v1/account/sessions", {}),
         ("DELETE", f"/api/v1/account/sessions/{session}", {}),
         ("POST", "/api/v1/account/sessions/revoke-others", {}),
@@ -69,6 +80,7 @@ def routes(
         ("GET", "/api/v1/admin/audit", {}),
         ("GET", "/v1/models", {}),
         ("POST", "/v1/chat/completions", {"json": chat_body()}),
+        ("POST", "/v1/responses/compact", {"json": {"model": "tester", "input": "x"}}),
         *openai_state_routes(conv, run),
         ("GET", "/metrics", {}),
     ]
@@ -145,9 +157,10 @@ async def test_the_route_table_covers_every_api_route(api) -> None:
         "SESSION": "{session_id}",
         "KEY": "{key_id}",
         "USER": "{username}",
+        "MEMORY": "{memory_id}",
     }
     listed = set()
-    for m, p, _ in routes("CONV", "RUN", "SESSION", "KEY", "USER"):
+    for m, p, _ in routes("CONV", "RUN", "SESSION", "KEY", "USER", "MEMORY"):
         for placeholder, name in placeholders.items():
             p = p.replace(placeholder, name)
         listed.add((m, p))
@@ -175,7 +188,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 23
+    assert len(with_bodies) == 27  # every POST and PATCH route above
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 
