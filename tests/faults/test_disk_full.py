@@ -68,7 +68,7 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
 def _fill(path: Path) -> None:
     """Write ``path`` until the file system has no byte left."""
     block = b"\0" * 65536
-    with path.open("wb") as f:
+    with path.open("wb", buffering=0) as f:  # unbuffered: closing has nothing left to flush
         while True:
             try:
                 f.write(block)
@@ -77,7 +77,7 @@ def _fill(path: Path) -> None:
             except OSError as exc:
                 assert exc.errno == errno.ENOSPC, exc
                 break
-    with contextlib.suppress(OSError), path.open("ab") as f:  # the last few bytes
+    with contextlib.suppress(OSError), path.open("ab", buffering=0) as f:  # the last bytes
         for _ in range(65536):
             f.write(b"\0")
             f.flush()
