@@ -119,7 +119,12 @@ _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 def allowed_methods(request: Request, catch_all: Any = None) -> str | None:
     """The methods some API route serves at this path (all of them: GET, PATCH and DELETE of
     a conversation are three routes). Mounts (Reflex's app at "") are not API routes, nor
-    the catch-alls (``unmatched``, and ``catch_all`` if given)."""
+    the catch-alls (``unmatched``, and ``catch_all`` if given). A path the API's schema
+    names literally (``/memories/forget``) has the methods listed there, though a templated
+    sibling (``/memories/{memory_id}``) would match it too."""
+    literal = _schema_methods(request)
+    if literal:
+        return ", ".join(literal)
     allowed = []
     skipped = {unmatched} if catch_all is None else {unmatched, catch_all}
     for method in _METHODS:
@@ -131,6 +136,15 @@ def allowed_methods(request: Request, catch_all: Any = None) -> str | None:
                 allowed.append(method)
                 break
     return ", ".join(allowed) or None
+
+
+def _schema_methods(request: Request) -> list[str]:
+    """The methods the OpenAPI schema lists for exactly this path (none: not named there)."""
+    openapi = getattr(request.app, "openapi", None)
+    if openapi is None:
+        return []
+    operations = openapi().get("paths", {}).get(request.url.path, {})
+    return [method for method in _METHODS if method.lower() in operations]
 
 
 def no_such_endpoint(request: Request) -> JSONResponse:

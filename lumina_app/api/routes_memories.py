@@ -67,13 +67,17 @@ class Forgotten(BaseModel):
     forgotten: int
 
 
+# One status, a comma list of them, or "all" (the schema says so: bad ones are a 422 there).
+STATUS_FILTER = r"^(all|(active|superseded|deleted)(, ?(active|superseded|deleted))*)$"
+
+
 @router.get("", response_model=MemoryList)
 async def list_memories(
     services: ServicesDep,
     caller: Caller,
     agent_id: AgentId = None,
     q: Annotated[str | None, Query(max_length=200), NoNul] = None,
-    status: Annotated[str | None, Query(max_length=64)] = None,
+    status: Annotated[str | None, Query(max_length=64, pattern=STATUS_FILTER)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 200,
 ) -> MemoryList:
     """The caller's memories (active ones unless ``status`` says otherwise: one of
