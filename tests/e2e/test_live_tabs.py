@@ -18,6 +18,7 @@ from tests.conftest import SHARED_REDIS_URL
 from tests.e2e.test_accounts_ui import PASSWORD, Browsers, sign_in
 from tests.e2e.test_chat_ui import answers, send, shot, wait_idle
 from tests.server import AppServer
+from tests.waits import wait_until_sync
 
 pytestmark = pytest.mark.e2e
 QUESTIONS = "[data-testid=pending-message], [data-testid=message][data-role=user]"
@@ -95,7 +96,14 @@ def test_a_question_sent_in_one_tab_streams_in_the_other(people, live_server) ->
     shown = [m.inner_text() for m in two.get_by_test_id("message").all()]
     two.reload()
     expect(answers(two)).to_have_count(2)
-    assert [m.inner_text() for m in two.get_by_test_id("message").all()] == shown
+    # A message's time is drawn in the browser (rx.moment) after the rows appear: wait for
+    # the reloaded page to settle, then it must read exactly as the live one did.
+    settled = wait_until_sync(
+        lambda: [m.inner_text() for m in two.get_by_test_id("message").all()] == shown,
+        "the reloaded page to read as the live one",
+        within=10,
+    )
+    assert settled
     # Bob saw nothing of it: not the conversation, not the run.
     expect(bob.get_by_test_id("conversation-item")).to_have_count(0)
     assert "Tell me a lot" not in bob.content()
