@@ -1,6 +1,8 @@
 """LoCoMo recall benchmark: do the turns that answer a question come back in the top k?
 
-Each LoCoMo conversation (README in the data folder) is imported through the archive import
+Each LoCoMo conversation (README in the data folder; either a folder of one-conversation
+files or the upstream ``locomo10.json``, chosen by ``--only``/``--skip`` sample ids:
+bench/_locomo_data.py) is imported through the archive import
 as one Lumina conversation: speaker A is the user, B the assistant, one message per turn
 ("<speaker>: <text>"), each session's date and time kept as its messages' timestamps (a
 minute apart within a session). The stored messages are embedded as ``python -m lumina_app
@@ -15,55 +17,34 @@ Lumina's lexical ranking with and without the units' context (the turn before, t
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import httpx
 from _common import ROOT, header, parse_args, table
+from _locomo_data import load
 from _servers import app_server
 
 from bench import _app
 
-CATEGORIES = (1, 2, 3, 4)
 KS = (5, 10)
 FUSION_WEIGHTS = (0.1, 0.25, 0.5, 1.0)
 
 
 def options(parser) -> None:
-    parser.add_argument("path", nargs="?", default=str(ROOT.parent / "shared/data/locomo"))
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default=str(ROOT.parent / "shared/data/locomo"),
+        help="a folder of one-conversation files, or the upstream locomo10.json",
+    )
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations")
-
-
-def load(path: Path) -> list[dict]:
-    """Each conversation: its turns (dia_id, from user?, text, time) and its questions."""
-    found = []
-    for file in sorted(path.glob("*.json")):
-        data = json.loads(file.read_text())
-        sessions = sorted(
-            (int(k.split("_")[1]) for k in data if re.fullmatch(r"session_\d+", k)),
-        )
-        turns = []
-        for n in sessions:
-            start = datetime.strptime(data[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y")
-            for i, turn in enumerate(data[f"session_{n}"]):
-                when = (start + timedelta(minutes=i)).astimezone()
-                user = turn["speaker"] == data["speaker_a"]
-                turns.append((turn["dia_id"], user, f"{turn['speaker']}: {turn['text']}", when))
-        ids = {t[0] for t in turns}
-        questions = []
-        for qa in data["qa"]:
-            evidence = {e for item in qa.get("evidence", []) for e in re.findall(r"D\d+:\d+", item)}
-            if qa.get("category") in CATEGORIES and evidence & ids:
-                questions.append((qa["question"], evidence & ids))
-        found.append({"name": file.stem, "turns": turns, "questions": questions})
-    return found
+    parser.add_argument("--only", default="", help="sample ids to measure (comma list)")
+    parser.add_argument("--skip", default="", help="sample ids to leave out (comma list)")
 
 
 class Score:
@@ -151,17 +132,22 @@ def anchors(conversations: list[dict], scores: dict[str, Score]) -> None:
                 )
 
 
+def _ids(listed: str) -> set[str]:
+    return {i.strip() for i in listed.split(",") if i.strip()}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(__doc__, options, {"limit": 1}, argv)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     header("locomo.py", args, f"httpx {httpx.__version__}")
-    conversations = load(Path(args.path))
+    conversations = load(Path(args.path), only=_ids(args.only), skip=_ids(args.skip))
     if args.limit:
         conversations = conversations[: args.limit]
     questions = sum(len(c["questions"]) for c in conversations)
     turns = sum(len(c["turns"]) for c in conversations)
     print(
-        f"{len(conversations)} conversations, {turns} turns, {questions} questions (categories 1-4)"
+        f"{len(conversations)} conversations ({', '.join(c['name'] for c in conversations)}), "
+        f"{turns} turns, {questions} questions (categories 1-4)"
     )
     names = ["Lumina recall route (HTTP)", "Lumina recall across all (HTTP, GET /recall)",
              "BM25 (bm25s)", "embedded model alone",
