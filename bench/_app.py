@@ -58,17 +58,22 @@ from lumina_app.domain import TextDelta as TextDelta
 from lumina_app.domain import ToolCall as ToolCall
 from lumina_app.domain import Usage as Usage
 from lumina_app.memory import MemoryManager, MemoryReads
+from lumina_app.recall import retriever as retriever
 from lumina_app.recall.embedders import LocalEmbedder as LocalEmbedder
+from lumina_app.recall.retriever import Retriever as Retriever
 from lumina_app.recall.retriever import UnitIndex as UnitIndex
 from lumina_app.recall.retriever import Units as Units
 from lumina_app.recall.worker import EmbedWorker
 from lumina_app.recall.worker import unit_vectors as unit_vectors
+from lumina_app.services.recall import RecallService as RecallService
 from lumina_app.settings import load_settings
 from lumina_app.storage.local.hot_window import LocalHotWindow
 from lumina_app.storage.local.run_events import LocalRunEventLog as LocalRunEventLog
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
 from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
+from lumina_app.storage.sql import recall_rows as recall_rows
+from lumina_app.storage.sql import search as search
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
 
+from lumina_app.agents.agent_embedders import AgentEmbedders
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.memory_extractor import MemoryExtractor
 from lumina_app.agents.prompts import PromptVersions
@@ -177,6 +178,8 @@ class Services:
         await self.providers.close()
         if self.embeddings is not None:
             await self.embeddings.embedder.close()
+            if isinstance(self.embeddings.choice, AgentEmbedders):
+                await self.embeddings.choice.close()
         await self.events.close()
         await self.chat.locks.close()
         await self.slots.close()
@@ -309,7 +312,11 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     summaries = SummaryKeeper(memory, reads.summaries, providers, window=settings.context_window)
     embeds = embedder(settings)
     retriever = Retriever(db, embeds)
-    embeddings = EmbedWorker(db, embeds) if embeds is not None else None
+    embeddings = None
+    if embeds is not None:  # agents may choose their own embedder (config.json "embeddings")
+        choice = AgentEmbedders(registry, embeds, timeout=settings.embeddings_timeout)
+        embeddings = EmbedWorker(db, embeds, choice=choice)
+        retriever.choice = choice
     long_term = LongTermMemory(db, embeds)
     if embeddings is not None:
         memory.on_final(embeddings.on_final)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -257,3 +258,9 @@ def load_settings(**overrides: object) -> Settings:
 def get_settings() -> Settings:
     """The process-wide settings, read once."""
     return load_settings()
+
+
+def secret_from_environment(name: str) -> str | None:
+    """A key an agent's config.json names by variable (``"apiKeyEnv"``), read when the
+    agent is loaded, so the key itself never sits in the agent's folder."""
+    return os.environ.get(name) or None

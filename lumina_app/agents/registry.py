@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lumina_app.agents.acp.config import AcpConfig, AcpConfigError, parse_acp_config
+from lumina_app.agents.embeddings_config import EmbeddingsConfig, parse_embeddings
 from lumina_app.agents.memory_config import (
     MEMORY_FILE,
     SUMMARY_FILE,
@@ -52,6 +53,7 @@ class AgentDefinition:
     # The OpenAI-compatible gateway: may a client's ``system`` message replace the prompt?
     allow_client_system_prompt: bool = False
     acp: AcpConfig | None = None  # "provider": "acp": the agent process to start
+    embeddings: EmbeddingsConfig | None = None  # its own embedder for recall (else the server's)
 
     @property
     def available(self) -> bool:
@@ -139,8 +141,12 @@ class AgentRegistry:
             acp = parse_acp_config(config)
         except AcpConfigError as exc:
             problem = problem or f"config.json: {exc}"
+        embeddings = parse_embeddings(config)
+        if isinstance(embeddings, str):
+            problem = problem or embeddings
         if problem:
             return AgentDefinition(id=agent_id, name=name, error=problem)
+        assert not isinstance(embeddings, str)
         prompts = []
         for filename in PROMPT_FILES:
             path = folder / filename
@@ -159,7 +165,8 @@ class AgentRegistry:
         memory = parse_memory(config, summary_prompt, memory_prompt)
         if isinstance(memory, str):
             return AgentDefinition(id=agent_id, name=name, error=memory)
-        known = {"name", "description", "memory", "acp", _CLIENT_SYSTEM, *_OVERRIDES, *_TOOL_KEYS}
+        known = {"name", "description", "memory", "acp", "embeddings", _CLIENT_SYSTEM,
+                 *_OVERRIDES, *_TOOL_KEYS}  # fmt: skip
         return AgentDefinition(
             id=agent_id,
             name=name,
@@ -176,6 +183,7 @@ class AgentRegistry:
             memory=memory,
             allow_client_system_prompt=config.get(_CLIENT_SYSTEM, False),
             acp=acp,
+            embeddings=embeddings,
         )
 
 

@@ -27,6 +27,8 @@ class EmbeddingError(RuntimeError):
 
 class Embedder(Protocol):
     name: str  # stored with each vector: a vector of another model is not compared
+    # its vectors' size once known (a stored vector of another size is made again)
+    dimension: int | None
     # below this cosine a message is unrelated, not a weak match ("zebra" finds nothing)
     min_similarity: float
 
@@ -44,6 +46,19 @@ class Embedder(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class EmbedderChoice(Protocol):
+    """Which embedder makes and reads a conversation's vectors: its agent's own
+    (config.json ``embeddings``), else the server's."""
+
+    def for_agent(self, agent_id: str) -> Embedder | None:
+        """The agent's embedder; None: lexical ranking only."""
+        ...
+
+    def own(self) -> dict[str, Embedder | None]:
+        """The agents whose embedder is not the server's, with theirs."""
+        ...
 
 
 def normalised(matrix: np.ndarray) -> np.ndarray:
@@ -73,6 +88,7 @@ class LocalEmbedder:
     """WordLlama's l2_supercat (256 dims): a token-embedding table averaged, CPU-only."""
 
     name = LOCAL_MODEL
+    dimension = 256
     min_similarity = 0.2  # unrelated texts score under 0.1, paraphrases over 0.25
 
     def embed_now(self, texts: Sequence[str]) -> np.ndarray:
@@ -99,6 +115,7 @@ class OpenAIEmbedder:
         self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 30.0
     ) -> None:
         self.name = f"openai:{model}"[:128]
+        self.dimension: int | None = None  # learnt from the server's first answer
         self.min_similarity = 0.0  # scales differ by model: every vector may rank
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -125,6 +142,7 @@ class OpenAIEmbedder:
             raise EmbeddingError(f"embeddings server: {exc}") from exc
         if len(vectors) != len(batch) or len({len(v) for v in vectors}) != 1:
             raise EmbeddingError("embeddings server: wrong number or size of vectors")
+        self.dimension = len(vectors[0])
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray | None:

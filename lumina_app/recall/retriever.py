@@ -9,13 +9,14 @@ the date it was said (people ask "when"). The weights were measured on LoCoMo's 
 One conversation's index (terms, postings, vectors) is built from one indexed read and
 kept while the conversation's last seq and vector count stay the same, so a question asked
 again costs a version check. Across conversations, candidates come from the full-text
-index (any query word, as a prefix of its stem) and are ranked the same way.
+index: each query word's newest matches (a prefix of its stem; a bounded window,
+``storage/sql/recall_candidates.py``), ranked the same way.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,9 +25,9 @@ import numpy as np
 
 from lumina_app.domain import MsgRole
 from lumina_app.recall import text
-from lumina_app.recall.embedders import Embedder, EmbeddingError
+from lumina_app.recall.embedders import Embedder, EmbedderChoice, EmbeddingError
 from lumina_app.recall.lexical import Bm25
-from lumina_app.storage.sql import recall_rows, search
+from lumina_app.storage.sql import recall_candidates, recall_rows
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.recall_rows import RecallRow
 
@@ -36,7 +37,7 @@ RRF_K = 60
 LEXICAL_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 0.1
 DEPTH = 200  # how deep each ranking goes into the fusion
-CANDIDATES_PER_WORD = 100
+RANKED_CANDIDATES = 300  # across conversations: rows fetched and ranked, at most
 VECTOR_DTYPE = np.float16
 
 
@@ -63,9 +64,14 @@ class UnitIndex:
     """Retrieval units of a fixed set of rows: their BM25 postings and vectors."""
 
     def __init__(
-        self, rows: Sequence[RecallRow], units: Units, previous: Sequence[str] | None = None
+        self,
+        rows: Sequence[RecallRow],
+        units: Units,
+        previous: Sequence[str] | None = None,
+        query: str | None = None,
     ) -> None:
-        """``previous``: the text said before each row (default: the row before it here)."""
+        """``previous``: the text said before each row (default: the row before it here);
+        ``query``: the one query this index will rank for (its terms alone are indexed)."""
         self.rows = list(rows)
         if previous is None:
             # A conversation with nothing to recall yet has no rows, and no "before" either.
@@ -78,8 +84,10 @@ class UnitIndex:
             if units.previous and before:
                 doc += text.terms(before)
             docs.append(doc)
-        self.bm25 = Bm25(docs)
-        with_vector = [i for i, r in enumerate(self.rows) if r.vector]
+        self.bm25 = Bm25(docs, None if query is None else text.query_terms(query))
+        sizes = Counter(len(r.vector) for r in self.rows if r.vector)
+        size = sizes.most_common(1)[0][0] if sizes else 0  # one size: never mix models' sizes
+        with_vector = [i for i, r in enumerate(self.rows) if r.vector and len(r.vector) == size]
         self.vector_rows = np.array(with_vector, dtype=np.int64)
         self.vectors = (
             np.vstack(
@@ -138,11 +146,15 @@ class Retriever:
         self.weights = weights
         self._cache: OrderedDict[int, tuple[tuple[object, ...], UnitIndex]] = OrderedDict()
         self._cache_size = cache_size
+        self._agents: OrderedDict[int, str] = OrderedDict()  # a conversation's agent
         # told of a conversation read with rows lacking vectors (imported, forked, failed)
         self.on_missing: Callable[[int], None] | None = None
+        # the agents' own embedders (config.json "embeddings"); None: self.embedder for all
+        self.choice: EmbedderChoice | None = None
 
     @property
     def model(self) -> str:
+        """The server's embedder (an agent may have its own: :meth:`embedder_of`)."""
         return self.embedder.name if self.embedder else ""
 
     async def in_conversation(
@@ -156,67 +168,78 @@ class Retriever:
     ) -> list[Recalled]:
         """The conversation's ``limit`` messages most relevant to ``query``, best first;
         only rows before ``before_seq`` and not in ``exclude_seqs`` when given."""
-        index = await self._index(conversation_id)
+        embedder = await self.embedder_of(conversation_id)
+        vector = await self._query_vector(query, embedder)  # first: it may learn the size
+        index = await self._index(conversation_id, embedder)
         if not index.rows:
             return []
         seqs = np.array([r.seq for r in index.rows])
         allowed = ~np.isin(seqs, np.fromiter(exclude_seqs, dtype=np.int64))
         if before_seq is not None:
             allowed &= seqs < before_seq
-        vector = await self._query_vector(query)
-        ranked = index.ranked(query, vector, self.weights, allowed, self._min)[:limit]
+        ranked = index.ranked(query, vector, self.weights, allowed, _minimum(embedder))[:limit]
         return [_recalled(index.rows[i], score) for i, score in ranked]
 
     async def across(
         self, owner: str, query: str, *, agent_id: str | None = None, limit: int = 10
     ) -> list[tuple[str, str, Recalled]]:
-        """(conversation uuid, title, message) of an owner's most relevant messages."""
-        conversations: dict[int, tuple[str, str]] = {}
-        for word in _prefixes(query):
-            hits = await search.search_messages(
-                self.db, [word], owner=owner, agent_id=agent_id, limit=CANDIDATES_PER_WORD
-            )
-            conversations |= {
-                h.message_id: (h.conversation_uuid, h.conversation_title) for h in hits
-            }
-        rows = await recall_rows.rows_by_id(self.db, list(conversations), self.model)
-        if not rows:
+        """(conversation uuid, title, message) of an owner's most relevant messages. The
+        query is embedded by the agent's embedder if one is named, else the server's: a
+        vector another embedder made is not compared (its row ranks by its words)."""
+        embedder = self._for_agent(agent_id) if agent_id is not None else self.embedder
+        windows = await recall_candidates.newest_matches(
+            self.db, prefixes(query), owner=owner, agent_id=agent_id
+        )
+        vector = await self._query_vector(query, embedder)
+        found = await recall_rows.candidates(self.db, _likeliest(windows), _name(embedder))
+        if not found:
             return []
-        before = await recall_rows.said_before(self.db, rows)
-        previous = [before.get((r.conversation_id, r.seq), "") for r in rows]
-        index = UnitIndex(rows, self.units, previous)
-        vector = await self._query_vector(query)
+        rows = [c.row for c in found]
+        index = UnitIndex(rows, self.units, [c.previous for c in found], query)
         allowed = np.ones(len(rows), dtype=bool)
-        ranked = index.ranked(query, vector, self.weights, allowed, self._min)[:limit]
+        ranked = index.ranked(query, vector, self.weights, allowed, _minimum(embedder))[:limit]
         return [
-            (*conversations[rows[i].message_id], _recalled(rows[i], score)) for i, score in ranked
+            (found[i].conversation_uuid, found[i].conversation_title, _recalled(rows[i], score))
+            for i, score in ranked
         ]
 
-    @property
-    def _min(self) -> float:
-        return self.embedder.min_similarity if self.embedder else 0.0
+    async def embedder_of(self, conversation_id: int) -> Embedder | None:
+        """The embedder that makes and reads this conversation's vectors (its agent's)."""
+        if self.choice is None:
+            return self.embedder
+        agent_id = self._agents.get(conversation_id)
+        if agent_id is None:
+            agent_id = await recall_rows.agent_of(self.db, conversation_id)
+            self._agents[conversation_id] = agent_id  # a conversation never changes agent
+            while len(self._agents) > 16 * self._cache_size:
+                self._agents.popitem(last=False)
+        return self._for_agent(agent_id)
 
-    async def _query_vector(self, query: str) -> np.ndarray | None:
-        if self.embedder is None or self.weights[1] <= 0:
+    def _for_agent(self, agent_id: str) -> Embedder | None:
+        return self.embedder if self.choice is None else self.choice.for_agent(agent_id)
+
+    async def _query_vector(self, query: str, embedder: Embedder | None) -> np.ndarray | None:
+        if embedder is None or self.weights[1] <= 0:
             return None
         try:
-            vector = self.embedder.embed_query(query)
+            vector = embedder.embed_query(query)
             if vector is None:
-                vector = (await self.embedder.embed([query]))[0]
+                vector = (await embedder.embed([query]))[0]
         except EmbeddingError as exc:  # lexical ranking alone still answers
             log.warning("recall without embeddings: %s", exc)
             return None
         return vector
 
-    async def _index(self, conversation_id: int) -> UnitIndex:
-        key = await recall_rows.version(self.db, conversation_id, self.model)
+    async def _index(self, conversation_id: int, embedder: Embedder | None) -> UnitIndex:
+        model = _name(embedder)
+        key = (model, *await recall_rows.version(self.db, conversation_id, model))
         cached = self._cache.get(conversation_id)
         if cached and cached[0] == key:
             self._cache.move_to_end(conversation_id)
             return cached[1]
-        rows = await recall_rows.conversation_rows(self.db, conversation_id, self.model)
+        rows = await recall_rows.conversation_rows(self.db, conversation_id, model)
         index = UnitIndex(rows, self.units)
-        if self.on_missing and len(index.vector_rows) < len(rows):
+        if self.on_missing and embedder is not None and len(index.vector_rows) < len(rows):
             self.on_missing(conversation_id)
         self._cache[conversation_id] = (key, index)
         while len(self._cache) > self._cache_size:
@@ -224,12 +247,32 @@ class Retriever:
         return index
 
 
+def _name(embedder: Embedder | None) -> str:
+    return embedder.name if embedder else ""
+
+
+def _minimum(embedder: Embedder | None) -> float:
+    return embedder.min_similarity if embedder else 0.0
+
+
+def _likeliest(windows: Sequence[Sequence[int]], keep: int = RANKED_CANDIDATES) -> list[int]:
+    """The ``keep`` ids most worth ranking, from each word's newest matches: a match of a
+    rarer word (a shorter list) weighs more, one of several words adds up; newer first
+    among equals. A rare word's matches are all kept; a frequent word's fill what is left."""
+    weight: dict[int, float] = {}
+    for ids in windows:
+        share = 1.0 / len(ids) if ids else 0.0
+        for i in ids:
+            weight[i] = weight.get(i, 0.0) + share
+    return sorted(weight, key=lambda i: (-weight[i], -i))[:keep]
+
+
 def _recalled(row: RecallRow, score: float) -> Recalled:
     return Recalled(row.message_id, row.conversation_id, row.seq, row.role, row.content,
                     row.created_at, round(score, 6))  # fmt: skip
 
 
-def _prefixes(query: str) -> list[str]:
+def prefixes(query: str) -> list[str]:
     """What the full-text index is asked for: each content word cut to what it shares with
     its stem ("happiness" → "happi" → "happ"), so the index's prefix match finds its forms."""
     out = []

@@ -11,7 +11,12 @@ import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 
 from lumina_app.domain import ConversationInfo, Msg, StoreUnavailable
-from lumina_app.recall.embedders import MAX_INPUT_CHARS, Embedder, EmbeddingError
+from lumina_app.recall.embedders import (
+    MAX_INPUT_CHARS,
+    Embedder,
+    EmbedderChoice,
+    EmbeddingError,
+)
 from lumina_app.recall.retriever import VECTOR_DTYPE
 from lumina_app.storage.sql import recall_rows
 from lumina_app.storage.sql.database import SQLDatabase
@@ -34,10 +39,16 @@ class EmbedWorker:
     """Embeds the recalled rows that have no vector of the embedder's model yet."""
 
     def __init__(
-        self, db: SQLDatabase, embedder: Embedder, *, retry_seconds: float = RETRY_SECONDS
+        self,
+        db: SQLDatabase,
+        embedder: Embedder,
+        *,
+        retry_seconds: float = RETRY_SECONDS,
+        choice: EmbedderChoice | None = None,
     ) -> None:
         self.db = db
         self.embedder = embedder
+        self.choice = choice  # the agents' own embedders (config.json "embeddings")
         self.retry_seconds = retry_seconds
         self._due: set[int] = set()
         self._wake = asyncio.Event()
@@ -90,32 +101,48 @@ class EmbedWorker:
             raise
 
     async def embed_pending(self, conversation_id: int | None = None) -> int:
-        """Embed what has no vector yet (one conversation, or all): the count written."""
+        """Embed what has no vector of its agent's embedder yet (one conversation, or all):
+        the count written."""
+        if conversation_id is not None:
+            agent_id = await recall_rows.agent_of(self.db, conversation_id)
+            embedder = self.choice.for_agent(agent_id) if self.choice else self.embedder
+            if embedder is None:  # the agent's embeddings are off
+                return 0
+            return await self._embed(embedder, conversation_id=conversation_id)
+        own = self.choice.own() if self.choice else {}
+        written = await self._embed(self.embedder, not_agents=list(own))
+        for agent_id, embedder in own.items():
+            if embedder is not None:
+                written += await self._embed(embedder, agents=[agent_id])
+        return written
+
+    async def _embed(self, embedder: Embedder, **scope: object) -> int:
         written = 0
         while not self._stopping and (
             rows := await recall_rows.pending(
                 self.db,
-                self.embedder.name,
-                conversation_id=conversation_id,
+                embedder.name,
                 limit=BATCH,
                 chars=MAX_INPUT_CHARS,
+                dimension=embedder.dimension,
+                **scope,  # type: ignore[arg-type]
             )
         ):
-            await self._write(rows)
+            await self._write(embedder, rows)
             written += len(rows)
             for listener in self.listeners:
                 listener(written)
         return written
 
-    async def _write(self, rows: Sequence[PendingRow]) -> None:
-        alone = await self.embedder.embed([r.content for r in rows])
-        with_previous = await self.embedder.embed(
+    async def _write(self, embedder: Embedder, rows: Sequence[PendingRow]) -> None:
+        alone = await embedder.embed([r.content for r in rows])
+        with_previous = await embedder.embed(
             [f"{r.previous}\n{r.content}" if r.previous else r.content for r in rows]
         )
         vectors = unit_vectors(alone, with_previous).astype(VECTOR_DTYPE)
         await recall_rows.write_vectors(
             self.db,
-            self.embedder.name,
+            embedder.name,
             [
                 (r.message_id, r.conversation_id, v.tobytes())
                 for r, v in zip(rows, vectors, strict=True)

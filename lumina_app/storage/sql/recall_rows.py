@@ -9,7 +9,7 @@ superseded one was replaced, tool output and system notes are not what was said.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -71,29 +71,47 @@ async def conversation_rows(db: SQLDatabase, conversation_id: int, model: str) -
             return [_row(r) for r in (await conn.execute(query)).all()]
 
 
-async def rows_by_id(db: SQLDatabase, ids: Sequence[int], model: str) -> list[RecallRow]:
-    """Recalled rows by message id (candidates found by the full-text index)."""
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A row found across conversations: with the text said before it, and where it is."""
+
+    row: RecallRow
+    previous: str
+    conversation_uuid: str
+    conversation_title: str
+
+
+async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Candidate]:
+    """Recalled rows by message id (found by the full-text index), each with the recalled
+    text just before it ("" if none) and its conversation's uuid and title: one query, the
+    row before found through the (conversation, seq) index."""
     if not ids:
         return []
-    query = _rows_query(model).where(M.c.id.in_(list(ids)))
-    async with db.connect() as conn:
-        return [_row(r) for r in (await conn.execute(query)).all()]
+    P = M.alias("said_before")
+    before = sa.and_(
+        P.c.conversation_id == M.c.conversation_id,
+        P.c.seq == M.c.seq - 1,
+        P.c.status.not_in(_NOT_RECALLED),
+        P.c.role.in_(RECALLED_ROLES),
+    )
+    query = (
+        _rows_query(model)
+        .outerjoin(P, before)
+        .join(C, C.c.id == M.c.conversation_id)
+        .add_columns(P.c.content.label("previous"), C.c.uuid, C.c.title)
+        .where(M.c.id.in_(list(ids)))
+    )
+    with offloaded():  # up to a few thousand texts
+        async with db.connect() as conn:
+            found = (await conn.execute(query)).all()
+    return [Candidate(_row(r), r.previous or "", r.uuid, r.title) for r in found]
 
 
-async def said_before(db: SQLDatabase, rows: Sequence[RecallRow]) -> dict[tuple[int, int], str]:
-    """The recalled text just before each row, by (conversation id, seq): one query."""
-    wanted = {(r.conversation_id, r.seq - 1) for r in rows if r.seq > 1}
-    if not wanted:
-        return {}
-    by_conversation: dict[int, list[int]] = {}
-    for cid, seq in wanted:
-        by_conversation.setdefault(cid, []).append(seq)
-    where = sa.or_(*(sa.and_(M.c.conversation_id == cid, M.c.seq.in_(seqs))
-                     for cid, seqs in by_conversation.items()))  # fmt: skip
-    query = sa.select(M.c.conversation_id, M.c.seq, M.c.content).where(where, _recalled())
+async def agent_of(db: SQLDatabase, conversation_id: int) -> str:
+    """The conversation's agent ("" if it is gone): whose embedder its vectors are."""
+    query = sa.select(C.c.agent_id).where(C.c.id == conversation_id)
     async with db.connect() as conn:
-        found = (await conn.execute(query)).all()
-    return {(r.conversation_id, r.seq + 1): r.content for r in found}
+        return (await conn.execute(query)).scalar() or ""
 
 
 async def version(db: SQLDatabase, conversation_id: int, model: str) -> tuple[object, ...]:
@@ -111,6 +129,11 @@ async def version(db: SQLDatabase, conversation_id: int, model: str) -> tuple[ob
     return tuple(row) if row else ()
 
 
+def stored_chars(dimension: int) -> int:
+    """The stored (base64) length of a float16 vector of ``dimension`` numbers."""
+    return 4 * -(-2 * dimension // 3)
+
+
 async def pending(
     db: SQLDatabase,
     model: str,
@@ -118,21 +141,36 @@ async def pending(
     conversation_id: int | None = None,
     limit: int = 256,
     chars: int = 8000,
+    dimension: int | None = None,
+    agents: Collection[str] | None = None,
+    not_agents: Collection[str] = (),
 ) -> list[PendingRow]:
-    """Recalled rows with no vector of ``model`` yet, oldest first, with the text before each:
+    """Recalled rows with no vector of ``model`` yet (or, ``dimension`` given, one of
+    another size: the model's server changed), oldest first, with the text before each:
     the first ``chars`` characters of each, what an embedding reads (a message of megabytes
-    is not fetched whole to embed its start)."""
+    is not fetched whole to embed its start). ``agents``/``not_agents``: only the
+    conversations of those agents / of the others."""
     missing = M.outerjoin(V, sa.and_(V.c.message_id == M.c.id, V.c.model == model))
     content = sa.func.substr(M.c.content, 1, chars).label("content")
+    absent = V.c.message_id.is_(None)
+    if dimension is not None:
+        absent = sa.or_(absent, sa.func.length(V.c.vector) != stored_chars(dimension))
     query = (
         sa.select(M.c.id, M.c.conversation_id, M.c.seq, content)
         .select_from(missing)
-        .where(_recalled(), V.c.message_id.is_(None))
+        .where(_recalled(), absent)
         .order_by(M.c.id)
         .limit(limit)
     )
     if conversation_id is not None:
         query = query.where(M.c.conversation_id == conversation_id)
+    if agents is not None or not_agents:
+        owned = sa.select(C.c.id)
+        if agents is not None:
+            owned = owned.where(C.c.agent_id.in_(list(agents)))
+        if not_agents:
+            owned = owned.where(C.c.agent_id.not_in(list(not_agents)))
+        query = query.where(M.c.conversation_id.in_(owned))
     with offloaded():
         async with db.connect() as conn:
             rows = (await conn.execute(query)).all()
