@@ -32,7 +32,7 @@ async def _models(services, uuid: str) -> dict[str, int]:
         .group_by(V.c.model)
     )
     async with services.db.connect() as conn:
-        return dict((await conn.execute(query)).tuples().all())
+        return {row[0]: row[1] for row in (await conn.execute(query)).all()}
 
 
 def _inputs(fake) -> list[tuple[str, str]]:
