@@ -15,6 +15,7 @@ index: each query word's newest matches (a prefix of its stem; a bounded window,
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
@@ -187,10 +188,14 @@ class Retriever:
         query is embedded by the agent's embedder if one is named, else the server's: a
         vector another embedder made is not compared (its row ranks by its words)."""
         embedder = self._for_agent(agent_id) if agent_id is not None else self.embedder
-        windows = await recall_candidates.newest_matches(
-            self.db, prefixes(query), owner=owner, agent_id=agent_id
-        )
-        vector = await self._query_vector(query, embedder)
+        # the query is embedded (in a thread) while the index is read (in another)
+        embedding = asyncio.ensure_future(self._query_vector(query, embedder))
+        try:
+            windows = await recall_candidates.newest_matches(
+                self.db, prefixes(query), owner=owner, agent_id=agent_id
+            )
+        finally:
+            vector = await embedding
         found = await recall_rows.candidates(self.db, _likeliest(windows), _name(embedder))
         if not found:
             return []
