@@ -192,11 +192,16 @@ class Retriever:
         embedding = asyncio.ensure_future(self._query_vector(query, embedder))
         try:
             windows = await recall_candidates.newest_matches(
-                self.db, prefixes(query), owner=owner, agent_id=agent_id
+                self.db,
+                prefixes(query),
+                owner=owner,
+                agent_id=agent_id,
+                window=recall_candidates.CANDIDATE_WINDOW,
             )
         finally:
             vector = await embedding
-        found = await recall_rows.candidates(self.db, _likeliest(windows), _name(embedder))
+        likeliest = _likeliest(windows, RANKED_CANDIDATES)
+        found = await recall_rows.candidates(self.db, likeliest, _name(embedder))
         if not found:
             return []
         rows = [c.row for c in found]
@@ -260,7 +265,7 @@ def _minimum(embedder: Embedder | None) -> float:
     return embedder.min_similarity if embedder else 0.0
 
 
-def _likeliest(windows: Sequence[Sequence[int]], keep: int = RANKED_CANDIDATES) -> list[int]:
+def _likeliest(windows: Sequence[Sequence[int]], keep: int) -> list[int]:
     """The ``keep`` ids most worth ranking, from each word's newest matches: a match of a
     rarer word (a shorter list) weighs more, one of several words adds up; newer first
     among equals. A rare word's matches are all kept; a frequent word's fill what is left."""

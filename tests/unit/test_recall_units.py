@@ -109,3 +109,29 @@ def test_auto_recall_settings_are_checked() -> None:
     assert parsed(False).auto_recall is None
     for bad in ({"limit": 0}, {"tokens": 10}, {"limit": "5"}, {"when": 1}, [5], {"limit": True}):
         assert "memory.autoRecall" in parsed(bad), bad
+
+
+def test_bm25_for_one_query_scores_as_the_full_index_does() -> None:
+    from lumina_app.recall.lexical import Bm25
+
+    docs = [["printer", "jam", "printer"], ["ticket", "zebra"], [], ["printer", "ticket"]]
+    for query in (["printer"], ["ticket", "printer", "absent"], ["absent"]):
+        assert Bm25(docs, only=query).scores(query).tolist() == Bm25(docs).scores(query).tolist()
+
+
+def test_the_likeliest_candidates_favour_rarer_words_and_several_words() -> None:
+    from lumina_app.recall.retriever import _likeliest
+
+    frequent = [10, 9, 8, 7, 6, 5]  # a full window: each match weighs 1/6
+    rare = [3, 8]  # every match of a rarer word: 1/2 each
+    assert _likeliest([frequent, rare], 3) == [8, 3, 10]  # both words, the rare one, newest
+    assert _likeliest([[], []], 3) == []
+
+
+def test_stems_from_the_table_equal_the_stemmers() -> None:
+    from lumina_app.recall import text
+
+    words = ["running", "runs", "ran", "happiness", "happily", "groups", "supported"]
+    first = text.terms(" ".join(words))
+    text._STEMS.clear()
+    assert first == text.terms(" ".join(words)) == text._stemmer().stemWords(words)
