@@ -98,3 +98,19 @@ async def test_a_changed_model_is_embedded_again_not_mixed_in(opened) -> None:
 
 async def _has(services, uuid: str, expected: dict[str, int]) -> bool:
     return await _models(services, uuid) == expected
+
+
+async def test_the_backfill_embeds_each_conversation_with_its_agents_embedder(opened) -> None:
+    services, api, _fake, _dir = opened
+    mine = (await say(api, FACTS[0], agent="own", headers=ALICE))["conversationId"]
+    other = (await say(api, FACTS[1], headers=ALICE))["conversationId"]
+    local = services.recall.retriever.model
+    assert await wait_until(lambda: _has(services, mine, {"openai:fake-embed": 2}), "own")
+    assert await wait_until(lambda: _has(services, other, {local: 2}), "local")
+    async with services.db.begin() as conn:
+        await conn.execute(sa.delete(V))
+
+    assert await services.embeddings.embed_pending() == 4  # what `python -m lumina_app embed` runs
+    assert await _models(services, mine) == {"openai:fake-embed": 2}
+    assert await _models(services, other) == {local: 2}
+    assert await services.embeddings.embed_pending() == 0
