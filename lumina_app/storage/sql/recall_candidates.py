@@ -21,8 +21,9 @@ from lumina_app.storage.sql import pg_share
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.recall_rows import RECALLED_ROLES
-from lumina_app.storage.sql.search import (
+from lumina_app.storage.sql.search import (  # search's own splitting, matching and bounds
     _FTS,
+    _PG_BACKWARD_ROWS,
     _PG_CONFIG,
     _PG_DOCUMENT,
     _fts_phrase,
@@ -35,9 +36,6 @@ from lumina_app.storage.sql.search import (
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
 CANDIDATE_WINDOW = 200  # newest matches taken per query word
-# PostgreSQL: read the id index backwards only while that reads at most this many rows to
-# find the window (its share of matches, from the statistics); else the GIN index and a sort.
-_PG_BACKWARD_ROWS = 50_000
 
 
 async def newest_matches(
