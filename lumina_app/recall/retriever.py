@@ -25,6 +25,7 @@ from datetime import datetime
 import numpy as np
 
 from lumina_app.domain import MsgRole
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.recall import text
 from lumina_app.recall.embedders import Embedder, EmbedderChoice, EmbeddingError
 from lumina_app.recall.lexical import Bm25
@@ -53,7 +54,7 @@ class Units:
 @dataclass(frozen=True, slots=True)
 class Recalled:
     message_id: int
-    conversation_id: int
+    conversation_pk: ConversationPk
     seq: int
     role: MsgRole
     content: str
@@ -147,9 +148,9 @@ class Retriever:
         self.weights = weights
         self._cache: OrderedDict[int, tuple[tuple[object, ...], UnitIndex]] = OrderedDict()
         self._cache_size = cache_size
-        self._agents: OrderedDict[int, str] = OrderedDict()  # a conversation's agent
+        self._agents: OrderedDict[ConversationPk, str] = OrderedDict()  # a conversation's agent
         # told of a conversation read with rows lacking vectors (imported, forked, failed)
-        self.on_missing: Callable[[int], None] | None = None
+        self.on_missing: Callable[[ConversationPk], None] | None = None
         # the agents' own embedders (config.json "embeddings"); None: self.embedder for all
         self.choice: EmbedderChoice | None = None
 
@@ -160,7 +161,7 @@ class Retriever:
 
     async def in_conversation(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         query: str,
         *,
         limit: int = 10,
@@ -169,9 +170,9 @@ class Retriever:
     ) -> list[Recalled]:
         """The conversation's ``limit`` messages most relevant to ``query``, best first;
         only rows before ``before_seq`` and not in ``exclude_seqs`` when given."""
-        embedder = await self.embedder_of(conversation_id)
+        embedder = await self.embedder_of(conversation_pk)
         vector = await self._query_vector(query, embedder)  # first: it may learn the size
-        index = await self._index(conversation_id, embedder)
+        index = await self._index(conversation_pk, embedder)
         if not index.rows:
             return []
         seqs = np.array([r.seq for r in index.rows])
@@ -213,14 +214,14 @@ class Retriever:
             for i, score in ranked
         ]
 
-    async def embedder_of(self, conversation_id: int) -> Embedder | None:
+    async def embedder_of(self, conversation_pk: ConversationPk) -> Embedder | None:
         """The embedder that makes and reads this conversation's vectors (its agent's)."""
         if self.choice is None:
             return self.embedder
-        agent_id = self._agents.get(conversation_id)
+        agent_id = self._agents.get(conversation_pk)
         if agent_id is None:
-            agent_id = await recall_rows.agent_of(self.db, conversation_id)
-            self._agents[conversation_id] = agent_id  # a conversation never changes agent
+            agent_id = await recall_rows.agent_of(self.db, conversation_pk)
+            self._agents[conversation_pk] = agent_id  # a conversation never changes agent
             while len(self._agents) > 16 * self._cache_size:
                 self._agents.popitem(last=False)
         return self._for_agent(agent_id)
@@ -240,18 +241,18 @@ class Retriever:
             return None
         return vector
 
-    async def _index(self, conversation_id: int, embedder: Embedder | None) -> UnitIndex:
+    async def _index(self, conversation_pk: ConversationPk, embedder: Embedder | None) -> UnitIndex:
         model = _name(embedder)
-        key = (model, *await recall_rows.version(self.db, conversation_id, model))
-        cached = self._cache.get(conversation_id)
+        key = (model, *await recall_rows.version(self.db, conversation_pk, model))
+        cached = self._cache.get(conversation_pk)
         if cached and cached[0] == key:
-            self._cache.move_to_end(conversation_id)
+            self._cache.move_to_end(conversation_pk)
             return cached[1]
-        rows = await recall_rows.conversation_rows(self.db, conversation_id, model)
+        rows = await recall_rows.conversation_rows(self.db, conversation_pk, model)
         index = UnitIndex(rows, self.units)
         if self.on_missing and embedder is not None and len(index.vector_rows) < len(rows):
-            self.on_missing(conversation_id)
-        self._cache[conversation_id] = (key, index)
+            self.on_missing(conversation_pk)
+        self._cache[conversation_pk] = (key, index)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return index
@@ -278,7 +279,7 @@ def _likeliest(windows: Sequence[Sequence[int]], keep: int) -> list[int]:
 
 
 def _recalled(row: RecallRow, score: float) -> Recalled:
-    return Recalled(row.message_id, row.conversation_id, row.seq, row.role, row.content,
+    return Recalled(row.message_id, row.conversation_pk, row.seq, row.role, row.content,
                     row.created_at, round(score, 6))  # fmt: skip
 
 
