@@ -12,6 +12,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from lumina_app.agents.engine import ChatEngine
@@ -187,10 +188,29 @@ class Services:
 _SLOTS_REDIS_TIMEOUT = 2.0  # seconds
 
 
+def _redis(settings: Settings, *, socket_timeout: float | None) -> Redis:
+    """A Redis client whose pool is capped by the settings (a slow-client wave waits for
+    a connection instead of leaving one open per client it held), its connections named
+    by the key prefix in ``CLIENT LIST``."""
+    assert settings.redis_url
+    return create_redis_client(
+        settings.redis_url,
+        socket_timeout=socket_timeout,
+        max_connections=settings.redis_max_connections,
+        pool_timeout=settings.redis_pool_timeout_seconds,
+        name=_client_name(settings.redis_prefix),
+    )
+
+
+def _client_name(prefix: str) -> str:
+    """CLIENT SETNAME takes no spaces or newlines."""
+    return "".join(c if c.isprintable() and not c.isspace() else "_" for c in prefix) or "lumina"
+
+
 def _hot_window(settings: Settings) -> HotWindow:
     if settings.redis_url:
         return RedisHotWindow(
-            create_redis_client(settings.redis_url, socket_timeout=settings.redis_socket_timeout),
+            _redis(settings, socket_timeout=settings.redis_socket_timeout),
             prefix=settings.redis_prefix,
             window=settings.context_window,
             ttl_seconds=settings.hot_ttl_seconds,
@@ -225,7 +245,7 @@ def _run_events(settings: Settings, hot: HotWindow) -> RunEventLog:
     return RedisRunEventLog(
         local=local,
         writer=hot.client,
-        reader=create_redis_client(settings.redis_url, socket_timeout=block_ms / 1000 + 5),
+        reader=_redis(settings, socket_timeout=block_ms / 1000 + 5),
         prefix=settings.redis_prefix,
         retention=settings.run_buffer_ttl_seconds,
         block_ms=block_ms,
@@ -236,7 +256,7 @@ def _live_hub(settings: Settings, hot: HotWindow) -> LiveHub:
     """Owners' live notices: through Redis Pub/Sub when there is one (every instance)."""
     if not isinstance(hot, RedisHotWindow):
         return LiveHub(LocalLiveBus())
-    listener = create_redis_client(settings.redis_url, socket_timeout=None)
+    listener = _redis(settings, socket_timeout=None)
     return LiveHub(RedisLiveBus(hot.client, listener, prefix=settings.redis_prefix))
 
 
@@ -246,7 +266,7 @@ def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
         return LocalRunLocks()
     return RedisRunLocks(
         hot.client,
-        create_redis_client(settings.redis_url, socket_timeout=None),
+        _redis(settings, socket_timeout=None),
         prefix=settings.redis_prefix,
         lease_ms=int(settings.run_lease_seconds * 1000),
         breaker=hot.breaker,
@@ -262,7 +282,7 @@ def _slots(settings: Settings) -> Slots:
         return LocalSlots()
     timeout = max(settings.redis_socket_timeout, _SLOTS_REDIS_TIMEOUT)
     return RedisSlots(
-        create_redis_client(settings.redis_url, socket_timeout=timeout),
+        _redis(settings, socket_timeout=timeout),
         prefix=settings.redis_prefix,
         breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
     )
