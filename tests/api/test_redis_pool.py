@@ -51,7 +51,7 @@ async def _wave(api, admin: aioredis.Redis, name: str) -> tuple[int, int, list[s
 async def test_a_wave_of_streams_opens_no_more_redis_connections_than_the_cap(
     api_factory, redis_prefix, cap
 ):
-    services, api = await api_factory(
+    _services, api = await api_factory(
         redis_max_connections=cap,
         demo_delay_ms=5,
         max_streams_per_owner=WAVE,
@@ -71,7 +71,7 @@ async def test_a_wave_of_streams_opens_no_more_redis_connections_than_the_cap(
 async def test_without_a_tight_cap_the_same_wave_opens_more(api_factory, redis_prefix):
     """The check above can fail: the same wave under the default cap opens more than
     the tight cap's ceiling."""
-    services, api = await api_factory(
+    _services, api = await api_factory(
         demo_delay_ms=5,
         max_streams_per_owner=WAVE,
         max_active_runs_per_owner=WAVE,
