@@ -57,6 +57,7 @@ from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
 from lumina_app.services.signin import SignInService
 from lumina_app.services.signin_limits import SignInLimits
+from lumina_app.services.stream_cap import StreamCap
 from lumina_app.services.titles import Titles
 from lumina_app.services.users import UserAdminService
 from lumina_app.settings import Settings
@@ -123,6 +124,7 @@ class Services:
     events: RunEventLog
     tools: ToolCatalog
     slots: Slots
+    streams: StreamCap  # open SSE streams per owner
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
     memories: MemoryService | None = None  # long-term memories (what agents know of people)
@@ -180,6 +182,7 @@ class Services:
             await self.embeddings.embedder.close()
         await self.events.close()
         await self.chat.locks.close()
+        await self.streams.close()
         await self.slots.close()
         await self.memory.close()
         await self.db.close()
@@ -411,6 +414,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         events=events,
         tools=tools,
         slots=slots,
+        streams=StreamCap(slots, lease_seconds=settings.run_lease_seconds),
         mirror=mirror,
         embeddings=embeddings,
         memories=MemoryService(long_term, agents),
