@@ -105,6 +105,8 @@ class EmbedWorker:
             written += len(rows)
             for listener in self.listeners:
                 listener(written)
+            if len(rows) < BATCH:
+                break  # that was all; a row committed since has marked its conversation due
         return written
 
     async def _write(self, rows: Sequence[PendingRow]) -> None:
