@@ -10,7 +10,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from tests.api.helpers import parse_sse
-from tests.conftest import SHARED_REDIS_URL
+from tests.conftest import BACKENDS, SHARED_REDIS_URL
 
 WAVE = 30
 CLIENTS = 5  # hot window, run-event reader, live listener, run locks, slots
@@ -47,11 +47,15 @@ async def _wave(api, admin: aioredis.Redis, name: str) -> tuple[int, int, list[s
     return max(most, await _named(admin, name)), await _named(admin, name), ends
 
 
-@pytest.mark.parametrize("cap", [2])
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_wave_of_streams_opens_no_more_redis_connections_than_the_cap(
-    api_factory, redis_prefix, cap
+    api_factory, redis_prefix, _databases, backend
 ):
+    cap = 2
+    database = _databases(backend)
+    database.truncate()
     _services, api = await api_factory(
+        database_url=database.url,
         redis_max_connections=cap,
         demo_delay_ms=5,
         max_streams_per_owner=WAVE,
