@@ -110,10 +110,15 @@ class EmbedWorker:
         return written
 
     async def _write(self, rows: Sequence[PendingRow]) -> None:
-        alone = await self.embedder.embed([r.content for r in rows])
-        with_previous = await self.embedder.embed(
-            [f"{r.previous}\n{r.content}" if r.previous else r.content for r in rows]
-        )
+        texts = [r.content for r in rows]
+        texts += [f"{r.previous}\n{r.content}" if r.previous else r.content for r in rows]
+        # One call, each distinct text once: a conversation's first message has nothing
+        # before it, so both of its texts are the same.
+        distinct = list(dict.fromkeys(texts))
+        found = await self.embedder.embed(distinct)
+        at = {text: i for i, text in enumerate(distinct)}
+        embedded = found[[at[t] for t in texts]]
+        alone, with_previous = embedded[: len(rows)], embedded[len(rows) :]
         vectors = unit_vectors(alone, with_previous).astype(VECTOR_DTYPE)
         await recall_rows.write_vectors(
             self.db,
