@@ -47,6 +47,22 @@ async def _wave(api, admin: aioredis.Redis, name: str) -> tuple[int, int, list[s
     return max(most, await _named(admin, name)), await _named(admin, name), ends
 
 
+async def _wave_on(api_factory, name: str, **overrides) -> tuple[int, int, list[str]]:
+    """_wave on an app made with ``overrides`` (an owner may hold the whole wave)."""
+    _services, api = await api_factory(
+        demo_delay_ms=5,
+        max_streams_per_owner=WAVE,
+        max_active_runs_per_owner=WAVE,
+        max_requests_per_address=0,
+        **overrides,
+    )
+    admin = aioredis.Redis.from_url(SHARED_REDIS_URL, decode_responses=True)
+    try:
+        return await _wave(api, admin, name)
+    finally:
+        await admin.aclose()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_wave_of_streams_opens_no_more_redis_connections_than_the_cap(
     api_factory, redis_prefix, _databases, backend
@@ -54,19 +70,9 @@ async def test_a_wave_of_streams_opens_no_more_redis_connections_than_the_cap(
     cap = 2
     database = _databases(backend)
     database.truncate()
-    _services, api = await api_factory(
-        database_url=database.url,
-        redis_max_connections=cap,
-        demo_delay_ms=5,
-        max_streams_per_owner=WAVE,
-        max_active_runs_per_owner=WAVE,
-        max_requests_per_address=0,
+    most, after, ends = await _wave_on(
+        api_factory, redis_prefix, database_url=database.url, redis_max_connections=cap
     )
-    admin = aioredis.Redis.from_url(SHARED_REDIS_URL, decode_responses=True)
-    try:
-        most, after, ends = await _wave(api, admin, redis_prefix)
-    finally:
-        await admin.aclose()
     assert ends == ["done"] * WAVE  # waiting for a connection failed no stream
     assert 0 < most <= CLIENTS * cap, most
     assert after <= CLIENTS * cap
@@ -75,16 +81,6 @@ async def test_a_wave_of_streams_opens_no_more_redis_connections_than_the_cap(
 async def test_without_a_tight_cap_the_same_wave_opens_more(api_factory, redis_prefix):
     """The check above can fail: the same wave under the default cap opens more than
     the tight cap's ceiling."""
-    _services, api = await api_factory(
-        demo_delay_ms=5,
-        max_streams_per_owner=WAVE,
-        max_active_runs_per_owner=WAVE,
-        max_requests_per_address=0,
-    )
-    admin = aioredis.Redis.from_url(SHARED_REDIS_URL, decode_responses=True)
-    try:
-        most, _after, ends = await _wave(api, admin, redis_prefix)
-    finally:
-        await admin.aclose()
+    most, _after, ends = await _wave_on(api_factory, redis_prefix)
     assert ends == ["done"] * WAVE
     assert most > CLIENTS * 2, most

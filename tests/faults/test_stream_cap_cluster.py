@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import RedisServer
+from tests.faults.realserver import two_instances
 from tests.server import AppServer
 from tests.waits import wait_until_sync
 
@@ -26,25 +26,25 @@ STREAM = "/api/v1/agents/assistant/execute/stream"
 def cluster(tmp_path, _databases):
     database = _databases("postgresql")
     database.truncate()
-    redis = RedisServer(tmp_path)
-    redis.start()
     env = {
-        "LUMINA_REDIS_URL": redis.url,
         "LUMINA_RUN_LEASE_SECONDS": str(LEASE_S),
         "LUMINA_DEMO_DELAY_MS": "600000",  # runs never pass their first event: streams stay
         "LUMINA_MAX_STREAMS_PER_OWNER": str(CAP),
         "LUMINA_MAX_ACTIVE_RUNS_PER_OWNER": "100",
     }
-    servers = [
-        AppServer(tmp_path / f"i{n}", backend_only=True, env=env, database_url=database.url)
-        for n in (1, 2)
-    ]
-    for server in servers:
-        server.start()
-    yield servers
-    for server in servers:
-        server.stop()
-    redis.kill()
+    with two_instances(tmp_path, database.url, **env) as servers:
+        yield servers
+
+
+@contextlib.contextmanager
+def clients(one: AppServer, two: AppServer):
+    """A client of each instance, and a stack holding the streams opened meanwhile."""
+    with (
+        httpx.Client(base_url=one.url, timeout=30) as c1,
+        httpx.Client(base_url=two.url, timeout=30) as c2,
+        contextlib.ExitStack() as held,
+    ):
+        yield c1, c2, held
 
 
 def open_stream(stack: contextlib.ExitStack, client: httpx.Client, n: int) -> httpx.Response:
@@ -70,11 +70,7 @@ def refused(response: httpx.Response) -> bool:
 
 def test_the_stream_cap_is_shared_by_two_instances(cluster) -> None:
     one, two = cluster
-    with (
-        httpx.Client(base_url=one.url, timeout=30) as c1,
-        httpx.Client(base_url=two.url, timeout=30) as c2,
-        contextlib.ExitStack() as held,
-    ):
+    with clients(one, two) as (c1, c2, held):
         assert open_stream(held, c1, 1).status_code == 200
         assert open_stream(held, c1, 2).status_code == 200
         with contextlib.ExitStack() as third:
@@ -94,11 +90,7 @@ def test_the_stream_cap_is_shared_by_two_instances(cluster) -> None:
 
 def test_a_killed_instances_stream_slots_expire(cluster) -> None:
     one, two = cluster
-    with (
-        httpx.Client(base_url=one.url, timeout=30) as c1,
-        httpx.Client(base_url=two.url, timeout=30) as c2,
-        contextlib.ExitStack() as held,
-    ):
+    with clients(one, two) as (c1, c2, held):
         for n in range(CAP):
             assert open_stream(held, c1, n).status_code == 200
         time.sleep(4 * LEASE_S)  # the point: held longer than a slot's unrenewed life
