@@ -12,6 +12,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from lumina_app.agents.agent_embedders import AgentEmbedders
@@ -57,6 +58,7 @@ from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
 from lumina_app.services.signin import SignInService
 from lumina_app.services.signin_limits import SignInLimits
+from lumina_app.services.stream_cap import StreamCap
 from lumina_app.services.titles import Titles
 from lumina_app.services.users import UserAdminService
 from lumina_app.settings import Settings
@@ -123,6 +125,7 @@ class Services:
     events: RunEventLog
     tools: ToolCatalog
     slots: Slots
+    streams: StreamCap  # open SSE streams per owner
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
     memories: MemoryService | None = None  # long-term memories (what agents know of people)
@@ -182,6 +185,7 @@ class Services:
                 await self.embeddings.choice.close()
         await self.events.close()
         await self.chat.locks.close()
+        await self.streams.close()
         await self.slots.close()
         await self.memory.close()
         await self.db.close()
@@ -190,10 +194,29 @@ class Services:
 _SLOTS_REDIS_TIMEOUT = 2.0  # seconds
 
 
+def _redis(settings: Settings, *, socket_timeout: float | None) -> Redis:
+    """A Redis client whose pool is capped by the settings (a slow-client wave waits for
+    a connection instead of leaving one open per client it held), its connections named
+    by the key prefix in ``CLIENT LIST``."""
+    assert settings.redis_url
+    return create_redis_client(
+        settings.redis_url,
+        socket_timeout=socket_timeout,
+        max_connections=settings.redis_max_connections,
+        pool_timeout=settings.redis_pool_timeout_seconds,
+        name=_client_name(settings.redis_prefix),
+    )
+
+
+def _client_name(prefix: str) -> str:
+    """CLIENT SETNAME takes no spaces or newlines."""
+    return "".join(c if c.isprintable() and not c.isspace() else "_" for c in prefix) or "lumina"
+
+
 def _hot_window(settings: Settings) -> HotWindow:
     if settings.redis_url:
         return RedisHotWindow(
-            create_redis_client(settings.redis_url, socket_timeout=settings.redis_socket_timeout),
+            _redis(settings, socket_timeout=settings.redis_socket_timeout),
             prefix=settings.redis_prefix,
             window=settings.context_window,
             ttl_seconds=settings.hot_ttl_seconds,
@@ -228,7 +251,7 @@ def _run_events(settings: Settings, hot: HotWindow) -> RunEventLog:
     return RedisRunEventLog(
         local=local,
         writer=hot.client,
-        reader=create_redis_client(settings.redis_url, socket_timeout=block_ms / 1000 + 5),
+        reader=_redis(settings, socket_timeout=block_ms / 1000 + 5),
         prefix=settings.redis_prefix,
         retention=settings.run_buffer_ttl_seconds,
         block_ms=block_ms,
@@ -239,7 +262,7 @@ def _live_hub(settings: Settings, hot: HotWindow) -> LiveHub:
     """Owners' live notices: through Redis Pub/Sub when there is one (every instance)."""
     if not isinstance(hot, RedisHotWindow):
         return LiveHub(LocalLiveBus())
-    listener = create_redis_client(settings.redis_url, socket_timeout=None)
+    listener = _redis(settings, socket_timeout=None)
     return LiveHub(RedisLiveBus(hot.client, listener, prefix=settings.redis_prefix))
 
 
@@ -249,7 +272,7 @@ def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
         return LocalRunLocks()
     return RedisRunLocks(
         hot.client,
-        create_redis_client(settings.redis_url, socket_timeout=None),
+        _redis(settings, socket_timeout=None),
         prefix=settings.redis_prefix,
         lease_ms=int(settings.run_lease_seconds * 1000),
         breaker=hot.breaker,
@@ -265,7 +288,7 @@ def _slots(settings: Settings) -> Slots:
         return LocalSlots()
     timeout = max(settings.redis_socket_timeout, _SLOTS_REDIS_TIMEOUT)
     return RedisSlots(
-        create_redis_client(settings.redis_url, socket_timeout=timeout),
+        _redis(settings, socket_timeout=timeout),
         prefix=settings.redis_prefix,
         breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
     )
@@ -398,6 +421,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         events=events,
         tools=tools,
         slots=slots,
+        streams=StreamCap(slots, lease_seconds=settings.run_lease_seconds),
         mirror=mirror,
         embeddings=embeddings,
         memories=MemoryService(long_term, agents),

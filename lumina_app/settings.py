@@ -39,6 +39,10 @@ class Settings(BaseSettings):
     redis_prefix: str = "lumina"
     redis_socket_timeout: float = Field(0.2, gt=0)
     redis_breaker_cooldown: float = Field(2.0, gt=0)
+    # Connections each of a worker's Redis clients may open (docs/OPERATIONS.md); past that
+    # a command waits up to redis_pool_timeout_seconds for one, then counts as Redis away.
+    redis_max_connections: int = Field(128, ge=2)
+    redis_pool_timeout_seconds: float = Field(2.0, gt=0)
     hot_ttl_seconds: int = Field(7 * 24 * 3600, ge=1)
     hot_max_conversations: int = Field(10_000, ge=1)
     context_window: int = Field(20, ge=1, le=1000)

@@ -224,9 +224,11 @@ class MemoryExtractor:
         """Ask, then apply; one owner's turns one at a time (no duplicate from a race)."""
         lock = self._owners.setdefault(turn.owner, asyncio.Lock())
         async with lock:
+            provider = self.providers.for_agent(turn.agent)
+            if provider.name == "demo" and not demo_operations((), turn.question):
+                return []  # no fact in it, whatever is known: nothing to read
             scope = scope_of(turn.agent)
             known = await self.store.listing(turn.owner, agent_id=scope, limit=200)
-            provider = self.providers.for_agent(turn.agent)
             if provider.name == "demo":
                 ops = demo_operations(known, turn.question)
             else:

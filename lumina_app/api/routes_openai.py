@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Request, Response
+from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
@@ -29,7 +29,7 @@ from lumina_app.api.schemas_openai import (
     ModelList,
 )
 from lumina_app.api.sse import frame
-from lumina_app.api.stream_slots import stream_slots
+from lumina_app.api.stream_slots import take_stream_slot
 from lumina_app.composition import Services
 from lumina_app.domain import (
     AnswerChunk,
@@ -69,7 +69,6 @@ async def list_models(services: ServicesDep, _caller: Caller) -> ModelList:
 )
 async def chat_completions(
     body: ChatCompletionRequest,
-    request: Request,
     services: ServicesDep,
     caller: Caller,
     idempotency_key: IdempotencyKey = None,
@@ -92,9 +91,7 @@ async def chat_completions(
             lambda: _complete(services, caller, turn, completion_id, created),
         )
         return _completion_response(done)
-    slot = stream_slots(request.app).take(
-        caller.owner, limit=services.settings.max_streams_per_owner
-    )
+    slot = await take_stream_slot(services, caller)
 
     async def start() -> dict[str, Any]:
         started = await services.gateway.start(caller, turn)

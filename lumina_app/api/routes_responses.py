@@ -11,7 +11,7 @@ import secrets
 import time
 from typing import Annotated, Any
 
-from fastapi import Header, Path, Request, Response
+from fastapi import Header, Path, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
@@ -21,7 +21,7 @@ from lumina_app.api.openai_errors import openai_router
 from lumina_app.api.responses_wire import ResponseFramer, item_list, response_object, usage
 from lumina_app.api.schemas import error_responses
 from lumina_app.api.schemas_responses import CompactRequest, CreateResponse
-from lumina_app.api.stream_slots import stream_slots
+from lumina_app.api.stream_slots import take_stream_slot
 from lumina_app.domain import RequestInProgress, RunFinished, RunStatus
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.services.openai_gateway import GatewayRun
@@ -49,7 +49,6 @@ SessionHeader = Annotated[str | None, Header(alias="session-id", max_length=256)
 )
 async def create_response(
     body: CreateResponse,
-    request: Request,
     services: ServicesDep,
     caller: Caller,
     session_id: SessionHeader = None,
@@ -91,9 +90,7 @@ async def create_response(
         answer = JSONResponse(done)
         answer.headers[CONVERSATION_HEADER] = done["metadata"]["lumina_conversation_id"]
         return answer
-    slot = stream_slots(request.app).take(
-        caller.owner, limit=services.settings.max_streams_per_owner
-    )
+    slot = await take_stream_slot(services, caller)
     first: list[GatewayRun] = []
 
     async def start() -> dict[str, Any]:

@@ -133,13 +133,20 @@ class EmbedWorker:
             written += len(rows)
             for listener in self.listeners:
                 listener(written)
+            if len(rows) < BATCH:
+                break  # that was all; a row committed since has marked its conversation due
         return written
 
     async def _write(self, embedder: Embedder, rows: Sequence[PendingRow]) -> None:
-        alone = await embedder.embed([r.content for r in rows])
-        with_previous = await embedder.embed(
-            [f"{r.previous}\n{r.content}" if r.previous else r.content for r in rows]
-        )
+        texts = [r.content for r in rows]
+        texts += [f"{r.previous}\n{r.content}" if r.previous else r.content for r in rows]
+        # One call, each distinct text once: a conversation's first message has nothing
+        # before it, so both of its texts are the same.
+        distinct = list(dict.fromkeys(texts))
+        found = await embedder.embed(distinct)
+        at = {text: i for i, text in enumerate(distinct)}
+        embedded = found[[at[t] for t in texts]]
+        alone, with_previous = embedded[: len(rows)], embedded[len(rows) :]
         vectors = unit_vectors(alone, with_previous).astype(VECTOR_DTYPE)
         await recall_rows.write_vectors(
             self.db,

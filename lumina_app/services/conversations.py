@@ -6,7 +6,7 @@ Every method takes the calling :class:`Principal` and goes through the one visib
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -112,6 +112,14 @@ class ConversationService:
         renamed = await self.get(principal, conversation_uuid)
         await self._announce(principal.owner, "renamed", renamed)
         return renamed
+
+    async def retitle(
+        self, principal: Principal, conversation: ConversationInfo, title: str
+    ) -> None:
+        """:meth:`rename` for a conversation the caller has just read as ``principal``'s
+        (the title proposal after a first answer): no read before or after."""
+        await self.memory.rename(conversation, title)
+        await self._announce(principal.owner, "renamed", replace(conversation, title=title))
 
     async def fork(
         self,

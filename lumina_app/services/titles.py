@@ -43,6 +43,6 @@ class Titles:
             conversation = await self.conversations.get(principal, run.conversation.uuid)
             if conversation.title not in ("", title_from(question)) or title == conversation.title:
                 return  # the person named it (or nothing would change)
-            await self.conversations.rename(principal, conversation.uuid, title[:255])
+            await self.conversations.retitle(principal, conversation, title[:255])
         except (LuminaError, TimeoutError) as exc:  # gone meanwhile, or no proposal in time
             log.info("no title proposed for %s: %s", run.conversation.uuid, exc)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
-from tests.conftest import write_agent
+from tests.conftest import RedisServer, write_agent
 from tests.server import AppServer
 
 MB = 1024 * 1024
@@ -25,6 +27,31 @@ def start_server(workdir: Path, agents: dict[str, dict] | None = None, **env: st
         write_agent(server.data_dir / "agents", agent_id, config)
     server.start()
     return server
+
+
+@contextmanager
+def two_instances(tmp_path: Path, database_url: str, **env: str) -> Iterator[list[AppServer]]:
+    """Two backend-only servers over one database and one private Redis of their own,
+    with ``env``; both stopped and the Redis killed on the way out."""
+    redis = RedisServer(tmp_path)
+    redis.start()
+    servers = [
+        AppServer(
+            tmp_path / f"i{n}",
+            backend_only=True,
+            env={"LUMINA_REDIS_URL": redis.url, **env},
+            database_url=database_url,
+        )
+        for n in (1, 2)
+    ]
+    try:
+        for server in servers:
+            server.start()
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+        redis.kill()
 
 
 def group_rss(server: AppServer) -> int:

@@ -10,8 +10,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import RedisServer
-from tests.server import AppServer
+from tests.faults.realserver import two_instances
 from tests.waits import wait_until_sync
 
 pytestmark = pytest.mark.slow
@@ -31,24 +30,13 @@ def frames(lines: list[str]) -> list[tuple[int, dict]]:
 def cluster(tmp_path, _databases):
     database = _databases("postgresql")
     database.truncate()
-    redis = RedisServer(tmp_path)
-    redis.start()
     env = {
-        "LUMINA_REDIS_URL": redis.url,
         "LUMINA_RUN_LEASE_SECONDS": "2",
         "LUMINA_DEMO_DELAY_MS": "40",
         "LUMINA_FLUSH_INTERVAL_MS": "100",
     }
-    servers = [
-        AppServer(tmp_path / f"i{n}", backend_only=True, env=env, database_url=database.url)
-        for n in (1, 2)
-    ]
-    for server in servers:
-        server.start()
-    yield servers
-    for server in servers:
-        server.stop()
-    redis.kill()
+    with two_instances(tmp_path, database.url, **env) as servers:
+        yield servers
 
 
 def answer_text(client: httpx.Client, conv: str) -> str:
