@@ -105,7 +105,7 @@ class Memory:
             hot = LocalHotWindow(window=window, max_conversations=100)
         cold = ColdStore(self.db)
         self.memory = MemoryManager(cold, hot, window=window)
-        self.reads = MemoryReads.over(cold, self.db)
+        self.reads = MemoryReads.over(cold, self.db, window=window)
         self._checkpoints = asyncio.create_task(self._checkpoint_forever())
 
     async def _checkpoint_forever(self) -> None:

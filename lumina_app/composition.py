@@ -327,7 +327,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     # PostgreSQL, a run_sync transaction elsewhere (storage/sql/write_paths.py).
     cold = SQLColdStore(db, write_path=write_paths.for_database(db), flush_window=flush_window)
     memory = MemoryManager(cold, hot, window=settings.context_window)
-    reads = MemoryReads.over(cold, db)
+    reads = MemoryReads.over(cold, db, window=settings.context_window)
     registry = AgentRegistry(settings.agents_dir)
     providers = ProviderFactory(settings)
     events = _run_events(settings, hot)
@@ -342,7 +342,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         retriever.choice = choice
     long_term = LongTermMemory(db, embeds)
     if embeddings is not None:
-        memory.on_final(embeddings.on_final)
+        memory.hooks.on_final(embeddings.on_final)
         retriever.on_missing = embeddings.due
     tools = ToolCatalog(
         start_timeout=settings.mcp_start_timeout_seconds,
@@ -354,6 +354,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     chat = ChatEngine(
         settings=settings,
         memory=memory,
+        context=reads.context,
         runs=records,
         registry=registry,
         providers=providers,

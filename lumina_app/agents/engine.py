@@ -48,6 +48,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.context_reads import ContextReads
 from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.settings import Settings
 from lumina_app.storage.run_events import RunEventLog
@@ -73,6 +74,7 @@ class ChatEngine:
         *,
         settings: Settings,
         memory: MemoryManager,
+        context: ContextReads,
         runs: RunRecords,
         registry: AgentRegistry,
         providers: ProviderFactory,
@@ -98,6 +100,7 @@ class ChatEngine:
         self.turns = TurnPreparer(
             settings=settings,
             memory=memory,
+            context=context,
             sessions=sessions,
             providers=providers,
             prompts=prompts,
@@ -121,8 +124,8 @@ class ChatEngine:
             cap=cap,
             on_end=self._forget_run,
         )
-        memory.on_delete(self._forget_conversation)
-        memory.on_runs_deleted(self._drop_run_buffers)
+        memory.hooks.on_delete(self._forget_conversation)
+        memory.hooks.on_runs_deleted(self._drop_run_buffers)
 
     # -- public API ----------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.views import iso_ms
 from lumina_app.memory import MemoryManager, MemoryView
+from lumina_app.memory.context_reads import ContextReads
 from lumina_app.memory.long_term import LongTermMemory, context_message
 from lumina_app.recall.retriever import Retriever
 from lumina_app.settings import Settings
@@ -91,6 +92,7 @@ class TurnPreparer:
         *,
         settings: Settings,
         memory: MemoryManager,
+        context: ContextReads,
         sessions: SessionPool,
         providers: ProviderFactory,
         prompts: PromptVersions,
@@ -98,7 +100,8 @@ class TurnPreparer:
         long_term: LongTermMemory | None = None,
     ) -> None:
         self.settings = settings
-        self.memory = memory
+        self.memory = memory  # the window (a resumed conversation's context)
+        self.context = context  # the rest a context is read from (regenerate, continue)
         self.sessions = sessions
         self.providers = providers
         self.prompts = prompts
@@ -122,7 +125,7 @@ class TurnPreparer:
         else:
             scenario, view = Scenario.RESUME, await self.memory.load_view(conversation)
             if agent.memory.summary:
-                view = await self.memory.with_unsummarized(conversation, view, limit=MAX_EARLIER)
+                view = await self.context.with_unsummarized(conversation, view, limit=MAX_EARLIER)
         accept = Accept.CONVERSATION if request.new is not None else Accept.TURN
         question = Msg.user(request.text, turn_id=new_turn_id())
         return await self._prepared(run_id, request, conversation, scenario, view, question, accept)
@@ -134,13 +137,13 @@ class TurnPreparer:
         that question (never the answer being replaced), read from SQL; the accept
         transaction supersedes the old answer and opens the new one in the same turn."""
         agent = request.agent
-        question = await self.memory.last_question(conversation)
+        question = await self.context.last_question(conversation)
         if question is None:
             raise InvalidInput("this conversation has no user message to answer again")
         self.sessions.drop(agent.id, conversation.uuid)  # its history holds the old answer
-        view = await self.memory.view_before(conversation, question.seq)
+        view = await self.context.view_before(conversation, question.seq)
         if agent.memory.summary:
-            view = await self.memory.with_unsummarized(
+            view = await self.context.with_unsummarized(
                 conversation, view, limit=MAX_EARLIER, before_seq=question.seq
             )
         return await self._prepared(
@@ -154,20 +157,20 @@ class TurnPreparer:
         asked to run: the context is the turn's question and what followed it; the accept
         transaction stores the outputs and a new answer row in the same turn."""
         agent = request.agent
-        question = await self.memory.last_question(conversation)
+        question = await self.context.last_question(conversation)
         if question is None:
             raise InvalidInput("this conversation has no user message to go on from")
         self.sessions.drop(agent.id, conversation.uuid)
-        view = await self.memory.view_before(conversation, question.seq)
+        view = await self.context.view_before(conversation, question.seq)
         if agent.memory.summary:
-            view = await self.memory.with_unsummarized(
+            view = await self.context.with_unsummarized(
                 conversation, view, limit=MAX_EARLIER, before_seq=question.seq
             )
         prepared = await self._prepared(
             run_id, request, conversation, Scenario.RESUME, view, question, Accept.CONTINUE
         )
         prepared.outputs = list(request.outputs or [])
-        prepared.turn = await self.memory.rows_after(conversation, question.seq)
+        prepared.turn = await self.context.rows_after(conversation, question.seq)
         return prepared
 
     async def _prepared(

@@ -39,8 +39,8 @@ class ArchiveMirror:
 
     def attach(self) -> None:
         """Follow the memory manager: final messages are queued, deletes dequeued."""
-        self.archive.memory.on_final(self.on_final)
-        self.archive.memory.on_delete(self.on_delete)
+        self.archive.memory.hooks.on_final(self.on_final)
+        self.archive.memory.hooks.on_delete(self.on_delete)
 
     async def on_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         """Queue the turns; returns at once."""

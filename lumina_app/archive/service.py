@@ -85,7 +85,7 @@ class ArchiveService:
         # Serialises writes under ``root`` with deletes, so a late mirror write cannot
         # resurrect the folder of a conversation deleted meanwhile.
         self.lock = asyncio.Lock()
-        memory.on_delete(self.remove)
+        memory.hooks.on_delete(self.remove)
 
     # -- reading what to export --------------------------------------------------------
 

@@ -6,13 +6,14 @@ hot tier when its high-water mark has caught up with SQL, and rebuild it with on
 query otherwise. When the hot tier is unavailable everything is served from SQL.
 
 What the services read of the cold store besides (search, history matching, archive
-rows, run inspection, summaries, pages) are the repositories beside this module.
+rows, run inspection, summaries, pages, a run's context beyond the window) are the
+repositories beside this module.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 
 from lumina_app.domain import (
     ConversationInfo,
@@ -28,14 +29,11 @@ from lumina_app.domain import (
 from lumina_app.domain.ids import ConversationUuid
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory.views import MemoryView, WindowStats
+from lumina_app.memory.write_hooks import WriteHooks
 from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
 
 log = logging.getLogger(__name__)
-
-DeleteHook = Callable[[ConversationInfo], Awaitable[None]]
-FinalHook = Callable[[ConversationInfo, Sequence[Msg]], Awaitable[None]]
-RunsDeletedHook = Callable[[list[str]], Awaitable[None]]
 
 
 class MemoryManager:
@@ -46,22 +44,7 @@ class MemoryManager:
         self.hot = hot
         self.window = window
         self.stats = WindowStats()
-        self._delete_hooks: list[DeleteHook] = []
-        self._final_hooks: list[FinalHook] = []
-        self._runs_deleted_hooks: list[RunsDeletedHook] = []
-
-    def on_delete(self, hook: DeleteHook) -> None:
-        """Other tiers (archive, run buffers) register what a delete must also clear."""
-        self._delete_hooks.append(hook)
-
-    def on_runs_deleted(self, hook: RunsDeletedHook) -> None:
-        """Whoever keeps per-run data (event buffers) drops it when its runs are deleted."""
-        self._runs_deleted_hooks.append(hook)
-
-    def on_final(self, hook: FinalHook) -> None:
-        """Observers (the archive mirror) of messages committed final; called after SQL and
-        the hot window, so they must be quick. A failing observer is logged, never raised."""
-        self._final_hooks.append(hook)
+        self.hooks = WriteHooks()  # told after the writes below: deletes, final rows
 
     # -- conversations -------------------------------------------------------------
 
@@ -106,10 +89,7 @@ class MemoryManager:
         """Rows first (the record), then the hot key and whatever else registered."""
         run_ids = await self.cold.delete_conversation(conversation.id)
         await self._hot(self.hot.delete(conversation.uuid))
-        for hook in self._delete_hooks:
-            await hook(conversation)
-        for runs_hook in self._runs_deleted_hooks:
-            await runs_hook(run_ids)
+        await self.hooks.deleted(conversation, run_ids)
 
     async def fork(
         self, source: ConversationInfo, at_seq: int, *, title: str, owner: str
@@ -119,7 +99,7 @@ class MemoryManager:
         archive folder."""
         check_storable_text(title, "title")
         fork = await self.cold.fork_conversation(source, at_seq, title=title, owner=owner)
-        await self._finalised(fork, [])
+        await self.hooks.finalised(fork, [])
         return fork
 
     # -- writes --------------------------------------------------------------------
@@ -181,7 +161,7 @@ class MemoryManager:
         outputs, answer = list(saved[:-1]), saved[-1]
         if outputs:
             await self._window(conversation, outputs)
-            await self._finalised(conversation, outputs)
+            await self.hooks.finalised(conversation, outputs)
         return outputs, answer
 
     async def flush_answer(self, message_id: int, content: str) -> bool:
@@ -227,7 +207,7 @@ class MemoryManager:
             )
         if written:
             await self._window(conversation, [assistant, *results])
-            await self._finalised(conversation, [assistant, *results])
+            await self.hooks.finalised(conversation, [assistant, *results])
         return written
 
     async def finish_step(
@@ -251,7 +231,7 @@ class MemoryManager:
         )
         if written:
             await self._window(conversation, [assistant, *results])
-            await self._finalised(conversation, [assistant, *results])
+            await self.hooks.finalised(conversation, [assistant, *results])
         return written
 
     async def append_history(
@@ -265,7 +245,7 @@ class MemoryManager:
         saved = await self.cold.append_messages(conversation.id, msgs)
         if saved:
             await self._window(conversation, saved)
-            await self._finalised(conversation, saved)
+            await self.hooks.finalised(conversation, saved)
         return list(saved or [])
 
     # -- reads ---------------------------------------------------------------------
@@ -318,46 +298,6 @@ class MemoryManager:
         )
         return view
 
-    async def last_question(self, conversation: ConversationInfo) -> Msg | None:
-        """The newest user message: what a regenerate answers again."""
-        return await self.cold.last_question(conversation.id)
-
-    async def rows_after(
-        self, conversation: ConversationInfo, seq: int, *, limit: int = 200
-    ) -> list[Msg]:
-        """The rows after the message at ``seq``: the rest of a turn a client's tool
-        outputs go on with."""
-        return await self.cold.page_messages(conversation.id, limit=limit, after_seq=seq)
-
-    async def view_before(self, conversation: ConversationInfo, seq: int) -> MemoryView:
-        """What a context for the message at ``seq`` is built from, read from SQL: the last
-        N messages before it a context can hold, and the newest summary covering less."""
-        msgs = await self.cold.last_messages(conversation.id, self.window, before_seq=seq)
-        summary = await self.cold.latest_summary(conversation.id, before_seq=seq)
-        return MemoryView(msgs, summary)
-
-    async def with_unsummarized(
-        self,
-        conversation: ConversationInfo,
-        view: MemoryView,
-        *,
-        limit: int,
-        before_seq: int | None = None,
-    ) -> MemoryView:
-        """``view`` with, before its messages, those its summary does not cover yet (the
-        newest ``limit``): what left the window since the last summary, until the next one
-        lands. One indexed range query, none when there is no such gap. ``before_seq``:
-        where the view ends (a regenerate's question), if not at the conversation's end."""
-        covered = view.summary.covered_to_seq if view.summary else 0
-        end = conversation.last_seq + 1 if before_seq is None else before_seq
-        first = view.messages[0].seq if view.messages else end
-        if first - covered <= 1:
-            return view
-        older = await self.cold.last_messages(
-            conversation.id, limit, before_seq=first, after_seq=covered
-        )
-        return MemoryView([*older, *view.messages], view.summary) if older else view
-
     async def _from_sql(self, conversation: ConversationInfo) -> MemoryView:
         """One indexed query for the last N, one for the newest summary."""
         msgs = await self.cold.last_messages(conversation.id, self.window)
@@ -393,13 +333,6 @@ class MemoryManager:
     async def close(self) -> None:
         """Closes the hot tier (the database belongs to whoever opened it)."""
         await self.hot.close()
-
-    async def _finalised(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
-        for hook in self._final_hooks:
-            try:
-                await hook(conversation, msgs)
-            except Exception:
-                log.warning("on_final hook %r failed", hook, exc_info=True)
 
     async def _window(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         """Push final messages to the hot window. One that is missing (expired, flushed,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lumina_app.memory.archive_rows import ArchiveRows
+from lumina_app.memory.context_reads import ContextReads
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.memory.run_inspection import RunInspection
@@ -23,10 +24,12 @@ class MemoryReads:
     archive: ArchiveRows
     runs: RunInspection
     summaries: SummaryStore
+    context: ContextReads
 
     @classmethod
-    def over(cls, cold: ColdStore, db: SQLDatabase) -> MemoryReads:
-        """Every repository over ``cold`` and, for the queries of their own, ``db``."""
+    def over(cls, cold: ColdStore, db: SQLDatabase, *, window: int) -> MemoryReads:
+        """Every repository over ``cold`` and, for the queries of their own, ``db``;
+        ``window`` is N, the hot window's size, which a run's context reads also use."""
         return cls(
             conversations=ConversationReads(cold, db),
             search=SearchReads(db),
@@ -34,4 +37,5 @@ class MemoryReads:
             archive=ArchiveRows(cold, db),
             runs=RunInspection(cold, db),
             summaries=SummaryStore(cold),
+            context=ContextReads(cold, window=window),
         )

@@ -64,7 +64,7 @@ class EmbedWorker:
             log.warning("the embedder did not load at start: %s", exc)
 
     async def on_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
-        """``MemoryManager.on_final`` hook: the conversation has new final rows."""
+        """``WriteHooks.on_final`` hook: the conversation has new final rows."""
         self.due(conversation.id)
 
     def due(self, conversation_pk: ConversationPk) -> None:

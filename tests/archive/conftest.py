@@ -35,7 +35,9 @@ def make_archive(engine, root: Path) -> ArchiveService:
     hot = LocalHotWindow(window=20, max_conversations=100)
     cold = ColdStore(SQLDatabase(engine))
     return ArchiveService(
-        MemoryManager(cold, hot, window=20), MemoryReads.over(cold, cold.db).archive, root
+        MemoryManager(cold, hot, window=20),
+        MemoryReads.over(cold, cold.db, window=20).archive,
+        root,
     )
 
 
