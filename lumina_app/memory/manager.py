@@ -28,7 +28,7 @@ from lumina_app.domain import (
 from lumina_app.domain.access import is_conversation_id
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory.views import MemoryView, WindowStats
-from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.cold_store import ColdStore, Deleted
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 DeleteHook = Callable[[ConversationInfo], Awaitable[None]]
 FinalHook = Callable[[ConversationInfo, Sequence[Msg]], Awaitable[None]]
 RunsDeletedHook = Callable[[list[str]], Awaitable[None]]
+RemovedHook = Callable[[ConversationInfo, Sequence[str]], Awaitable[None]]
 
 
 class MemoryManager:
@@ -49,10 +50,16 @@ class MemoryManager:
         self._delete_hooks: list[DeleteHook] = []
         self._final_hooks: list[FinalHook] = []
         self._runs_deleted_hooks: list[RunsDeletedHook] = []
+        self._removed_hooks: list[RemovedHook] = []
 
     def on_delete(self, hook: DeleteHook) -> None:
         """Other tiers (archive, run buffers) register what a delete must also clear."""
         self._delete_hooks.append(hook)
+
+    def on_rows_removed(self, hook: RemovedHook) -> None:
+        """Whoever holds a conversation's rows outside SQL (warm sessions, an acp agent's
+        process, the archive mirror) hears which turns lost rows to a delete."""
+        self._removed_hooks.append(hook)
 
     def on_runs_deleted(self, hook: RunsDeletedHook) -> None:
         """Whoever keeps per-run data (event buffers) drops it when its runs are deleted."""
@@ -264,6 +271,25 @@ class MemoryManager:
             await self._window(conversation, saved)
             await self._finalised(conversation, saved)
         return list(saved or [])
+
+    async def delete_message(self, conversation: ConversationInfo, message_id: int) -> Deleted:
+        """One message out of the conversation (an answer with its calls' results): SQL
+        first (``last_seq`` moves past it, so warm sessions and windows on every instance
+        see the change), then the window reinstalled from SQL, then the hooks (warm
+        sessions here, the archive mirror rewriting the conversation's files; the recall
+        index sees the conversation changed). Vectors go with the rows; summaries reaching
+        the row are dropped, and the summary keeper writes a new one after the next turn.
+        ``busy`` (nothing removed) while a run holds the conversation."""
+        deleted = await self.cold.delete_message(conversation.id, message_id)
+        if not deleted.message_ids:
+            return deleted
+        view = await self._from_sql(conversation)
+        await self._hot(
+            self.hot.replace(conversation.uuid, view.messages, deleted.last_seq, view.summary)
+        )
+        for hook in self._removed_hooks:
+            await hook(conversation, deleted.turn_ids)
+        return deleted
 
     # -- reads ---------------------------------------------------------------------
 
