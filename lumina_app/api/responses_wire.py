@@ -4,6 +4,7 @@ events into the streaming events ``response.created`` … ``response.completed``
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -124,6 +125,12 @@ def output_items(view: ResponseView, status: str) -> list[dict[str, Any]]:
     return [*thought, answer, *(function_call_item(call) for call in view.calls)]
 
 
+def compaction_item(handle: str) -> dict[str, Any]:
+    """What compacting a conversation answers: its ``encrypted_content`` is Lumina's handle
+    to the conversation (``services.responses.compaction_handle``)."""
+    return {"type": "compaction", "id": "cmp_" + secrets.token_hex(12), "encrypted_content": handle}
+
+
 def usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
     return {
         "input_tokens": input_tokens,
@@ -238,7 +245,16 @@ class ResponseFramer:
                 out += self._answered(item["content"][0]["text"])
             elif item["type"] == "function_call":
                 out += self.called(ClientCall(item["call_id"], item["name"], item["arguments"]))
+            elif item["type"] == "compaction":
+                out += self._whole(item)
         return out + self.ended(final)
+
+    def _whole(self, item: dict[str, Any]) -> bytes:
+        """An item that has no parts to stream: added, then done."""
+        index = self._next()
+        return self._event(
+            "response.output_item.added", output_index=index, item=item
+        ) + self._event("response.output_item.done", output_index=index, item=item)
 
     def called(self, call: ClientCall) -> bytes:
         """A call of the client's tool: the answer so far is done, the call follows it."""
@@ -268,6 +284,8 @@ class ResponseFramer:
             kind = "response.failed"
         elif final["status"] in ("incomplete", "cancelled"):
             kind = "response.incomplete"
+        if not answers and self.message is None:  # no answer at all (a compaction)
+            return self._event(kind, response=final)
         out = self._open_message()
         if not self.closed:
             out += self._closed(text, answer)

@@ -13,13 +13,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from lumina_app.api.schemas import NoNul
+from lumina_app.domain import InvalidInput
 from lumina_app.domain.transcript import Line
 
 MAX_ITEMS = 10_000
 TEXT_ONLY = "only text content is supported (input_text / output_text parts)"
 ITEM_TYPES = (
-    "input items must be message, function_call, function_call_output, reasoning or "
-    "compaction items (item_reference and other items are not supported)"
+    "input items must be message, function_call, function_call_output, reasoning, "
+    "compaction or compaction_trigger items (item_reference and other items are not supported)"
 )
 TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
@@ -115,7 +116,23 @@ class CompactionItem(BaseModel):
     id: str | None = Field(default=None, max_length=128)
 
 
-KINDS = ("message", "function_call", "function_call_output", "reasoning", "compaction")
+class CompactionTriggerItem(BaseModel):
+    """Codex's ``{"type": "compaction_trigger"}`` at the end of an input: compact instead
+    of answering (the response's output is the ``compaction`` item ``/compact`` returns)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["compaction_trigger"]
+
+
+KINDS = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "compaction",
+    "compaction_trigger",
+)
 
 
 def _item_kind(value: object) -> str | None:
@@ -128,7 +145,8 @@ InputItem = Annotated[
     | Annotated[FunctionCallItem, Tag("function_call")]
     | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
     | Annotated[ReasoningItem, Tag("reasoning")]
-    | Annotated[CompactionItem, Tag("compaction")],
+    | Annotated[CompactionItem, Tag("compaction")]
+    | Annotated[CompactionTriggerItem, Tag("compaction_trigger")],
     Discriminator(_item_kind, custom_error_type="invalid_item", custom_error_message=ITEM_TYPES),
 ]
 
@@ -227,6 +245,16 @@ class CreateResponse(BaseModel):
 
     def compaction(self) -> str | None:
         return input_compaction(self.input)
+
+    def compaction_trigger(self) -> bool:
+        """Whether the input ends with a ``compaction_trigger`` (anywhere else: a 400)."""
+        if isinstance(self.input, str):
+            return False
+        items = enumerate(self.input)
+        triggers = [i for i, item in items if isinstance(item, CompactionTriggerItem)]
+        if triggers and triggers != [len(self.input) - 1]:
+            raise InvalidInput("input: compaction_trigger must be the last item, once")
+        return bool(triggers)
 
     def outputs(self) -> list[tuple[str, str]]:
         """The ``function_call_output`` items after the input's last message: the

@@ -367,3 +367,54 @@ def test_the_demo_models_thoughts_stream_as_a_reasoning_item(client: openai.Open
     assert stored.output[0].summary[0].text == thought
     plain = client.responses.create(model="assistant", input="/think again")
     assert [item.type for item in plain.output] == ["reasoning", "message"]
+
+
+def test_a_compaction_trigger_answers_the_compaction_item(
+    client: openai.OpenAI, fake: FakeLLM, server: AppServer
+) -> None:
+    """Codex ends its input with ``compaction_trigger`` to compact: no run, the output is
+    the ``compaction`` item (JSON and streamed), and carrying it goes on in memory."""
+    history = [
+        {"role": "user", "content": "Remember 9, triggered."},
+        {"role": "assistant", "content": "Remembered 9."},
+    ]
+    compacted = client.responses.create(
+        model="echo", store=False, input=[*history, {"type": "compaction_trigger"}]
+    )
+    assert compacted.status == "completed" and not fake.requests  # the model was not asked
+    assert [item.type for item in compacted.output] == ["compaction"]
+    handle = compacted.output[0].encrypted_content
+    uuid = compacted.metadata["lumina_conversation_id"]
+    assert [row["content"] for row in _rows(server, uuid)] == [m["content"] for m in history]
+
+    with client.responses.stream(
+        model="echo", input=[*history, {"type": "compaction_trigger"}]
+    ) as stream:
+        events = list(stream)
+    kinds = [event.type for event in events]
+    assert kinds == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    final = events[-1].response
+    assert final.output[0].type == "compaction"
+    assert final.metadata["lumina_conversation_id"] == uuid  # the same conversation, once
+    assert len(_rows(server, uuid)) == 2
+
+    went_on = client.responses.create(
+        model="echo",
+        input=[
+            {"type": "compaction", "encrypted_content": handle},
+            {"role": "user", "content": "Which number, triggered?"},
+        ],
+    )
+    assert went_on.metadata["lumina_conversation_id"] == uuid
+    sent = [m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "user"]
+    assert sent[-2:] == ["Remember 9, triggered.", "Which number, triggered?"]
+    # Not the last item: a 400 in OpenAI's shape.
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.responses.create(model="echo", input=[{"type": "compaction_trigger"}, *history])
+    assert "compaction_trigger" in refused.value.message
