@@ -52,6 +52,14 @@ class AgentDefinition:
     # The OpenAI-compatible gateway: may a client's ``system`` message replace the prompt?
     allow_client_system_prompt: bool = False
     acp: AcpConfig | None = None  # "provider": "acp": the agent process to start
+    # ``"vision": true``: the agent's (OpenAI-compatible) model takes images, so the
+    # Responses API passes a question's ``input_image`` parts on; else they are refused.
+    vision: bool = False
+
+    def takes_images(self, default_provider: str) -> bool:
+        """Whether a question may carry images: a vision agent on an OpenAI-compatible
+        provider (the demo model and acp agents read text only)."""
+        return self.vision and (self.provider or default_provider) == "openai"
 
     @property
     def available(self) -> bool:
@@ -159,7 +167,8 @@ class AgentRegistry:
         memory = parse_memory(config, summary_prompt, memory_prompt)
         if isinstance(memory, str):
             return AgentDefinition(id=agent_id, name=name, error=memory)
-        known = {"name", "description", "memory", "acp", _CLIENT_SYSTEM, *_OVERRIDES, *_TOOL_KEYS}
+        known = {"name", "description", "memory", "acp", "vision", _CLIENT_SYSTEM}
+        known |= {*_OVERRIDES, *_TOOL_KEYS}
         return AgentDefinition(
             id=agent_id,
             name=name,
@@ -176,6 +185,7 @@ class AgentRegistry:
             memory=memory,
             allow_client_system_prompt=config.get(_CLIENT_SYSTEM, False),
             acp=acp,
+            vision=config.get("vision") is True,
         )
 
 

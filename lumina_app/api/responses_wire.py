@@ -194,23 +194,21 @@ def response_object(
 
 class ResponseFramer:
     """The framer of one streamed response: ``response`` is the in-progress object,
-    ``message_id`` its answer's row, ``finish`` the final object of a run's result,
-    ``client_names`` the client's function tools. The output items stream in the order the
-    final object lists them: the model's reasoning (its thoughts before the answer, as a
-    ``reasoning`` item's summary), the answer (a ``message``, opened at its first text),
-    then each call of a client's tool (a ``function_call``). Every event carries its
-    ``type`` and the next ``sequence_number``."""
+    ``message_id`` its answer's row, ``finish`` the final object of a run's result. The
+    calls of the client's tools are those the run marks ``by_client``. The output items
+    stream in the order the final object lists them: the model's reasoning (its thoughts
+    before the answer, as a ``reasoning`` item's summary), the answer (a ``message``,
+    opened at its first text), then each call of a client's tool (a ``function_call``).
+    Every event carries its ``type`` and the next ``sequence_number``."""
 
     def __init__(
         self,
         response: dict[str, Any],
         message_id: int | None,
         finish: Callable[[RunFinished], dict[str, Any]],
-        client_names: frozenset[str] = frozenset(),
     ) -> None:
         self.response = response
         self.finish = finish
-        self.client_names = client_names
         self.item = answer_item(message_id, "", "in_progress")
         self.seq = 0
         self.items = 0  # output items opened so far
@@ -228,7 +226,7 @@ class ResponseFramer:
             return out + self._thought(payload.text)
         if isinstance(payload, AnswerChunk) and not self.closed:
             return out + self._answered(payload.text)
-        if isinstance(payload, ToolCallRequested) and payload.name in self.client_names:
+        if isinstance(payload, ToolCallRequested) and payload.by_client:
             return out + self.called(ClientCall(payload.call_id, payload.name, payload.arguments))
         if isinstance(payload, RunFinished):
             return out + self.ended(self.finish(payload))
@@ -276,6 +274,7 @@ class ResponseFramer:
         )
 
     def ended(self, final: dict[str, Any]) -> bytes:
+        final = self._as_streamed(final)
         answers = [item for item in final["output"] if item["type"] == "message"]
         answer = answers[0] if answers else self.item
         text = answer["content"][0]["text"] if answer["content"] else ""
@@ -290,6 +289,17 @@ class ResponseFramer:
         if not self.closed:
             out += self._closed(text, answer)
         return out + self._event(kind, response=final)
+
+    def _as_streamed(self, final: dict[str, Any]) -> dict[str, Any]:
+        """``final`` with its answer (and reasoning) under the ids they streamed as: after
+        the agent's own tool steps the answer's text is in a later row than the one the
+        stream opened, and a client checks that an item keeps its id."""
+        ids = {"message": self.item["id"], "reasoning": reasoning_id(self.item["id"])}
+        output = [
+            {**item, "id": ids[item["type"]]} if item["type"] in ids else item
+            for item in final["output"]
+        ]
+        return {**final, "output": output}
 
     def _thought(self, text: str) -> bytes:
         out = b""

@@ -68,6 +68,7 @@ async def create_response(
     A retry with the same ``Idempotency-Key`` starts nothing: it gets the first response
     (streamed again once it has ended)."""
     tools = body.function_tools()
+    images, image_count = body.images()
     turn = ResponseTurn(
         body.model,
         body.lines(),
@@ -77,6 +78,8 @@ async def create_response(
         outputs=tuple(body.outputs()),
         tools=tuple(tools),
         compaction=body.compaction(),
+        images=tuple(image.chat_part() for image in images),
+        image_count=image_count,
     )
     shown = {
         "instructions": body.instructions,
@@ -84,7 +87,6 @@ async def create_response(
         "tools": body.tools,
     }
     fingerprint = {"body": body.model_dump(mode="json"), "session": session_id}
-    names = frozenset(tool["function"]["name"] for tool in tools)
     if body.compaction_trigger():
         return await _compacted(services, caller, turn, shown, bool(body.stream))
     if not body.stream:
@@ -123,7 +125,7 @@ async def create_response(
         raise
     if replay is not None:
         slot.release()
-        return _replayed(replay, shown, names)
+        return _replayed(replay, shown)
     started = first[0]
     record = started.run.record
     opening = ResponseView(
@@ -144,7 +146,7 @@ async def create_response(
         view = ResponsesService.finished(started, result, body.previous_response_id)
         return response_object(view, **shown)
 
-    framer = ResponseFramer(response_object(opening, **shown), opening.message_id, finish, names)
+    framer = ResponseFramer(response_object(opening, **shown), opening.message_id, finish)
     stream = stream_response(services, events, framer, slot.release)
     stream.raw_headers.append(
         (CONVERSATION_HEADER.lower().encode(), started.conversation_id.encode())
@@ -216,29 +218,25 @@ async def _compacted(
     )
     final = {**response_object(view, **shown), "output": [compaction_item(handle)]}
     if stream:
-        return _replay_stream(final, None, frozenset(), view.conversation_uuid)
+        return _replay_stream(final, None, view.conversation_uuid)
     answer = JSONResponse(final)
     answer.headers[CONVERSATION_HEADER] = view.conversation_uuid
     return answer
 
 
-def _replayed(view: ResponseView, shown: dict[str, Any], names: frozenset[str]) -> Response:
+def _replayed(view: ResponseView, shown: dict[str, Any]) -> Response:
     if view.status is RunStatus.RUNNING:
         raise RequestInProgress(
             f"the response of this Idempotency-Key is still streaming: GET /v1/responses/{view.id}"
         )
     final = response_object(view, **shown)
-    return _replay_stream(final, view.message_id, names, view.conversation_uuid)
+    return _replay_stream(final, view.message_id, view.conversation_uuid)
 
 
-def _replay_stream(
-    final: dict[str, Any], message_id: int | None, names: frozenset[str], conversation: str
-) -> Response:
+def _replay_stream(final: dict[str, Any], message_id: int | None, conversation: str) -> Response:
     """An ended response's events, from its final object."""
     opening = {**final, "status": "in_progress", "output": [], "usage": None}
-    framer = ResponseFramer(
-        {**opening, "completed_at": None}, message_id, lambda _ended: final, names
-    )
+    framer = ResponseFramer({**opening, "completed_at": None}, message_id, lambda _ended: final)
     answer = Response(framer.replay(final), media_type="text/event-stream")
     answer.headers[CONVERSATION_HEADER] = conversation
     return answer

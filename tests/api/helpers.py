@@ -30,6 +30,16 @@ def client_for(services: Services, host: str, **kwargs: Any) -> httpx.AsyncClien
     return httpx.AsyncClient(transport=transport, base_url="http://testserver", **kwargs)
 
 
+def openai_sdk(client: httpx.AsyncClient, key: str) -> Any:
+    """The real async ``openai`` SDK on the in-process app ``client`` calls, as ``key``."""
+    import openai
+
+    http = httpx.AsyncClient(transport=client._transport, base_url="http://testserver", timeout=30)
+    return openai.AsyncOpenAI(
+        base_url="http://testserver/v1", api_key=key, max_retries=0, http_client=http
+    )
+
+
 # -- SSE ---------------------------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ from agents import (
 )
 
 from lumina_app.domain import Msg, MsgRole
+from tests.api.helpers import openai_sdk
 from tests.waits import wait_until
 
 KEYS = "ada:key-ada,bob:key-bob"
@@ -34,11 +35,7 @@ async def site(api_factory, database):
 
 
 def _sdk(client: httpx.AsyncClient, key: str = "key-ada") -> openai.AsyncOpenAI:
-    transport = client._transport  # the in-process app
-    http = httpx.AsyncClient(transport=transport, base_url="http://testserver", timeout=30)
-    return openai.AsyncOpenAI(
-        base_url="http://testserver/v1", api_key=key, max_retries=0, http_client=http
-    )
+    return openai_sdk(client, key)
 
 
 async def _turn(sdk: openai.AsyncOpenAI, conversation: str, text: str, model: str = "demo"):

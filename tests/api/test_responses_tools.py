@@ -48,6 +48,8 @@ def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeLLM) -> Iterator[
     started.prepare()
     model = {"provider": "openai", "base_url": fake.base_url, "model": "fake-1"}
     write_agent(started.data_dir / "agents", "echo", {"name": "Echo", **model}, {})
+    calc = {"name": "Calc", "tools": ["calculator"], **model}
+    write_agent(started.data_dir / "agents", "calc", calc, {})
     started.start()
     yield started
     started.stop()
@@ -123,6 +125,10 @@ def test_a_call_of_the_clients_tool_and_its_output(
         f"{server.url}/api/v1/runs/{run}/context", headers={"Authorization": "Bearer key-ada"}
     )
     assert context.status_code == 200, context.text
+    # Its question is the turn's, and the model saw the call and its output after it.
+    shown = context.json()["messages"]
+    assert [m["content"] for m in shown if m["role"] == "user"] == ["Weather in Paris?"]
+    assert shown[-1] == {"role": "tool", "tool_call_id": "call_w1", "content": "sunny, 21 C"}
     # The call is answered: the same output again is no pending call.
     with pytest.raises(openai.BadRequestError) as again:
         client.responses.create(
@@ -418,3 +424,36 @@ def test_a_compaction_trigger_answers_the_compaction_item(
     with pytest.raises(openai.BadRequestError) as refused:
         client.responses.create(model="echo", input=[{"type": "compaction_trigger"}, *history])
     assert "compaction_trigger" in refused.value.message
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_client_tool_named_like_the_agents_is_the_agents(
+    client: openai.OpenAI, fake: FakeLLM, stream: bool
+) -> None:
+    """The rule: the agent's own tool wins; the client's of the same name is not offered,
+    and a call of that name runs on the server — no ``function_call`` item, JSON or
+    streamed."""
+    fake.script = Script(
+        replies=[
+            Reply(calls=[Call("call_c1", "calculator", '{"expression": "6*7"}')]),
+            Reply(chunks=["It is 42."]),
+        ]
+    )
+    theirs = {**WEATHER, "name": "calculator", "description": "The client's own."}
+    request = {"model": "calc", "input": "What is 6*7?", "tools": [theirs, WEATHER]}
+    if stream:
+        with client.responses.stream(**request) as streamed:
+            events = list(streamed)
+            final = streamed.get_final_response()
+        added = [e.item.type for e in events if e.type == "response.output_item.added"]
+        assert added == ["message"]
+    else:
+        final = client.responses.create(**request)
+    assert [item.type for item in final.output] == ["message"]
+    assert final.output_text == "It is 42."
+    offered = fake.requests[0]["tools"]
+    assert sorted(_offered(fake.requests[0])) == ["calculator", "get_weather"]
+    ours = next(t for t in offered if t["function"]["name"] == "calculator")
+    assert ours["function"]["description"] != "The client's own."
+    result = next(m for m in fake.requests[1]["messages"] if m["role"] == "tool")
+    assert result["tool_call_id"] == "call_c1" and "42" in result["content"]

@@ -220,9 +220,10 @@ def insert_messages(conn: Connection, conversation_id: int, msgs: Sequence[Msg])
 def insert_run(
     conn: Connection, run: RunRecord, conversation_id: int, msgs: Sequence[Msg], now: datetime
 ) -> None:
-    """The run record, pointing at the question (first) and the answer (last)."""
+    """The run record, pointing at the question (first, unless the record names it: a
+    continued turn's question is stored already) and the answer (last)."""
     run.conversation_id = conversation_id
-    run.user_message_id = msgs[0].id
+    run.user_message_id = run.user_message_id or msgs[0].id
     run.assistant_message_id = msgs[-1].id
     run.started_at = run.started_at or now
     conn.execute(_INSERT_RUN, run_values(run))
