@@ -113,7 +113,6 @@ def reasoning_item(message_item_id: str, text: str) -> dict[str, Any]:
         "type": "reasoning",
         "id": reasoning_id(message_item_id),
         "summary": [summary_text(text)] if text else [],
-        "encrypted_content": None,
     }
 
 

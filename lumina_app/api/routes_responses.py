@@ -84,7 +84,7 @@ async def create_response(
     shown = {
         "instructions": body.instructions,
         "store": body.store is not False,
-        "tools": body.tools,
+        "tools": body.shown_tools(),
     }
     fingerprint = {"body": body.model_dump(mode="json"), "session": session_id}
     if body.compaction_trigger():

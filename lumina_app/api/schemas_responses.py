@@ -238,6 +238,17 @@ class FunctionTool(BaseModel):
     description: Text | None = Field(default=None, max_length=8192)
     parameters: dict[str, Any] | None = None
 
+    def shown(self) -> dict[str, Any]:
+        """The tool as a response lists it (Open Responses' ``FunctionTool``: every field)."""
+        strict = getattr(self, "strict", None)
+        return {
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "strict": strict if isinstance(strict, bool) else None,
+        }
+
     def spec(self) -> dict[str, Any]:
         """The chat-completions ``tools`` entry the providers take."""
         parameters = self.parameters or {"type": "object", "properties": {}}
@@ -327,6 +338,14 @@ class CreateResponse(BaseModel):
             elif isinstance(item, FunctionCallOutputItem):
                 found.append((item.call_id, item.text()))
         return found
+
+    def shown_tools(self) -> list[dict[str, Any]]:
+        """The function tools as the response lists them (hosted ones, ignored, are not)."""
+        return [
+            FunctionTool.model_validate(tool).shown()
+            for tool in self.tools or []
+            if tool.get("type") == "function"
+        ]
 
     def function_tools(self) -> list[dict[str, Any]]:
         return [
