@@ -23,8 +23,7 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.api.helpers import parse_sse
-from tests.conftest import write_agent
+from tests.api.helpers import fake_model_server, parse_sse
 from tests.fake_llm import Call, FakeLLM, Reply, Script
 from tests.server import AppServer
 
@@ -160,17 +159,10 @@ def fake() -> Iterator[FakeLLM]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeLLM) -> Iterator[AppServer]:
-    started = AppServer(
-        tmp_path_factory.mktemp("open-responses"),
-        backend_only=True,
-        env={"LUMINA_REDIS_URL": "", "LUMINA_API_KEYS": f"ada:{KEY}"},
-    )
-    started.prepare()
-    model = {"provider": "openai", "base_url": fake.base_url, "model": "fake-1", "vision": True}
-    write_agent(started.data_dir / "agents", "compliance", {"name": "Compliance", **model}, {})
-    started.start()
-    yield started
-    started.stop()
+    agents = {"compliance": {"name": "Compliance", "vision": True}}
+    workdir = tmp_path_factory.mktemp("open-responses")
+    with fake_model_server(workdir, f"ada:{KEY}", fake.base_url, agents) as up:
+        yield up
 
 
 def _run(server: AppServer, model: str, body: dict[str, Any], streaming: bool):

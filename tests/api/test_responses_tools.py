@@ -17,7 +17,7 @@ import openai
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 
-from tests.conftest import write_agent
+from tests.api.helpers import fake_model_server
 from tests.fake_llm import Call, FakeLLM, Reply, Script
 from tests.server import AppServer
 
@@ -40,19 +40,10 @@ def fake() -> Iterator[FakeLLM]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeLLM) -> Iterator[AppServer]:
     set_tracing_disabled(True)
-    started = AppServer(
-        tmp_path_factory.mktemp("responses-tools"),
-        backend_only=True,
-        env={"LUMINA_REDIS_URL": "", "LUMINA_API_KEYS": KEYS},
-    )
-    started.prepare()
-    model = {"provider": "openai", "base_url": fake.base_url, "model": "fake-1"}
-    write_agent(started.data_dir / "agents", "echo", {"name": "Echo", **model}, {})
-    calc = {"name": "Calc", "tools": ["calculator"], **model}
-    write_agent(started.data_dir / "agents", "calc", calc, {})
-    started.start()
-    yield started
-    started.stop()
+    agents = {"echo": {"name": "Echo"}, "calc": {"name": "Calc", "tools": ["calculator"]}}
+    workdir = tmp_path_factory.mktemp("responses-tools")
+    with fake_model_server(workdir, KEYS, fake.base_url, agents) as up:
+        yield up
 
 
 @pytest.fixture
