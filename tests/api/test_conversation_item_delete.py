@@ -21,6 +21,7 @@ from agents import (
     set_tracing_disabled,
 )
 
+from lumina_app.archive.format import HISTORY, TURN_LOG, conversation_dir
 from lumina_app.domain import Msg, MsgRole
 from tests.api.helpers import openai_sdk
 from tests.waits import wait_until
@@ -42,8 +43,10 @@ async def _turn(sdk: openai.AsyncOpenAI, conversation: str, text: str, model: st
     return await sdk.responses.create(model=model, input=text, conversation=conversation)
 
 
-async def test_pop_item_with_the_agents_sdk(site) -> None:
-    services, client = site
+async def test_pop_item_with_the_agents_sdk(api_factory, database, data_dir) -> None:
+    services, client = await api_factory(
+        database_url=database.url, api_keys=KEYS, archive_mirror=True
+    )
     set_tracing_disabled(True)
     sdk = _sdk(client)
     conversation = await sdk.conversations.create(metadata={"agent": "demo"})
@@ -52,6 +55,13 @@ async def test_pop_item_with_the_agents_sdk(site) -> None:
     await Runner.run(agent, "My name is Ada.", session=session)
     await Runner.run(agent, "What is my name?", session=session)
 
+    uuid = conversation.id.removeprefix("conv_")
+    found = await services.memory.get_conversation(uuid, owner="ada")
+    second_turn = (await services.memory.load(found))[-1].turn_id
+    folder = conversation_dir(data_dir, "demo", uuid)
+    assert await services.mirror.drain()
+    assert (folder / second_turn / TURN_LOG).is_file()
+
     popped = await session.pop_item()
     assert popped is not None and popped["role"] == "assistant"
     popped = await session.pop_item()
@@ -59,12 +69,17 @@ async def test_pop_item_with_the_agents_sdk(site) -> None:
     assert "What is my name?" in json.dumps(popped["content"])
     items = await session.get_items()
     assert [item["role"] for item in items] == ["user", "assistant"]
+    # The archive follows: history.json has the two left, the emptied turn has no log.
+    assert await services.mirror.drain()
+    history = json.loads((folder / HISTORY).read_text(encoding="utf-8"))
+    assert [entry["content"] for entry in history][:1] == ["My name is Ada."]
+    assert len(history) == 2
+    assert not (folder / second_turn).exists()
 
     # The next turn's context is the two items left (the window was rebuilt, the warm
     # session of the two deleted rows dropped), not four.
     third = await Runner.run(agent, "Hello again.", session=session)
     assert "I can see 2 earlier messages" in third.final_output
-    uuid = conversation.id.removeprefix("conv_")
     found = await services.memory.get_conversation(uuid, owner="ada")
     assert found.message_count == 4
     window = await services.memory.load(found)
