@@ -88,6 +88,9 @@ async def test_malformed_image_parts_are_a_400(sdk: openai.AsyncOpenAI, part: di
     with pytest.raises(openai.BadRequestError) as refused:
         await sdk.responses.create(model="seer", input=_asking(part))
     assert refused.value.body["type"] == "invalid_request_error"
+    # The reason is named (among the union's other branches' complaints).
+    reason = "content parts must be" if part["type"] == "input_file" else "input_image: "
+    assert reason in refused.value.message
 
 
 async def test_too_many_or_too_large_images_are_a_413(sdk: openai.AsyncOpenAI) -> None:
