@@ -30,7 +30,6 @@ from lumina_app.agents import client_tools
 from lumina_app.domain import (
     ConversationBusy,
     ConversationInfo,
-    ConversationNotFound,
     InputTooLarge,
     InvalidInput,
     Msg,
@@ -41,7 +40,7 @@ from lumina_app.domain import (
     RunNotFound,
     RunStatus,
 )
-from lumina_app.domain.access import is_conversation_id
+from lumina_app.domain.ids import ConversationUuid, parse_conversation_uuid
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
 from lumina_app.memory import MemoryManager
@@ -94,7 +93,7 @@ def compaction_handle(uuid: str) -> str:
     return COMPACTION_PREFIX + base64.urlsafe_b64encode(raw).decode()
 
 
-def compacted_conversation(handle: str) -> str:
+def compacted_conversation(handle: str) -> ConversationUuid:
     """The conversation a compaction handle names."""
     try:
         raw = base64.urlsafe_b64decode(handle.removeprefix(COMPACTION_PREFIX).encode())
@@ -103,21 +102,18 @@ def compacted_conversation(handle: str) -> str:
         uuid = None
     if not handle.startswith(COMPACTION_PREFIX) or not isinstance(uuid, str):
         raise InvalidInput("compaction: encrypted_content is not a compaction of this server")
-    if not is_conversation_id(uuid):
-        raise ConversationNotFound(uuid)
-    return uuid
+    return parse_conversation_uuid(uuid)
 
 
 def conversation_id(uuid: str) -> str:
     return CONVERSATION_PREFIX + uuid
 
 
-def uuid_of(conversation: str) -> str:
+def uuid_of(conversation: str) -> ConversationUuid:
     """``conv_<uuid>`` (or the bare uuid) → the Lumina conversation's uuid."""
-    uuid = conversation.removeprefix(CONVERSATION_PREFIX)
-    if not is_conversation_id(uuid):
-        raise ConversationNotFound(conversation)
-    return uuid
+    return parse_conversation_uuid(
+        conversation.removeprefix(CONVERSATION_PREFIX), named=conversation
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +400,7 @@ class ResponsesService:
         record = started.run.record
         return ResponseView(
             run_id=started.run.run_id,
-            conversation_uuid=started.conversation_id,
+            conversation_uuid=started.conversation_uuid,
             agent_id=record.agent_id,
             status=result.status,
             content=result.content,
@@ -432,7 +428,7 @@ class ResponsesService:
         answer = await self.inspection.get_message(view.message_id) if view.message_id else None
         return ResponseView(
             run_id=view.run_id,
-            conversation_uuid=view.conversation_id,
+            conversation_uuid=view.conversation_uuid,
             agent_id=view.agent_id,
             status=view.status,
             content=content,
@@ -473,7 +469,7 @@ class ResponsesService:
         answer = await self.inspection.get_message(last) if last is not None else None
         if answer is None:
             return [question]
-        rows = await self.inspection.turn_rows(record.conversation_id, question.seq, answer.seq)
+        rows = await self.inspection.turn_rows(record.conversation_pk, question.seq, answer.seq)
         ours = next((i for i, m in enumerate(rows) if m.meta.get("runId") == run_id), len(rows))
         given: list[Msg] = []
         for row in reversed(rows[:ours]):
