@@ -53,7 +53,7 @@ from lumina_app.services.openai_conversations import OpenAIConversations
 from lumina_app.services.openai_gateway import OpenAIGateway
 from lumina_app.services.passwords import Passwords
 from lumina_app.services.recall import RecallService
-from lumina_app.services.responses import ResponsesService
+from lumina_app.services.responses import ImageLimits, ResponsesService
 from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
 from lumina_app.services.signin import SignInService
@@ -409,7 +409,18 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         archive=archive,
         idempotency=IdempotencyStore(db),
         gateway=gateway,
-        responses=ResponsesService(gateway, runs, memory, reads.runs, reads.conversations),
+        responses=ResponsesService(
+            gateway,
+            runs,
+            memory,
+            reads.runs,
+            reads.conversations,
+            ImageLimits(
+                settings.llm_provider,
+                settings.responses_max_images,
+                settings.responses_max_image_chars,
+            ),
+        ),
         openai_conversations=OpenAIConversations(
             memory, agents, runs, reads.conversations, reads.gateway
         ),

@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     # Messages one /v1/chat/completions request may bring (its history and the new one);
     # each of them is held to max_task_chars like the new one (docs/SECURITY.md).
     gateway_max_messages: int = Field(1000, ge=2, le=10_000)
+    # Image input of the Responses API (a vision agent's): images in one request, and the
+    # characters of each one's image_url (a data: URL is its bytes in base64; the body cap
+    # max_body_bytes still bounds the request). More is a 413.
+    responses_max_images: int = Field(8, ge=1, le=64)
+    responses_max_image_chars: int = Field(200_000, ge=1024)
     session_idle_seconds: float = Field(1800.0, gt=0)
     session_pool_size: int = Field(1000, ge=1)
     flush_interval_ms: float = Field(250.0, ge=0)

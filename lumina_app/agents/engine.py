@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -126,6 +126,7 @@ class ChatEngine:
         )
         memory.hooks.on_delete(self._forget_conversation)
         memory.hooks.on_runs_deleted(self._drop_run_buffers)
+        memory.hooks.on_rows_removed(self._drop_session)
 
     # -- public API ----------------------------------------------------------------
 
@@ -436,6 +437,10 @@ class ChatEngine:
                     async with asyncio.timeout(5):
                         await run.done.wait()
             await self.events.delete(run_id)
+
+    async def _drop_session(self, conversation: ConversationInfo, _turns: Sequence[str]) -> None:
+        """Messages were deleted: the warm session (an acp agent's process) held them."""
+        self.sessions.drop(conversation.agent_id, conversation.uuid)
 
     async def _forget_conversation(self, conversation: ConversationInfo) -> None:
         self.sessions.drop(conversation.agent_id, conversation.uuid)

@@ -54,6 +54,14 @@ class AgentDefinition:
     allow_client_system_prompt: bool = False
     acp: AcpConfig | None = None  # "provider": "acp": the agent process to start
     embeddings: EmbeddingsConfig | None = None  # its own embedder for recall (else the server's)
+    # ``"vision": true``: the agent's (OpenAI-compatible) model takes images, so the
+    # Responses API passes a question's ``input_image`` parts on; else they are refused.
+    vision: bool = False
+
+    def takes_images(self, default_provider: str) -> bool:
+        """Whether a question may carry images: a vision agent on an OpenAI-compatible
+        provider (the demo model and acp agents read text only)."""
+        return self.vision and (self.provider or default_provider) == "openai"
 
     @property
     def available(self) -> bool:
@@ -165,8 +173,8 @@ class AgentRegistry:
         memory = parse_memory(config, summary_prompt, memory_prompt)
         if isinstance(memory, str):
             return AgentDefinition(id=agent_id, name=name, error=memory)
-        known = {"name", "description", "memory", "acp", "embeddings", _CLIENT_SYSTEM,
-                 *_OVERRIDES, *_TOOL_KEYS}  # fmt: skip
+        known = {"name", "description", "memory", "acp", "embeddings", "vision", _CLIENT_SYSTEM}
+        known |= {*_OVERRIDES, *_TOOL_KEYS}
         return AgentDefinition(
             id=agent_id,
             name=name,
@@ -184,6 +192,7 @@ class AgentRegistry:
             allow_client_system_prompt=config.get(_CLIENT_SYSTEM, False),
             acp=acp,
             embeddings=embeddings,
+            vision=config.get("vision") is True,
         )
 
 

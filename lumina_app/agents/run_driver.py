@@ -195,7 +195,7 @@ class RunDriver:
             await step.flusher.close()
             if status is not RunStatus.COMPLETE or not step.calls:
                 return status, error
-            await self._announce_calls(run, step)
+            await self._announce_calls(run, step, client_names)
             step.calling, step.calls_started = True, time.monotonic()
             if number > limits.max_steps:  # the model keeps asking: it gets no more calls
                 error = f"maxToolSteps ({limits.max_steps}) reached: the model kept calling tools"
@@ -268,13 +268,20 @@ class RunDriver:
         step.agent_tools.append({"event": item.kind.value, **item.wire()})
         await self.publish(run, item)
 
-    async def _announce_calls(self, run: ActiveRun, step: Step) -> None:
+    async def _announce_calls(
+        self, run: ActiveRun, step: Step, client_names: frozenset[str]
+    ) -> None:
         answer = run.assistant
         for call in step.calls:
             await self.publish(
                 run,
                 ToolCallRequested(
-                    call.call_id, call.name, call.arguments, answer.id or 0, answer.seq
+                    call.call_id,
+                    call.name,
+                    call.arguments,
+                    answer.id or 0,
+                    answer.seq,
+                    by_client=call.name in client_names,
                 ),
             )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from lumina_app.agents import client_tools
 from lumina_app.agents.acp.provider import AcpProvider
 from lumina_app.agents.auto_recall import recall_earlier, recalled_message
 from lumina_app.agents.context import (
@@ -171,6 +172,7 @@ class TurnPreparer:
         )
         prepared.outputs = list(request.outputs or [])
         prepared.turn = await self.context.rows_after(conversation, question.seq)
+        prepared.record.user_message_id = question.id  # the turn's question, not an output
         return prepared
 
     async def _prepared(
@@ -207,6 +209,8 @@ class TurnPreparer:
             recalled=recalled_message(recalled),
             known=context_message(known),
         )
+        if accept in (Accept.CONVERSATION, Accept.TURN) and context.messages:
+            context.messages[-1] = client_tools.with_images(context.messages[-1])
         provider = self.providers.for_agent(agent, conversation.uuid)
         own_session: dict = {}
         if isinstance(provider, AcpProvider):  # its process holds the context: it says which

@@ -4,6 +4,7 @@ events into the streaming events ``response.created`` … ``response.completed``
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -112,7 +113,6 @@ def reasoning_item(message_item_id: str, text: str) -> dict[str, Any]:
         "type": "reasoning",
         "id": reasoning_id(message_item_id),
         "summary": [summary_text(text)] if text else [],
-        "encrypted_content": None,
     }
 
 
@@ -122,6 +122,12 @@ def output_items(view: ResponseView, status: str) -> list[dict[str, Any]]:
     answer = answer_item(view.message_id, view.content, status)
     thought = [reasoning_item(answer["id"], view.reasoning)] if view.reasoning else []
     return [*thought, answer, *(function_call_item(call) for call in view.calls)]
+
+
+def compaction_item(handle: str) -> dict[str, Any]:
+    """What compacting a conversation answers: its ``encrypted_content`` is Lumina's handle
+    to the conversation (``services.responses.compaction_handle``)."""
+    return {"type": "compaction", "id": "cmp_" + secrets.token_hex(12), "encrypted_content": handle}
 
 
 def usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
@@ -187,23 +193,21 @@ def response_object(
 
 class ResponseFramer:
     """The framer of one streamed response: ``response`` is the in-progress object,
-    ``message_id`` its answer's row, ``finish`` the final object of a run's result,
-    ``client_names`` the client's function tools. The output items stream in the order the
-    final object lists them: the model's reasoning (its thoughts before the answer, as a
-    ``reasoning`` item's summary), the answer (a ``message``, opened at its first text),
-    then each call of a client's tool (a ``function_call``). Every event carries its
-    ``type`` and the next ``sequence_number``."""
+    ``message_id`` its answer's row, ``finish`` the final object of a run's result. The
+    calls of the client's tools are those the run marks ``by_client``. The output items
+    stream in the order the final object lists them: the model's reasoning (its thoughts
+    before the answer, as a ``reasoning`` item's summary), the answer (a ``message``,
+    opened at its first text), then each call of a client's tool (a ``function_call``).
+    Every event carries its ``type`` and the next ``sequence_number``."""
 
     def __init__(
         self,
         response: dict[str, Any],
         message_id: int | None,
         finish: Callable[[RunFinished], dict[str, Any]],
-        client_names: frozenset[str] = frozenset(),
     ) -> None:
         self.response = response
         self.finish = finish
-        self.client_names = client_names
         self.item = answer_item(message_id, "", "in_progress")
         self.seq = 0
         self.items = 0  # output items opened so far
@@ -221,7 +225,7 @@ class ResponseFramer:
             return out + self._thought(payload.text)
         if isinstance(payload, AnswerChunk) and not self.closed:
             return out + self._answered(payload.text)
-        if isinstance(payload, ToolCallRequested) and payload.name in self.client_names:
+        if isinstance(payload, ToolCallRequested) and payload.by_client:
             return out + self.called(ClientCall(payload.call_id, payload.name, payload.arguments))
         if isinstance(payload, RunFinished):
             return out + self.ended(self.finish(payload))
@@ -238,7 +242,16 @@ class ResponseFramer:
                 out += self._answered(item["content"][0]["text"])
             elif item["type"] == "function_call":
                 out += self.called(ClientCall(item["call_id"], item["name"], item["arguments"]))
+            elif item["type"] == "compaction":
+                out += self._whole(item)
         return out + self.ended(final)
+
+    def _whole(self, item: dict[str, Any]) -> bytes:
+        """An item that has no parts to stream: added, then done."""
+        index = self._next()
+        return self._event(
+            "response.output_item.added", output_index=index, item=item
+        ) + self._event("response.output_item.done", output_index=index, item=item)
 
     def called(self, call: ClientCall) -> bytes:
         """A call of the client's tool: the answer so far is done, the call follows it."""
@@ -260,6 +273,7 @@ class ResponseFramer:
         )
 
     def ended(self, final: dict[str, Any]) -> bytes:
+        final = self._as_streamed(final)
         answers = [item for item in final["output"] if item["type"] == "message"]
         answer = answers[0] if answers else self.item
         text = answer["content"][0]["text"] if answer["content"] else ""
@@ -268,10 +282,23 @@ class ResponseFramer:
             kind = "response.failed"
         elif final["status"] in ("incomplete", "cancelled"):
             kind = "response.incomplete"
+        if not answers and self.message is None:  # no answer at all (a compaction)
+            return self._event(kind, response=final)
         out = self._open_message()
         if not self.closed:
             out += self._closed(text, answer)
         return out + self._event(kind, response=final)
+
+    def _as_streamed(self, final: dict[str, Any]) -> dict[str, Any]:
+        """``final`` with its answer (and reasoning) under the ids they streamed as: after
+        the agent's own tool steps the answer's text is in a later row than the one the
+        stream opened, and a client checks that an item keeps its id."""
+        ids = {"message": self.item["id"], "reasoning": reasoning_id(self.item["id"])}
+        output = [
+            {**item, "id": ids[item["type"]]} if item["type"] in ids else item
+            for item in final["output"]
+        ]
+        return {**final, "output": output}
 
     def _thought(self, text: str) -> bytes:
         out = b""

@@ -98,3 +98,13 @@ async def get_item(
     conversation: ConversationId, item: ItemId, services: ServicesDep, caller: Caller
 ) -> dict[str, Any]:
     return message_item(await services.openai_conversations.item(caller, conversation, item))
+
+
+@router.delete("/conversations/{conversation}/items/{item}")
+async def delete_item(
+    conversation: ConversationId, item: ItemId, services: ServicesDep, caller: Caller
+) -> dict[str, Any]:
+    """Remove an item (an answer goes with its tool calls' results); answers the
+    conversation, as OpenAI does. 409 while a turn runs in the conversation."""
+    view = await services.openai_conversations.delete_item(caller, conversation, item)
+    return _conversation(view)

@@ -18,17 +18,25 @@ from lumina_app.api.auth import Caller
 from lumina_app.api.deps import ServicesDep, stream_response
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
 from lumina_app.api.openai_errors import openai_router
-from lumina_app.api.responses_wire import ResponseFramer, item_list, response_object, usage
+from lumina_app.api.responses_wire import (
+    ResponseFramer,
+    compaction_item,
+    item_list,
+    response_object,
+    usage,
+)
 from lumina_app.api.schemas import error_responses
 from lumina_app.api.schemas_responses import CompactRequest, CreateResponse
 from lumina_app.api.stream_slots import take_stream_slot
-from lumina_app.domain import RequestInProgress, RunFinished, RunStatus
+from lumina_app.composition import Services
+from lumina_app.domain import Principal, RequestInProgress, RunFinished, RunStatus, utcnow
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.services.openai_gateway import GatewayRun
 from lumina_app.services.responses import (
     ResponsesService,
     ResponseTurn,
     ResponseView,
+    compacted_conversation,
     response_id,
 )
 
@@ -59,6 +67,7 @@ async def create_response(
     A retry with the same ``Idempotency-Key`` starts nothing: it gets the first response
     (streamed again once it has ended)."""
     tools = body.function_tools()
+    images, image_count = body.images()
     turn = ResponseTurn(
         body.model,
         body.lines(),
@@ -68,14 +77,17 @@ async def create_response(
         outputs=tuple(body.outputs()),
         tools=tuple(tools),
         compaction=body.compaction(),
+        images=tuple(image.chat_part() for image in images),
+        image_count=image_count,
     )
     shown = {
         "instructions": body.instructions,
         "store": body.store is not False,
-        "tools": body.tools,
+        "tools": body.shown_tools(),
     }
     fingerprint = {"body": body.model_dump(mode="json"), "session": session_id}
-    names = frozenset(tool["function"]["name"] for tool in tools)
+    if body.compaction_trigger():
+        return await _compacted(services, caller, turn, shown, bool(body.stream))
     if not body.stream:
 
         async def complete() -> dict[str, Any]:
@@ -110,7 +122,7 @@ async def create_response(
         raise
     if replay is not None:
         slot.release()
-        return _replayed(replay, shown, names)
+        return _replayed(replay, shown)
     started = first[0]
     record = started.run.record
     opening = ResponseView(
@@ -131,7 +143,7 @@ async def create_response(
         view = ResponsesService.finished(started, result, body.previous_response_id)
         return response_object(view, **shown)
 
-    framer = ResponseFramer(response_object(opening, **shown), opening.message_id, finish, names)
+    framer = ResponseFramer(response_object(opening, **shown), opening.message_id, finish)
     stream = stream_response(services, events, framer, slot.release)
     stream.raw_headers.append(
         (CONVERSATION_HEADER.lower().encode(), started.conversation_uuid.encode())
@@ -166,30 +178,64 @@ async def compact_response(
         }
         for line in users
     ]
-    output.append(
-        {"type": "compaction", "id": "cmp_" + secrets.token_hex(12), "encrypted_content": handle}
-    )
+    output.append(compaction_item(handle))
     return {
         "id": "resp_cmp_" + secrets.token_hex(12),
         "object": "response.compaction",
         "created_at": int(time.time()),
         "output": output,
-        "usage": usage(sum(estimate_text(line.text) for line in turn.lines), 0),
+        "usage": usage(_input_tokens(turn), 0),
     }
 
 
-def _replayed(view: ResponseView, shown: dict[str, Any], names: frozenset[str]) -> Response:
+def _input_tokens(turn: ResponseTurn) -> int:
+    return sum(estimate_text(line.text) for line in turn.lines)
+
+
+async def _compacted(
+    services: Services, caller: Principal, turn: ResponseTurn, shown: dict[str, Any], stream: bool
+) -> Response:
+    """A response to an input ending with Codex's ``compaction_trigger``: no run, its
+    output the ``compaction`` item ``/v1/responses/compact`` answers (not stored: a GET of
+    its id is a 404), as JSON or as a stream of that one item."""
+    handle = await services.responses.compact(caller, turn)
+    now = utcnow()
+    view = ResponseView(
+        run_id="cmp_" + secrets.token_hex(12),
+        conversation_uuid=compacted_conversation(handle),
+        agent_id=turn.agent_id,
+        status=RunStatus.COMPLETE,
+        content="",
+        message_id=None,
+        created_at=now,
+        completed_at=now,
+        input_tokens=_input_tokens(turn),
+        output_tokens=0,
+        previous_response_id=turn.previous_response_id,
+    )
+    final = {**response_object(view, **shown), "output": [compaction_item(handle)]}
+    if stream:
+        return _replay_stream(final, None, view.conversation_uuid)
+    answer = JSONResponse(final)
+    answer.headers[CONVERSATION_HEADER] = view.conversation_uuid
+    return answer
+
+
+def _replayed(view: ResponseView, shown: dict[str, Any]) -> Response:
     if view.status is RunStatus.RUNNING:
         raise RequestInProgress(
             f"the response of this Idempotency-Key is still streaming: GET /v1/responses/{view.id}"
         )
     final = response_object(view, **shown)
+    return _replay_stream(final, view.message_id, view.conversation_uuid)
+
+
+def _replay_stream(final: dict[str, Any], message_id: int | None, conversation: str) -> Response:
+    """An ended response's events, from its final object."""
     opening = {**final, "status": "in_progress", "output": [], "usage": None}
-    framer = ResponseFramer(
-        {**opening, "completed_at": None}, view.message_id, lambda _ended: final, names
-    )
+    framer = ResponseFramer({**opening, "completed_at": None}, message_id, lambda _ended: final)
     answer = Response(framer.replay(final), media_type="text/event-stream")
-    answer.headers[CONVERSATION_HEADER] = view.conversation_uuid
+    answer.headers[CONVERSATION_HEADER] = conversation
     return answer
 
 

@@ -10,16 +10,27 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from lumina_app.api.schemas import NoNul
+from lumina_app.domain import InvalidInput
 from lumina_app.domain.transcript import Line
 
 MAX_ITEMS = 10_000
-TEXT_ONLY = "only text content is supported (input_text / output_text parts)"
+PARTS = "content parts must be input_text, output_text or input_image parts"
+IMAGE_URL = "image_url must be a data:image/... URL or an http(s) URL"
+IMAGE_SCHEMES = ("data:image/", "https://", "http://")
 ITEM_TYPES = (
-    "input items must be message, function_call, function_call_output, reasoning or "
-    "compaction items (item_reference and other items are not supported)"
+    "input items must be message, function_call, function_call_output, reasoning, "
+    "compaction or compaction_trigger items (item_reference and other items are not supported)"
 )
 TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
@@ -32,12 +43,46 @@ class ContentPart(BaseModel):
     type: Literal["input_text", "output_text", "text"]
     text: Text
 
-    @field_validator("type", mode="before")
-    @classmethod
-    def _text_only(cls, value: object) -> object:
-        if value not in ("input_text", "output_text", "text"):
-            raise ValueError(TEXT_ONLY)
-        return value
+
+class ImagePart(BaseModel):
+    """An ``input_image`` part: ``image_url`` a ``data:image/…`` URL or an http(s) URL,
+    passed on to a vision agent's model as it is (Lumina never fetches a URL)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["input_image"]
+    image_url: str | None = None
+    file_id: str | None = Field(default=None, max_length=128)
+    detail: Literal["auto", "low", "high"] | None = None
+
+    @model_validator(mode="after")
+    def _url_only(self) -> ImagePart:
+        if self.file_id is not None:
+            raise ValueError(f"input_image: file_id is not supported here; {IMAGE_URL}")
+        url = self.image_url
+        if url is None or not url.startswith(IMAGE_SCHEMES):
+            raise ValueError(f"input_image: {IMAGE_URL}")
+        return self
+
+    def chat_part(self) -> dict[str, Any]:
+        """The chat-completions ``image_url`` part the providers take."""
+        image: dict[str, Any] = {"url": self.image_url}
+        if self.detail is not None:
+            image["detail"] = self.detail
+        return {"type": "image_url", "image_url": image}
+
+
+def _part_kind(value: object) -> str | None:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    if kind in ("input_text", "output_text", "text"):
+        return "text"
+    return "image" if kind == "input_image" else None
+
+
+Part = Annotated[
+    Annotated[ContentPart, Tag("text")] | Annotated[ImagePart, Tag("image")],
+    Discriminator(_part_kind, custom_error_type="invalid_part", custom_error_message=PARTS),
+]
 
 
 class MessageItem(BaseModel):
@@ -47,7 +92,7 @@ class MessageItem(BaseModel):
 
     type: Literal["message"] = "message"
     role: Literal["user", "assistant", "system", "developer"]
-    content: Text | list[ContentPart]
+    content: Text | list[Part]
     id: str | None = Field(default=None, max_length=128)
 
     @field_validator("type", mode="before")
@@ -62,9 +107,14 @@ class MessageItem(BaseModel):
         text = (
             self.content
             if isinstance(self.content, str)
-            else "".join(part.text for part in self.content)
+            else "".join(part.text for part in self.content if isinstance(part, ContentPart))
         )
         return Line("system" if self.role == "developer" else self.role, text)
+
+    def images(self) -> list[ImagePart]:
+        if isinstance(self.content, str):
+            return []
+        return [part for part in self.content if isinstance(part, ImagePart)]
 
 
 class FunctionCallItem(BaseModel):
@@ -115,7 +165,23 @@ class CompactionItem(BaseModel):
     id: str | None = Field(default=None, max_length=128)
 
 
-KINDS = ("message", "function_call", "function_call_output", "reasoning", "compaction")
+class CompactionTriggerItem(BaseModel):
+    """Codex's ``{"type": "compaction_trigger"}`` at the end of an input: compact instead
+    of answering (the response's output is the ``compaction`` item ``/compact`` returns)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["compaction_trigger"]
+
+
+KINDS = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "compaction",
+    "compaction_trigger",
+)
 
 
 def _item_kind(value: object) -> str | None:
@@ -128,7 +194,8 @@ InputItem = Annotated[
     | Annotated[FunctionCallItem, Tag("function_call")]
     | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
     | Annotated[ReasoningItem, Tag("reasoning")]
-    | Annotated[CompactionItem, Tag("compaction")],
+    | Annotated[CompactionItem, Tag("compaction")]
+    | Annotated[CompactionTriggerItem, Tag("compaction_trigger")],
     Discriminator(_item_kind, custom_error_type="invalid_item", custom_error_message=ITEM_TYPES),
 ]
 
@@ -170,6 +237,17 @@ class FunctionTool(BaseModel):
     name: str = Field(pattern=TOOL_NAME)
     description: Text | None = Field(default=None, max_length=8192)
     parameters: dict[str, Any] | None = None
+
+    def shown(self) -> dict[str, Any]:
+        """The tool as a response lists it (Open Responses' ``FunctionTool``: every field)."""
+        strict = getattr(self, "strict", None)
+        return {
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "strict": strict if isinstance(strict, bool) else None,
+        }
 
     def spec(self) -> dict[str, Any]:
         """The chat-completions ``tools`` entry the providers take."""
@@ -228,6 +306,26 @@ class CreateResponse(BaseModel):
     def compaction(self) -> str | None:
         return input_compaction(self.input)
 
+    def images(self) -> tuple[list[ImagePart], int]:
+        """The images of the input's last user message (the question: what a vision
+        agent's model is shown), and how many images the whole input holds."""
+        if isinstance(self.input, str):
+            return [], 0
+        messages = [item for item in self.input if isinstance(item, MessageItem)]
+        count = sum(len(item.images()) for item in messages)
+        last = messages[-1] if messages and messages[-1].role == "user" else None
+        return (last.images() if last else []), count
+
+    def compaction_trigger(self) -> bool:
+        """Whether the input ends with a ``compaction_trigger`` (anywhere else: a 400)."""
+        if isinstance(self.input, str):
+            return False
+        items = enumerate(self.input)
+        triggers = [i for i, item in items if isinstance(item, CompactionTriggerItem)]
+        if triggers and triggers != [len(self.input) - 1]:
+            raise InvalidInput("input: compaction_trigger must be the last item, once")
+        return bool(triggers)
+
     def outputs(self) -> list[tuple[str, str]]:
         """The ``function_call_output`` items after the input's last message: the
         outputs of the calls this request answers (earlier ones were answered before)."""
@@ -240,6 +338,14 @@ class CreateResponse(BaseModel):
             elif isinstance(item, FunctionCallOutputItem):
                 found.append((item.call_id, item.text()))
         return found
+
+    def shown_tools(self) -> list[dict[str, Any]]:
+        """The function tools as the response lists them (hosted ones, ignored, are not)."""
+        return [
+            FunctionTool.model_validate(tool).shown()
+            for tool in self.tools or []
+            if tool.get("type") == "function"
+        ]
 
     def function_tools(self) -> list[dict[str, Any]]:
         return [

@@ -41,11 +41,20 @@ class ArchiveMirror:
         """Follow the memory manager: final messages are queued, deletes dequeued."""
         self.archive.memory.hooks.on_final(self.on_final)
         self.archive.memory.hooks.on_delete(self.on_delete)
+        self.archive.memory.hooks.on_rows_removed(self.on_rows_removed)
 
     async def on_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         """Queue the turns; returns at once."""
-        self._pending.setdefault(conversation.uuid, set()).update(m.turn_id for m in msgs)
-        self._due.setdefault(conversation.uuid, 0.0)  # a retry keeps its backoff
+        self._queue(conversation.uuid, [m.turn_id for m in msgs])
+
+    async def on_rows_removed(self, conversation: ConversationInfo, turns: Sequence[str]) -> None:
+        """Some messages were deleted: rewrite the files, those turns' logs too (a turn
+        left with no message loses its log)."""
+        self._queue(conversation.uuid, turns)
+
+    def _queue(self, uuid: str, turns: Sequence[str]) -> None:
+        self._pending.setdefault(uuid, set()).update(turns)
+        self._due.setdefault(uuid, 0.0)  # a retry keeps its backoff
         self._idle.clear()
         self._wake.set()
         if self._task is None or self._task.done():

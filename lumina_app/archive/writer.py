@@ -10,6 +10,7 @@ SQL and can always be written again.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -54,7 +55,17 @@ def write_conversation(
         if _write_new_folder(folder, inside):
             return folder
     write_files(root, conversation_files(conv, msgs, turns=turns, summaries=summaries))
+    _drop_empty_turns(folder, set(turns or ()) - {m.turn_id for m in msgs})
     return folder
+
+
+def _drop_empty_turns(folder: Path, turns: Collection[str]) -> None:
+    """The logs of turns whose every message was deleted (the item delete)."""
+    for turn_id in turns:
+        log_file = folder / turn_id / TURN_LOG
+        log_file.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty (a stray file): left
+            log_file.parent.rmdir()
 
 
 def write_files(root: Path, files: dict[PurePosixPath, bytes]) -> None:

@@ -185,13 +185,18 @@ class ToolCallRequested:
     message_id: int = 0
     seq: int = 0
     by_agent: bool = False  # an acp agent's own tool: its text goes on in the same answer
+    # A tool the client runs (the Responses API's function tools): the run ends with the
+    # call pending. A client's tool named like one of the agent's is not offered, so a
+    # call of that name is the agent's (and runs here).
+    by_client: bool = False
 
     def wire(self) -> dict[str, Any]:
         return {"callId": self.call_id, "name": self.name, "arguments": self.arguments}
 
     def record(self) -> dict[str, Any]:
         record = {**self.wire(), "messageId": self.message_id, "seq": self.seq}
-        return record | {"byAgent": True} if self.by_agent else record
+        record = record | {"byAgent": True} if self.by_agent else record
+        return record | {"byClient": True} if self.by_client else record
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> ToolCallRequested:
@@ -202,6 +207,7 @@ class ToolCallRequested:
             data.get("messageId", 0),
             data.get("seq", 0),
             data.get("byAgent", False),
+            data.get("byClient", False),
         )
 
 

@@ -30,7 +30,7 @@ from lumina_app.domain.ids import ConversationUuid
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory.views import MemoryView, WindowStats
 from lumina_app.memory.write_hooks import WriteHooks
-from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.cold_store import ColdStore, Deleted
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
 
 log = logging.getLogger(__name__)
@@ -247,6 +247,24 @@ class MemoryManager:
             await self._window(conversation, saved)
             await self.hooks.finalised(conversation, saved)
         return list(saved or [])
+
+    async def delete_message(self, conversation: ConversationInfo, message_id: int) -> Deleted:
+        """One message out of the conversation (an answer with its calls' results): SQL
+        first (``last_seq`` moves past it, so warm sessions and windows on every instance
+        see the change), then the window reinstalled from SQL, then the hooks (warm
+        sessions here, the archive mirror rewriting the conversation's files; the recall
+        index sees the conversation changed). Vectors go with the rows; summaries reaching
+        the row are dropped, and the summary keeper writes a new one after the next turn.
+        ``busy`` (nothing removed) while a run holds the conversation."""
+        deleted = await self.cold.delete_message(conversation.id, message_id)
+        if not deleted.message_ids:
+            return deleted
+        view = await self._from_sql(conversation)
+        await self._hot(
+            self.hot.replace(conversation.uuid, view.messages, deleted.last_seq, view.summary)
+        )
+        await self.hooks.removed(conversation, deleted.turn_ids)
+        return deleted
 
     # -- reads ---------------------------------------------------------------------
 

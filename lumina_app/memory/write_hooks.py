@@ -15,6 +15,7 @@ log = logging.getLogger(__name__)
 DeleteHook = Callable[[ConversationInfo], Awaitable[None]]
 FinalHook = Callable[[ConversationInfo, Sequence[Msg]], Awaitable[None]]
 RunsDeletedHook = Callable[[list[str]], Awaitable[None]]
+RemovedHook = Callable[[ConversationInfo, Sequence[str]], Awaitable[None]]
 
 
 class WriteHooks:
@@ -22,10 +23,16 @@ class WriteHooks:
         self._delete: list[DeleteHook] = []
         self._final: list[FinalHook] = []
         self._runs_deleted: list[RunsDeletedHook] = []
+        self._removed: list[RemovedHook] = []
 
     def on_delete(self, hook: DeleteHook) -> None:
         """Other tiers (archive, run buffers) register what a delete must also clear."""
         self._delete.append(hook)
+
+    def on_rows_removed(self, hook: RemovedHook) -> None:
+        """Whoever holds a conversation's rows outside SQL (warm sessions, an acp agent's
+        process, the archive mirror) hears which turns lost rows to a delete."""
+        self._removed.append(hook)
 
     def on_runs_deleted(self, hook: RunsDeletedHook) -> None:
         """Whoever keeps per-run data (event buffers) drops it when its runs are deleted."""
@@ -41,6 +48,10 @@ class WriteHooks:
             await hook(conversation)
         for runs_hook in self._runs_deleted:
             await runs_hook(run_ids)
+
+    async def removed(self, conversation: ConversationInfo, turn_ids: Sequence[str]) -> None:
+        for hook in self._removed:
+            await hook(conversation, turn_ids)
 
     async def finalised(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         for hook in self._final:

@@ -155,6 +155,25 @@ class OpenAIConversations:
         found = await self.memory.find_visible(principal, uuid_of(conversation))
         return await self._message(found, item)
 
+    async def delete_item(
+        self, principal: Principal, conversation: str, item: str
+    ) -> ConversationView:
+        """Remove an item (a message; an answer with its tool calls' results): gone from
+        SQL, the window, recall and the archive. While a turn runs in the conversation,
+        409 (its rows are not settled yet); another owner's item is not found."""
+        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        running = await self.runs.running_in(principal, found.uuid)
+        if running is not None:
+            raise ConversationBusy(found.uuid, running)
+        message = await self._message(found, item)
+        deleted = await self.memory.delete_message(found, message.id or 0)
+        if deleted.busy:  # a run started between the check and the delete
+            running = await self.runs.running_in(principal, found.uuid)
+            raise ConversationBusy(found.uuid, running or "unknown")
+        if not deleted.message_ids:
+            raise NotFound(f"item {item!r} not found")
+        return await self.get(principal, conversation)
+
     async def _message(self, conversation: ConversationInfo, item: str) -> Msg:
         rows = await self.reads.messages_by_id(conversation, [message_id_of(item)])
         if not rows or not shown(rows[0]):

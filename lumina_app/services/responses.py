@@ -30,6 +30,7 @@ from lumina_app.agents import client_tools
 from lumina_app.domain import (
     ConversationBusy,
     ConversationInfo,
+    InputTooLarge,
     InvalidInput,
     Msg,
     MsgRole,
@@ -127,6 +128,8 @@ class ResponseTurn:
     outputs: tuple[tuple[str, str], ...] = ()  # (call_id, output): the trailing outputs
     tools: tuple[dict[str, Any], ...] = ()  # the client's function tools (chat specs)
     compaction: str | None = None  # a compaction item's handle: names the conversation
+    images: tuple[dict[str, Any], ...] = ()  # the question's, as chat ``image_url`` parts
+    image_count: int = 0  # images anywhere in the input
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,12 @@ class ClientCall:
     call_id: str
     name: str
     arguments: str
+
+
+class ImagesRefused(InvalidInput):
+    """Images for an agent whose model reads text only."""
+
+    code = "image_input_unsupported"
 
 
 def client_calls(answer: Msg | None) -> tuple[ClientCall, ...]:
@@ -172,6 +181,16 @@ class ResponseView:
         return response_id(self.run_id)
 
 
+@dataclass(frozen=True, slots=True)
+class ImageLimits:
+    """What image input may be: the default provider (whose kind an agent without its
+    own ``provider`` has), images per request, characters per ``image_url``."""
+
+    default_provider: str = "demo"
+    max_images: int = 8
+    max_chars: int = 200_000
+
+
 class ResponsesService:
     def __init__(
         self,
@@ -180,20 +199,42 @@ class ResponsesService:
         memory: MemoryManager,
         inspection: RunInspection,
         conversations: ConversationReads,
+        images: ImageLimits | None = None,
     ) -> None:
         self.gateway = gateway
         self.runs = runs
         self.memory = memory
         self.inspection = inspection
         self.conversations = conversations
+        self.images = images or ImageLimits()
 
     async def start(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
         """Find the conversation, store the input's earlier items, start the run (the
         client's function tools offered to the model)."""
         previous = turn.previous_response_id
         meta = {"previousResponseId": previous} if previous else None
-        with client_tools.offered(turn.tools, meta):
+        if turn.image_count:
+            self._check_images(turn)
+        with client_tools.offered(turn.tools, meta, turn.images):
             return await self._start(principal, turn)
+
+    def _check_images(self, turn: ResponseTurn) -> None:
+        """Images only for an agent whose model takes them (a 400 naming why), within the
+        caps (a 413)."""
+        agent = self.gateway.agents.definition(turn.agent_id)
+        if not agent.takes_images(self.images.default_provider):
+            raise ImagesRefused(
+                f"input_image: agent {agent.id!r} is text-only (its model is not marked "
+                '"vision": true in its config.json); send text only'
+            )
+        limits = self.images
+        if turn.image_count > limits.max_images:
+            raise InputTooLarge(f"input_image: at most {limits.max_images} images per request")
+        longest = max((len(part["image_url"]["url"]) for part in turn.images), default=0)
+        if longest > limits.max_chars:
+            raise InputTooLarge(
+                f"input_image: an image_url may be at most {limits.max_chars} characters"
+            )
 
     async def _named(self, principal: Principal, turn: ResponseTurn) -> str | None:
         """The conversation ``previous_response_id``, ``conversation`` or a compaction
@@ -415,10 +456,24 @@ class ResponsesService:
             await self.runs.forget(principal, run_id)
 
     async def input_items(self, principal: Principal, response: str) -> list[Msg]:
-        """What the response was asked: its question row."""
+        """What the response was asked: its question, or for a turn it went on with, the
+        outputs of the client's tools it was given (the TOOL rows just before its answer)."""
         run_id = (await self._status(principal, response)).run_id
         record = await self.runs.records.get_run(run_id, owner=principal.owner)
         if record is None or record.user_message_id is None:
             return []
         question = await self.inspection.get_message(record.user_message_id)
-        return [question] if question is not None else []
+        if question is None:
+            return []
+        last = record.assistant_message_id
+        answer = await self.inspection.get_message(last) if last is not None else None
+        if answer is None:
+            return [question]
+        rows = await self.inspection.turn_rows(record.conversation_pk, question.seq, answer.seq)
+        ours = next((i for i, m in enumerate(rows) if m.meta.get("runId") == run_id), len(rows))
+        given: list[Msg] = []
+        for row in reversed(rows[:ours]):
+            if row.role is not MsgRole.TOOL:
+                break
+            given.insert(0, row)
+        return given or [question]

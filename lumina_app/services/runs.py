@@ -15,6 +15,7 @@ from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.domain import (
     ConversationBusy,
+    MessageStatus,
     Msg,
     MsgRole,
     NotFound,
@@ -35,6 +36,9 @@ from lumina_app.memory.run_inspection import RunInspection
 from lumina_app.services.live import LiveHub
 from lumina_app.services.titles import Titles
 from lumina_app.storage.run_records import RunRecords
+
+# Rows after a question that no later call of the model was sent.
+_NOT_SENT = (MessageStatus.SUPERSEDED, MessageStatus.STREAMING, MessageStatus.FAILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +292,8 @@ class RunService:
     async def _steps(self, record: RunRecord, question: Msg | None) -> list[Msg]:
         """The rows of the run's tool steps (each answer that asked for tools, then its
         results), sent to the model's later calls: the consecutive rows from the run's
-        first answer row up to, not including, its last one."""
+        first answer row up to, not including, its last one; for a turn the run went on
+        with (a client's tool outputs), the turn's rows before them too."""
         last = record.assistant_message_id
         if question is None or last is None:
             return []
@@ -297,9 +302,13 @@ class RunService:
             return []
         rows = await self.inspection.turn_rows(record.conversation_pk, question.seq, answer.seq)
         first = next(
-            (i for i, m in enumerate(rows) if (m.meta or {}).get("runId") == record.run_id), None
+            (i for i, m in enumerate(rows) if (m.meta or {}).get("runId") == record.run_id),
+            len(rows),
         )
-        return [] if first is None else rows[first:]
+        # Before the run's own rows: those of the turn it went on with (a client's tool
+        # outputs, the answer that asked for them), but not the answers a regenerate replaced.
+        before = [m for m in rows[:first] if m.status not in _NOT_SENT]
+        return before + rows[first:]
 
     async def forget(self, principal: Principal, run_id: str) -> None:
         """Delete an ended run's record (what ``/context`` and ``GET`` read); the messages

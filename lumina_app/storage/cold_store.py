@@ -10,6 +10,7 @@ public uuid.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -22,6 +23,17 @@ from lumina_app.domain import (
     Summary,
 )
 from lumina_app.domain.ids import ConversationPk
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """What a delete did: the rows removed (ids, turn ids) and the new ``last_seq``; or
+    ``busy`` when a run holds the conversation (nothing removed)."""
+
+    message_ids: tuple[int, ...] = ()
+    turn_ids: tuple[str, ...] = ()
+    last_seq: int = 0
+    busy: bool = False
 
 
 class ColdStore(Protocol):
@@ -84,6 +96,10 @@ class ColdStore(Protocol):
         """The conversation with its messages, summaries and runs; returns the run ids."""
 
     async def conversation_uuid(self, conversation_pk: ConversationPk) -> str | None: ...
+
+    async def delete_message(self, conversation_pk: ConversationPk, message_id: int) -> Deleted:
+        """One message (and its calls' TOOL rows) removed, the summaries reaching it too,
+        ``last_seq`` bumped past it; nothing while the conversation is running."""
 
     # -- messages --------------------------------------------------------------------
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,6 +31,39 @@ def client_for(services: Services, host: str, **kwargs: Any) -> httpx.AsyncClien
     """Another client on the same services, calling from ``host``."""
     transport = httpx.ASGITransport(app=create_api(services.settings), client=(host, 40000))
     return httpx.AsyncClient(transport=transport, base_url="http://testserver", **kwargs)
+
+
+def openai_sdk(client: httpx.AsyncClient, key: str) -> Any:
+    """The real async ``openai`` SDK on the in-process app ``client`` calls, as ``key``."""
+    import openai
+
+    http = httpx.AsyncClient(transport=client._transport, base_url="http://testserver", timeout=30)
+    return openai.AsyncOpenAI(
+        base_url="http://testserver/v1", api_key=key, max_retries=0, http_client=http
+    )
+
+
+@contextmanager
+def fake_model_server(
+    workdir: Path, keys: str, fake_url: str, agents: dict[str, dict[str, Any]]
+) -> Iterator[Any]:
+    """A running backend (in-process hot window, ``keys``) with ``agents`` (id → config
+    beside the provider block) on the stand-in model at ``fake_url``."""
+    from tests.conftest import write_agent
+    from tests.server import AppServer
+
+    started = AppServer(
+        workdir, backend_only=True, env={"LUMINA_REDIS_URL": "", "LUMINA_API_KEYS": keys}
+    )
+    started.prepare()
+    model = {"provider": "openai", "base_url": fake_url, "model": "fake-1"}
+    for agent_id, config in agents.items():
+        write_agent(started.data_dir / "agents", agent_id, {**model, **config}, {})
+    started.start()
+    try:
+        yield started
+    finally:
+        started.stop()
 
 
 # -- SSE ---------------------------------------------------------------------------------

@@ -102,6 +102,7 @@ def openai_state_routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
         ("GET", f"/v1/conversations/{oconv}/items", {}),
         ("POST", f"/v1/conversations/{oconv}/items", {"json": {"items": [ITEM]}}),
         ("GET", f"/v1/conversations/{oconv}/items/msg_1", {}),
+        ("DELETE", f"/v1/conversations/{oconv}/items/msg_1", {}),
     ]
 
 

@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import write_agent
+from tests.api.helpers import fake_model_server
 from tests.fake_llm import FakeLLM, Script
 from tests.server import AppServer
 
@@ -38,17 +38,9 @@ def fake() -> Iterator[FakeLLM]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeLLM) -> Iterator[AppServer]:
-    started = AppServer(
-        tmp_path_factory.mktemp("responses"),
-        backend_only=True,
-        env={"LUMINA_REDIS_URL": "", "LUMINA_API_KEYS": KEYS},
-    )
-    started.prepare()
-    model = {"provider": "openai", "base_url": fake.base_url, "model": "fake-1"}
-    write_agent(started.data_dir / "agents", "echo", {"name": "Echo", **model}, {})
-    started.start()
-    yield started
-    started.stop()
+    agents = {"echo": {"name": "Echo"}}
+    with fake_model_server(tmp_path_factory.mktemp("responses"), KEYS, fake.base_url, agents) as up:
+        yield up
 
 
 def _sdk(server: AppServer, key: str = "key-ada") -> openai.OpenAI:

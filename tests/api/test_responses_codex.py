@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import write_agent
+from tests.api.helpers import fake_model_server
 from tests.fake_llm import Call, FakeLLM, Reply, Script
 from tests.server import AppServer
 
@@ -138,17 +138,9 @@ def fake() -> Iterator[FakeLLM]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeLLM) -> Iterator[AppServer]:
-    started = AppServer(
-        tmp_path_factory.mktemp("codex"),
-        backend_only=True,
-        env={"LUMINA_REDIS_URL": "", "LUMINA_API_KEYS": f"ada:{KEY},bob:key-bob"},
-    )
-    started.prepare()
-    model = {"provider": "openai", "base_url": fake.base_url, "model": "fake-1"}
-    write_agent(started.data_dir / "agents", "echo", {"name": "Echo", **model}, {})
-    started.start()
-    yield started
-    started.stop()
+    keys, agents = f"ada:{KEY},bob:key-bob", {"echo": {"name": "Echo"}}
+    with fake_model_server(tmp_path_factory.mktemp("codex"), keys, fake.base_url, agents) as up:
+        yield up
 
 
 def _config(

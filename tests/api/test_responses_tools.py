@@ -17,7 +17,7 @@ import openai
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 
-from tests.conftest import write_agent
+from tests.api.helpers import fake_model_server
 from tests.fake_llm import Call, FakeLLM, Reply, Script
 from tests.server import AppServer
 
@@ -40,17 +40,10 @@ def fake() -> Iterator[FakeLLM]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeLLM) -> Iterator[AppServer]:
     set_tracing_disabled(True)
-    started = AppServer(
-        tmp_path_factory.mktemp("responses-tools"),
-        backend_only=True,
-        env={"LUMINA_REDIS_URL": "", "LUMINA_API_KEYS": KEYS},
-    )
-    started.prepare()
-    model = {"provider": "openai", "base_url": fake.base_url, "model": "fake-1"}
-    write_agent(started.data_dir / "agents", "echo", {"name": "Echo", **model}, {})
-    started.start()
-    yield started
-    started.stop()
+    agents = {"echo": {"name": "Echo"}, "calc": {"name": "Calc", "tools": ["calculator"]}}
+    workdir = tmp_path_factory.mktemp("responses-tools")
+    with fake_model_server(workdir, KEYS, fake.base_url, agents) as up:
+        yield up
 
 
 @pytest.fixture
@@ -123,6 +116,10 @@ def test_a_call_of_the_clients_tool_and_its_output(
         f"{server.url}/api/v1/runs/{run}/context", headers={"Authorization": "Bearer key-ada"}
     )
     assert context.status_code == 200, context.text
+    # Its question is the turn's, and the model saw the call and its output after it.
+    shown = context.json()["messages"]
+    assert [m["content"] for m in shown if m["role"] == "user"] == ["Weather in Paris?"]
+    assert shown[-1] == {"role": "tool", "tool_call_id": "call_w1", "content": "sunny, 21 C"}
     # The call is answered: the same output again is no pending call.
     with pytest.raises(openai.BadRequestError) as again:
         client.responses.create(
@@ -367,3 +364,87 @@ def test_the_demo_models_thoughts_stream_as_a_reasoning_item(client: openai.Open
     assert stored.output[0].summary[0].text == thought
     plain = client.responses.create(model="assistant", input="/think again")
     assert [item.type for item in plain.output] == ["reasoning", "message"]
+
+
+def test_a_compaction_trigger_answers_the_compaction_item(
+    client: openai.OpenAI, fake: FakeLLM, server: AppServer
+) -> None:
+    """Codex ends its input with ``compaction_trigger`` to compact: no run, the output is
+    the ``compaction`` item (JSON and streamed), and carrying it goes on in memory."""
+    history = [
+        {"role": "user", "content": "Remember 9, triggered."},
+        {"role": "assistant", "content": "Remembered 9."},
+    ]
+    compacted = client.responses.create(
+        model="echo", store=False, input=[*history, {"type": "compaction_trigger"}]
+    )
+    assert compacted.status == "completed" and not fake.requests  # the model was not asked
+    assert [item.type for item in compacted.output] == ["compaction"]
+    handle = compacted.output[0].encrypted_content
+    uuid = compacted.metadata["lumina_conversation_id"]
+    assert [row["content"] for row in _rows(server, uuid)] == [m["content"] for m in history]
+
+    with client.responses.stream(
+        model="echo", input=[*history, {"type": "compaction_trigger"}]
+    ) as stream:
+        events = list(stream)
+    kinds = [event.type for event in events]
+    assert kinds == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    final = events[-1].response
+    assert final.output[0].type == "compaction"
+    assert final.metadata["lumina_conversation_id"] == uuid  # the same conversation, once
+    assert len(_rows(server, uuid)) == 2
+
+    went_on = client.responses.create(
+        model="echo",
+        input=[
+            {"type": "compaction", "encrypted_content": handle},
+            {"role": "user", "content": "Which number, triggered?"},
+        ],
+    )
+    assert went_on.metadata["lumina_conversation_id"] == uuid
+    sent = [m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "user"]
+    assert sent[-2:] == ["Remember 9, triggered.", "Which number, triggered?"]
+    # Not the last item: a 400 in OpenAI's shape.
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.responses.create(model="echo", input=[{"type": "compaction_trigger"}, *history])
+    assert "compaction_trigger" in refused.value.message
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_client_tool_named_like_the_agents_is_the_agents(
+    client: openai.OpenAI, fake: FakeLLM, stream: bool
+) -> None:
+    """The rule: the agent's own tool wins; the client's of the same name is not offered,
+    and a call of that name runs on the server — no ``function_call`` item, JSON or
+    streamed."""
+    fake.script = Script(
+        replies=[
+            Reply(calls=[Call("call_c1", "calculator", '{"expression": "6*7"}')]),
+            Reply(chunks=["It is 42."]),
+        ]
+    )
+    theirs = {**WEATHER, "name": "calculator", "description": "The client's own."}
+    request = {"model": "calc", "input": "What is 6*7?", "tools": [theirs, WEATHER]}
+    if stream:
+        with client.responses.stream(**request) as streamed:
+            events = list(streamed)
+            final = streamed.get_final_response()
+        added = [e.item.type for e in events if e.type == "response.output_item.added"]
+        assert added == ["message"]
+    else:
+        final = client.responses.create(**request)
+    assert [item.type for item in final.output] == ["message"]
+    assert final.output_text == "It is 42."
+    offered = fake.requests[0]["tools"]
+    assert sorted(_offered(fake.requests[0])) == ["calculator", "get_weather"]
+    ours = next(t for t in offered if t["function"]["name"] == "calculator")
+    assert ours["function"]["description"] != "The client's own."
+    result = next(m for m in fake.requests[1]["messages"] if m["role"] == "tool")
+    assert result["tool_call_id"] == "call_c1" and "42" in result["content"]

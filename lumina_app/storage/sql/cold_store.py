@@ -26,7 +26,8 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.ids import ConversationPk
 from lumina_app.domain.search import terms as search_terms
-from lumina_app.storage.sql import forks, regenerate, summaries, write_paths, writes
+from lumina_app.storage.cold_store import Deleted
+from lumina_app.storage.sql import forks, message_delete, regenerate, summaries, write_paths, writes
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.flush_batch import FlushBatch
 from lumina_app.storage.sql.models import conversations as C
@@ -281,6 +282,13 @@ class SQLColdStore:
             await conn.execute(sa.delete(M).where(M.c.conversation_id == conversation_pk))
             await conn.execute(sa.delete(C).where(C.c.id == conversation_pk))
         return list(run_ids)
+
+    async def delete_message(self, conversation_pk: ConversationPk, message_id: int) -> Deleted:
+        """One message (an answer with its calls' TOOL rows) out of the conversation, in
+        one transaction (``message_delete``); nothing while a run holds it (``busy``)."""
+        return await self.write_path.transact(
+            message_delete.delete_message, conversation_pk, message_id, utcnow()
+        )
 
     # -- messages ------------------------------------------------------------------
 

@@ -225,9 +225,10 @@ def insert_run(
     msgs: Sequence[Msg],
     now: datetime,
 ) -> None:
-    """The run record, pointing at the question (first) and the answer (last)."""
+    """The run record, pointing at the question (first, unless the record names it: a
+    continued turn's question is stored already) and the answer (last)."""
     run.conversation_pk = conversation_pk
-    run.user_message_id = msgs[0].id
+    run.user_message_id = run.user_message_id or msgs[0].id
     run.assistant_message_id = msgs[-1].id
     run.started_at = run.started_at or now
     conn.execute(_INSERT_RUN, run_values(run))

@@ -200,8 +200,8 @@ def start(
 
 def one_statement_accept(msgs: Sequence[Msg], bump: dict[str, Any], run: RunRecord | None) -> bool:
     """Whether ``accept`` can make this ``append_messages``: rows, the conversation's new
-    status, and a run pointing at them."""
-    return bool(msgs) and "status" in bump and run is not None
+    status, and a run pointing at them (its question among them: not a continued turn's)."""
+    return bool(msgs) and "status" in bump and run is not None and run.user_message_id is None
 
 
 def accept(
