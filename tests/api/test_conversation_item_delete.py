@@ -157,7 +157,7 @@ async def test_an_answer_goes_with_its_tool_results(site) -> None:
     )
     assert answer.id == conversation.id
     found = await services.memory.get_conversation(uuid, owner="ada")
-    left = await services.memory.rows_after(found, 0)
+    left = await services.reads.context.rows_after(found, 0)
     assert [m.content for m in left] == ["Add these.", "It is 2."]
     assert found.message_count == 2
     await sdk.close()
