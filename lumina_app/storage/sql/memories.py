@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Collection, Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -135,12 +136,41 @@ async def with_vectors(
     db: SQLDatabase, *, owner: str, agent_id: str | None, model: str
 ) -> list[tuple[Memory, bytes | None]]:
     """The active memories a search ranks, with their vector of ``model`` if they have one."""
-    query = sa.select(*_COLUMNS, T.c.model, T.c.vector).where(
-        _scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value
-    )
+    where = sa.and_(_scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value)
     with offloaded():  # every memory of the owner: keep it off the event loop's thread
-        async with db.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        return await _with_vectors(db, where, model)
+
+
+async def stamps_since(
+    db: SQLDatabase, *, owner: str, agent_id: str | None, since: datetime
+) -> list[tuple[int, MemoryStatus, datetime]]:
+    """(id, status, updated_at) of the memories of any status changed at or after ``since``
+    (read from the owner index alone: what a kept index checks before reading any row)."""
+    query = sa.select(T.c.id, T.c.status, T.c.updated_at).where(
+        _scope(owner, agent_id),
+        T.c.status.in_([s.value for s in MemoryStatus]),  # the index's column order
+        T.c.updated_at >= since,
+    )
+    async with db.connect() as conn:
+        found = (await conn.execute(query)).all()
+    return [(r.id, MemoryStatus(r.status), r.updated_at) for r in found]
+
+
+async def with_vectors_by_ids(
+    db: SQLDatabase, ids: Sequence[int], *, owner: str, model: str
+) -> list[tuple[Memory, bytes | None]]:
+    """The owner's memories of ``ids`` (any status), with their vector of ``model``."""
+    if not ids:
+        return []
+    return await _with_vectors(db, sa.and_(T.c.id.in_(list(ids)), T.c.owner == owner), model)
+
+
+async def _with_vectors(
+    db: SQLDatabase, where: sa.ColumnElement[bool], model: str
+) -> list[tuple[Memory, bytes | None]]:
+    query = sa.select(*_COLUMNS, T.c.model, T.c.vector).where(where)
+    async with db.connect() as conn:
+        rows = (await conn.execute(query)).all()
     return [
         (_memory(r), base64.b64decode(r.vector) if r.vector and r.model == model else None)
         for r in rows
