@@ -23,6 +23,7 @@ import numpy as np
 from lumina_app.domain import InvalidInput
 from lumina_app.domain.memories import MAX_MEMORY_CHARS, Memory, MemoryNotFound, MemoryStatus
 from lumina_app.domain.tokens import estimate_text
+from lumina_app.domain.views import iso_ms
 from lumina_app.memory.memory_index import MemoryIndex, thread_terms
 from lumina_app.recall.embedders import Embedder, EmbeddingError
 from lumina_app.recall.retriever import LEXICAL_WEIGHT, SEMANTIC_WEIGHT, VECTOR_DTYPE
@@ -298,6 +299,44 @@ class LongTermMemory:
     async def forget_all(self, owner: str, *, agent_id: str | None = None) -> int:
         return await rows.forget_all(self.db, owner=owner, agent_id=agent_id)
 
+    # -- the archive ------------------------------------------------------------------
+
+    async def every(self, *, agent_id: str | None = None) -> list[Memory]:
+        """Every owner's memories of any status (an export picks what it writes)."""
+        return await rows.every(self.db, agent_id=agent_id)
+
+    async def import_archived(
+        self, owner: str, agent_id: str, memories: Sequence[Memory]
+    ) -> tuple[int, int]:
+        """(added, already there): an archive file's memories written for ``owner`` in one
+        transaction. One already stored (same text, status and creation time, or an active
+        one saying the same thing) is not written twice, so importing again adds nothing."""
+        stored = await rows.listing(
+            self.db, owner=owner, agent_id=agent_id, statuses=tuple(MemoryStatus), limit=10**7
+        )
+        same = {(m.text, m.status, iso_ms(m.created_at)): m.id for m in stored}
+        facts = {normalised(m.text): m.id for m in stored if m.status is MemoryStatus.ACTIVE}
+        known: dict[int, int] = {}
+        new: list[Memory] = []
+        coming: set[str] = set()  # the active facts this file adds (once each)
+        for memory in memories:
+            fact = normalised(memory.text)
+            found = same.get((memory.text, memory.status, iso_ms(memory.created_at)))
+            if found is None and memory.status is MemoryStatus.ACTIVE:
+                found = facts.get(fact)
+                if found is None and fact in coming:
+                    continue
+                coming.add(fact)
+            if found is None:
+                new.append(memory)
+            else:
+                known[memory.id] = found
+        vectors = await self._embedded_many([m.text for m in new])
+        await rows.insert_imported(
+            self.db, new, vectors, owner=owner, agent_id=agent_id, known=known
+        )
+        return len(new), len(memories) - len(new)
+
     # -- embeddings -------------------------------------------------------------------
 
     async def _embedded(self, text: str) -> tuple[str | None, bytes | None]:
@@ -311,6 +350,17 @@ class LongTermMemory:
             log.warning("memory stored without an embedding: %s", exc)
             return None, None
         return self.model, np.asarray(vector, dtype=VECTOR_DTYPE).tobytes()
+
+    async def _embedded_many(self, texts: Sequence[str]) -> list[tuple[str | None, bytes | None]]:
+        """:meth:`_embedded` for many texts in one call of the embedder."""
+        if self.embedder is None or not texts:
+            return [(None, None)] * len(texts)
+        try:
+            found = await self.embedder.embed(list(texts))
+        except EmbeddingError as exc:
+            log.warning("memories stored without embeddings: %s", exc)
+            return [(None, None)] * len(texts)
+        return [(self.model, np.asarray(v, dtype=VECTOR_DTYPE).tobytes()) for v in found]
 
     async def _vector(self, query: str) -> np.ndarray | None:
         if self.embedder is None:

@@ -259,3 +259,54 @@ async def forget_all(db: SQLDatabase, *, owner: str, agent_id: str | None) -> in
     )
     async with db.begin() as conn:
         return (await conn.execute(query)).rowcount
+
+
+async def every(db: SQLDatabase, *, agent_id: str | None = None) -> list[Memory]:
+    """Every owner's memories (of one agent, if given), any status: what an export writes."""
+    query = sa.select(*_COLUMNS).order_by(T.c.agent_id, T.c.owner, T.c.id)
+    if agent_id is not None:
+        query = query.where(T.c.agent_id == agent_id)
+    with offloaded():
+        async with db.connect() as conn:
+            return [_memory(r) for r in (await conn.execute(query)).all()]
+
+
+async def insert_imported(
+    db: SQLDatabase,
+    memories: Sequence[Memory],
+    vectors: Sequence[tuple[str | None, bytes | None]],
+    *,
+    owner: str,
+    agent_id: str,
+    known: dict[int, int],
+) -> dict[int, int]:
+    """In one transaction: ``memories`` (from an archive, ids its own) inserted for
+    ``owner`` with their status, pin, source and times; ``superseded_by`` re-pointed at the
+    new rows (or at the ``known`` rows a file id already matched). Returns file id → row id."""
+    made = dict(known)
+    with offloaded():
+        async with db.begin() as conn:
+            for memory, (model, vector) in zip(memories, vectors, strict=True):
+                row = {
+                    "owner": owner,
+                    "agent_id": agent_id,
+                    "text": memory.text,
+                    "status": memory.status.value,
+                    "pinned": memory.pinned,
+                    "conversation_uuid": memory.conversation_id,
+                    "seq": memory.seq,
+                    "model": model,
+                    "vector": _encoded(vector),
+                    "created_at": memory.created_at,
+                    "updated_at": memory.updated_at,
+                }
+                result = await conn.execute(sa.insert(T).values(row))
+                made[memory.id] = result.inserted_primary_key[0]
+            for memory in memories:
+                if memory.superseded_by in made:
+                    await conn.execute(
+                        sa.update(T)
+                        .where(T.c.id == made[memory.id])
+                        .values(superseded_by=made[memory.superseded_by])
+                    )
+    return made
