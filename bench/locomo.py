@@ -25,6 +25,7 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import _locomo_sessions
 import httpx
 from _common import ROOT, header, parse_args, table
 from _servers import app_server
@@ -39,6 +40,8 @@ FUSION_WEIGHTS = (0.1, 0.25, 0.5, 1.0)
 def options(parser) -> None:
     parser.add_argument("path", nargs="?", default=str(ROOT.parent / "shared/data/locomo"))
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations")
+    parser.add_argument("--sessions", action="store_true",
+                        help="also: sessions as conversations, asked from a new one")  # fmt: skip
 
 
 def load(path: Path) -> list[dict]:
@@ -212,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     anchors(conversations, scores)
     print(table(["system (same turns, same questions)", "any@5", "all@5", "any@10", "all@10",
            "p50 ms", "p99 ms"], [scores[n].row(n) for n in names]))  # fmt: skip
+    if args.sessions:
+        _locomo_sessions.report(conversations, scores, Score)
     return 0
 
 
