@@ -38,6 +38,18 @@ def conversation_item(conv: ConversationView) -> rx.Component:
                     ),
                     rx.moment(conv["updated"], from_now=True, size="1", color="gray"),
                     rx.cond(
+                        conv["temporary"],
+                        rx.tooltip(
+                            rx.icon(
+                                "eye-off",
+                                size=12,
+                                color="var(--gray-10)",
+                                custom_attrs={"data-testid": "temporary-mark"},
+                            ),
+                            content="Temporary: kept out of memory",
+                        ),
+                    ),
+                    rx.cond(
                         conv["status"] == "running",
                         rx.badge("running", color_scheme="blue", size="1"),
                         rx.cond(
