@@ -206,7 +206,7 @@ class LongTermMemory:
         text: str,
         *,
         scope_agent: str | None = None,
-        conversation_id: str | None = None,
+        conversation_uuid: str | None = None,
         seq: int | None = None,
         pinned: bool = False,
     ) -> tuple[Memory, bool]:
@@ -223,7 +223,7 @@ class LongTermMemory:
             agent_id=agent_id,
             text=text,
             pinned=pinned,
-            conversation_uuid=conversation_id,
+            conversation_uuid=conversation_uuid,
             seq=seq,
             model=model,
             vector=vector,
@@ -263,7 +263,7 @@ class LongTermMemory:
         text: str,
         *,
         agent_id: str,
-        conversation_id: str | None = None,
+        conversation_uuid: str | None = None,
         seq: int | None = None,
     ) -> Memory:
         """A new fact replacing an active one (which stays, ``superseded``, for the record)."""
@@ -276,7 +276,7 @@ class LongTermMemory:
             agent_id=agent_id,
             text=text,
             pinned=False,
-            conversation_uuid=conversation_id,
+            conversation_uuid=conversation_uuid,
             seq=seq,
             model=model,
             vector=vector,

@@ -34,12 +34,14 @@ def archive(engine, tmp_path: Path) -> ArchiveService:
 async def _seed(archive: ArchiveService):
     conv = await seed_conversation(archive, owner="alice")
     lt = archive.memories
-    name, _ = await lt.add("alice", "assistant", "My name is Ada", conversation_id=conv.uuid, seq=1)
+    name, _ = await lt.add(
+        "alice", "assistant", "My name is Ada", conversation_uuid=conv.uuid, seq=1
+    )
     await lt.add("alice", "assistant", "I work on graph databases", pinned=True)
     gone, _ = await lt.add("alice", "assistant", "I live in Paris")
     await lt.forget("alice", gone.id)
     newer = await lt.supersede(
-        "alice", name.id, "Call me Ada L.", agent_id="assistant", conversation_id=conv.uuid, seq=3
+        "alice", name.id, "Call me Ada L.", agent_id="assistant", conversation_uuid=conv.uuid, seq=3
     )
     await lt.add("bob", "assistant", "Bob prefers tea")
     return conv, newer
@@ -47,7 +49,7 @@ async def _seed(archive: ArchiveService):
 
 def _shape(memories) -> list[tuple]:
     return sorted(
-        (m.text, m.status.value, m.pinned, m.conversation_id, m.seq, iso_ms(m.created_at))
+        (m.text, m.status.value, m.pinned, m.conversation_uuid, m.seq, iso_ms(m.created_at))
         for m in memories
     )
 
@@ -85,7 +87,7 @@ async def test_export_then_import_gives_back_the_owners_memories(archive, tmp_pa
     old = next(m for m in after if m.status is MemoryStatus.SUPERSEDED)
     new = next(m for m in after if m.text == "Call me Ada L.")
     assert old.superseded_by == new.id  # re-pointed at the new row
-    assert (new.conversation_id, new.seq) == (conv.uuid, 3)
+    assert (new.conversation_uuid, new.seq) == (conv.uuid, 3)
     assert [m.text for m, _ in await archive.memories.search("alice", "Ada")] == ["Call me Ada L."]
     assert imported.memories_added == 3
     assert len(await archive.memories.listing("bob")) == 1  # bob's own: untouched

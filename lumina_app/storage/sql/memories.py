@@ -293,7 +293,7 @@ async def insert_imported(
                     "text": memory.text,
                     "status": memory.status.value,
                     "pinned": memory.pinned,
-                    "conversation_uuid": memory.conversation_id,
+                    "conversation_uuid": memory.conversation_uuid,
                     "seq": memory.seq,
                     "model": model,
                     "vector": _encoded(vector),

@@ -131,7 +131,7 @@ class ChatState(StreamState):
                         caller, agent_id=agent, temporary=True
                     )
                     into = made.uuid
-                run = await runs.start(caller, agent_id=agent, message=text, conversation_id=into)
+                run = await runs.start(caller, agent_id=agent, message=text, conversation_uuid=into)
             else:  # "" is a regenerate of the last question
                 run = await runs.regenerate(caller, conversation)
         except LuminaError as exc:
