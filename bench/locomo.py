@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _locomo_sessions
 import httpx
 from _common import ROOT, header, parse_args, table
 from _locomo_data import load
@@ -45,6 +46,8 @@ def options(parser) -> None:
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations")
     parser.add_argument("--only", default="", help="sample ids to measure (comma list)")
     parser.add_argument("--skip", default="", help="sample ids to leave out (comma list)")
+    parser.add_argument("--sessions", action="store_true",
+                        help="also: sessions as conversations, asked from a new one")  # fmt: skip
 
 
 class Score:
@@ -198,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     anchors(conversations, scores)
     print(table(["system (same turns, same questions)", "any@5", "all@5", "any@10", "all@10",
            "p50 ms", "p99 ms"], [scores[n].row(n) for n in names]))  # fmt: skip
+    if args.sessions:
+        _locomo_sessions.report(conversations, scores, Score)
     return 0
 
 

@@ -5,8 +5,9 @@ of one owner, and the demo extractor's cost per turn (off the answer path).
 
 A throw-away SQLite database migrated to head, the local embedder (wordllama, offline).
 1. ``LongTermMemory.for_context`` (what every run of an agent with ``memory.longTerm``
-   does before it starts: the owner's active memories read with their vectors, ranked by
-   BM25 fused with the cosine, cut to the budget) at 100 and at ``--memories`` memories.
+   does before it starts: the owner's kept index checked by one aggregate read, ranked by
+   BM25 fused with the cosine, cut to the budget) at 100 and at ``--memories`` memories,
+   then right after an add, an edit and a forget (each taken into the index in place).
    Anchor, same run: one primary-key read of a memory (``storage/sql/memories.get``).
 2. Extraction per turn, demo model (``MemoryExtractor.extract``: read the known memories,
    the demo rules, apply) for a turn with a fact and one without, beside the same anchor.
@@ -17,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from _common import Loop, header, note, parse_args, table, time_async
+from _common import Loop, Samples, header, note, parse_args, table, time_async
 
 from lumina_app.agents.memory_config import LongTermConfig, MemoryConfig
 from lumina_app.agents.memory_extractor import MemoryExtractor, Turn
@@ -69,6 +71,34 @@ def _lookup(store: LongTermMemory):
     return lookup
 
 
+async def after_changes(store: LongTermMemory, loop: Loop) -> dict[str, Samples]:
+    """for_context timed right after each kind of change, the change itself untimed (the
+    index takes it in: the changed memory is read, not the owner's all)."""
+    lookup, out = _lookup(store), {}
+    counter = iter(range(10**9))
+
+    async def add() -> int:
+        memory, _ = await store.add("alice", "assistant", f"My cat number {next(counter)} is Tom")
+        return memory.id
+
+    async def edit() -> None:
+        await store.edit("alice", await add(), text=f"My dog number {next(counter)} is Rex")
+
+    async def forget() -> None:
+        await store.forget("alice", await add())
+
+    for label, change in (("an add", add), ("an edit", edit), ("a forget", forget)):
+        samples = Samples()
+        for i in range(loop.warmup + loop.n):
+            await change()
+            t0 = time.perf_counter_ns()
+            await lookup()
+            if i >= loop.warmup:
+                samples.ns.append(time.perf_counter_ns() - t0)
+        out[label] = samples
+    return out
+
+
 def _anchor(db: SQLDatabase, memory_id: int):
     async def anchor() -> None:
         await rows.get(db, memory_id, owner="alice")
@@ -98,6 +128,9 @@ async def main(args) -> None:
         lookup, anchor = _lookup(store), _anchor(db, anchor_id)
         looked, read = await time_async(lookup, loop), await time_async(anchor, loop)
         results.append((f"for_context, {size:,} memories", looked, read))
+    for change, looked in (await after_changes(store, Loop(n=min(args.queries, 100)))).items():
+        read = await time_async(_anchor(db, anchor_id), loop)
+        results.append((f"for_context after {change}, {args.memories:,}", looked, read))
 
     agent = AgentDefinition(id="assistant", name="A",
                             memory=MemoryConfig(long_term=LongTermConfig()))  # fmt: skip

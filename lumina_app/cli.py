@@ -85,9 +85,10 @@ def export(
             )
 
     report = _run(work)
+    memories = f", {report.memories} memory(ies)" if report.memories else ""
     out.print(
-        f"Exported {report.conversations} conversation(s), {report.messages} message(s) "
-        f"to {report.root}",
+        f"Exported {report.conversations} conversation(s), {report.messages} message(s)"
+        f"{memories} to {report.root}",
         markup=False,
     )
 
@@ -125,7 +126,8 @@ def import_(
         f"Imported {_printable(str(path))}: {report.count(ImportOutcome.CREATED)} created, "
         f"{report.count(ImportOutcome.APPENDED)} appended, "
         f"{report.count(ImportOutcome.UNCHANGED)} unchanged, {len(report.errors)} failed; "
-        f"{report.messages_added} message(s) added",
+        f"{report.messages_added} message(s) added"
+        + (f", {report.memories_added} memory(ies)" if report.memories_added else ""),
         markup=False,
     )
     if report.errors:

@@ -374,7 +374,11 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         extractor=MemoryExtractor(long_term, providers),
     )
     archive = ArchiveService(
-        memory, reads.archive, settings.data_dir, limits=ImportLimits.from_settings(settings)
+        memory,
+        reads.archive,
+        settings.data_dir,
+        limits=ImportLimits.from_settings(settings),
+        memories=long_term,
     )
     chat.sessions.on_drop.append(providers.acp.forget)  # acp agents: their process too
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None

@@ -233,7 +233,9 @@ class TurnPreparer:
             | own_session,
             trimmed=context.trimmed,
         )
-        meta = {"provider": provider.name, "model": provider.model, "runId": run_id}
+        # The answer says which memories its run was given, so a page of answers can show
+        # "Used N memories" without reading the run records.
+        meta = {"provider": provider.name, "model": provider.model, "runId": run_id, **known_ids}
         return PreparedRun(
             accept=accept,
             agent=agent,

@@ -26,6 +26,7 @@ from lumina_app.domain.views import conversation_meta, history_entry, iso_ms
 META = "meta.json"
 HISTORY = "history.json"
 TURN_LOG = "messages.log"
+MEMORY_FOLDER = "memory"  # agents/<agentId>/memory/<owner>.json (archive/memory_files.py)
 TMP_PREFIX = ".tmp-"
 
 # Ids become folder names: one path component, no leading dot, nothing a shell or a
@@ -78,6 +79,8 @@ def archive_meta(
     """meta.json: ``messageCount`` counts what history.json holds; ``summaries`` (only when
     there are any) the rolling summaries, oldest first."""
     meta = conversation_meta(dataclasses.replace(conv, message_count=len(msgs)))
+    if conv.temporary:  # only on a temporary conversation: other folders are unchanged
+        meta["temporary"] = True
     if summaries:
         meta["summaries"] = [
             {

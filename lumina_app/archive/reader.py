@@ -102,6 +102,7 @@ def read_conversation(
         updated_at=updated_at or (messages[-1].created_at if messages else created_at),
     )
     conversation.parent_uuid, conversation.forked_at_seq = _forked_from(fields)
+    conversation.temporary = _temporary(fields)
     return ArchivedConversation(folder, conversation, messages, _summaries(fields, len(messages)))
 
 
@@ -284,6 +285,14 @@ def _forked_from(fields: _Fields) -> tuple[str | None, int | None]:
     if isinstance(at_seq, bool) or not isinstance(at_seq, int) or not 0 <= at_seq <= MAX_COUNT:
         raise item.fail("atSeq", f"must be a whole number from 0 to {MAX_COUNT}")
     return parent, at_seq
+
+
+def _temporary(fields: _Fields) -> bool:
+    """meta.json's optional ``temporary``: a conversation kept out of long-term memory."""
+    value = fields.data.get("temporary", False)
+    if not isinstance(value, bool):
+        raise fields.fail("temporary", f"must be true or false, got {_kind(value)}")
+    return value
 
 
 def _tool_calls(fields: _Fields) -> int:

@@ -12,18 +12,20 @@ import zipfile
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lumina_app.archive import format as files
-from lumina_app.archive import unzip, writer
+from lumina_app.archive import memory_files, unzip, writer
 from lumina_app.archive.limits import DEFAULT_LIMITS, ImportLimits
 from lumina_app.archive.reader import read_conversation
-from lumina_app.archive.tree import find_conversation_folders
+from lumina_app.archive.tree import find_agent_folders, find_conversation_folders
 from lumina_app.domain import ConversationInfo, ImportOutcome, InvalidInput, Msg
+from lumina_app.domain.access import is_safe_name
 from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.archive_rows import ArchiveRows
+from lumina_app.memory.long_term import LongTermMemory
 
 log = logging.getLogger(__name__)
 MAX_OWNER = 128  # lumina_conversation.owner is String(128)
@@ -42,6 +44,7 @@ class ImportItem:
     outcome: ImportOutcome | None = None
     added: int = 0
     error: str | None = None
+    memories: int = 0  # a memory file: how many it added (``outcome`` is None)
 
 
 @dataclass(slots=True)
@@ -59,12 +62,17 @@ class ImportReport:
     def messages_added(self) -> int:
         return sum(item.added for item in self.items)
 
+    @property
+    def memories_added(self) -> int:
+        return sum(item.memories for item in self.items)
+
 
 @dataclass(slots=True)
 class ExportReport:
     root: Path
     conversations: int = 0
     messages: int = 0
+    memories: int = 0
 
 
 class ArchiveService:
@@ -77,11 +85,13 @@ class ArchiveService:
         root: Path,
         *,
         limits: ImportLimits = DEFAULT_LIMITS,
+        memories: LongTermMemory | None = None,
     ) -> None:
         self.memory = memory
         self.rows = rows
         self.root = root
         self.limits = limits
+        self.memories = memories  # long-term memories: agents/<id>/memory/<owner>.json
         # Serialises writes under ``root`` with deletes, so a late mirror write cannot
         # resurrect the folder of a conversation deleted meanwhile.
         self.lock = asyncio.Lock()
@@ -146,7 +156,32 @@ class ArchiveService:
             report.conversations += 1
             if progress:
                 progress(done, len(conversations))
+        if conversation_uuid is None:
+            report.memories = await self.export_memories(report.root, agent_id=agent_id)
         return report
+
+    async def export_memories(self, root: Path, *, agent_id: str | None = None) -> int:
+        """One ``agents/<agentId>/memory/<owner>.json`` per agent and owner with memories
+        (forgotten ones left out); returns how many memories were written."""
+        if self.memories is None:
+            return 0
+        groups: dict[tuple[str, str], list] = {}
+        for memory in await self.memories.every(agent_id=agent_id):
+            groups.setdefault((memory.agent_id, memory.owner), []).append(memory)
+        rendered: dict[PurePosixPath, bytes] = {}
+        written = 0
+        for (agent, owner), found in groups.items():
+            if not is_safe_name(agent, max_length=128):
+                log.warning("memories of agent %r not exported: not a folder name", agent)
+                continue
+            document = memory_files.memory_document(agent, owner, found)
+            if not document["memories"]:
+                continue
+            rel = PurePosixPath("agents", agent, memory_files.MEMORY_FOLDER)
+            rendered[rel / memory_files.file_name(owner)] = files.dump_json(document)
+            written += len(document["memories"])
+        await asyncio.to_thread(writer.write_files, root, rendered)
+        return written
 
     async def document(self, conversation: ConversationInfo) -> dict[str, Any]:
         """``{"meta": <meta.json>, "history": <history.json>}``."""
@@ -208,7 +243,43 @@ class ArchiveService:
             report.items.append(await self.import_folder(folder, owner=owner, limits=limits))
             if progress:
                 progress(done, len(folders))
+        if self.memories is not None:
+            report.items += await self._import_memories(path, owner, limits, skip)
         return report
+
+    async def _import_memories(
+        self, path: Path, owner: str, limits: ImportLimits, skip: Collection[Path]
+    ) -> list[ImportItem]:
+        """Each memory file under ``path``: read and checked whole, then written for
+        ``owner`` in one transaction, or refused with nothing written."""
+        agents = await asyncio.to_thread(find_agent_folders, path)
+        found, refused = await asyncio.to_thread(memory_files.find_memory_files, agents)
+        items = [ImportItem(e.path, error=str(e)) for e in refused]
+        for file in found:
+            if file in skip:
+                continue
+            items.append(await self._import_memory_file(file, owner, limits))
+        return items
+
+    async def _import_memory_file(self, path: Path, owner: str, limits: ImportLimits) -> ImportItem:
+        item = ImportItem(path)
+        assert self.memories is not None
+        try:
+            read = await asyncio.to_thread(
+                memory_files.read_memory_file, path, max_file_bytes=limits.max_file_bytes
+            )
+        except files.ArchiveError as exc:
+            item.error = str(exc)
+            return item
+        item.agent_id = read.agent_id
+        if read.owner != owner:
+            item.error = (
+                f"{path}: holds the memories of owner {read.owner!r}; this import is for "
+                f"owner {owner!r} (an import writes only its own owner's memories)"
+            )
+            return item
+        item.memories, _ = await self.memories.import_archived(owner, read.agent_id, read.memories)
+        return item
 
     async def _import_zip(
         self, path: Path, *, owner: str, limits: ImportLimits, progress: Progress | None

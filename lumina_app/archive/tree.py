@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lumina_app.archive.format import HISTORY, META, ArchiveError
+from lumina_app.archive.format import HISTORY, MEMORY_FOLDER, META, ArchiveError
 from lumina_app.archive.limits import FILE_LIMIT, too_large
 
 LINK_REFUSED = "is a symbolic link: refused (an import follows no links)"
@@ -54,13 +54,26 @@ def find_conversation_folders(path: Path) -> FoundFolders:
         if _is_folder(agent / "conversations", found)
         for folder in _subfolders(agent / "conversations", found)
     ]
-    if not found.folders and not found.refused and agents is path:
+    if not found.folders and not found.refused and agents is path and not find_agent_folders(path):
         raise ArchiveError(
             path,
             "no archive here: expected agents/<agentId>/conversations/<convId>/ "
             "or a conversation folder holding history.json",
         )
     return found
+
+
+def find_agent_folders(path: Path) -> list[Path]:
+    """The agent folders under an import path whose ``memory/`` may hold memory files: the
+    path itself if it is one, else ``[agents/]<agentId>`` folders holding ``memory/``. Links
+    are not followed (and are reported by :func:`find_conversation_folders`)."""
+    if not path.is_dir() or os.path.lexists(path / HISTORY) or os.path.lexists(path / META):
+        return []
+    ignored = FoundFolders()
+    if _is_folder(path / MEMORY_FOLDER, ignored):
+        return [path]
+    agents = path / "agents" if _is_folder(path / "agents", ignored) else path
+    return [a for a in _subfolders(agents, ignored) if os.path.lexists(a / MEMORY_FOLDER)]
 
 
 def _is_folder(path: Path, found: FoundFolders) -> bool:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from lumina_app.archive.format import HISTORY, META, ArchiveError
+from lumina_app.archive.format import HISTORY, MEMORY_FOLDER, META, ArchiveError
 from lumina_app.archive.limits import (
     FILE_LIMIT,
     MEMBERS_LIMIT,
@@ -42,6 +42,11 @@ _EOCD_SIG, _EOCD64_SIG, _EOCD64_LOCATOR_SIG = b"PK\x05\x06", b"PK\x06\x06", b"PK
 _ENTRY_SIG = b"PK\x01\x02"
 _MEMBER_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, ValueError)
 _MEMBER_ERRORS += (zlib.error,)
+
+
+def _is_memory_file(parts: tuple[str, ...]) -> bool:
+    """``…/<agentId>/memory/<owner>.json``: read by an import, so extracted."""
+    return len(parts) >= 3 and parts[-2] == MEMORY_FOLDER and parts[-1].endswith(".json")
 
 
 @dataclass(slots=True)
@@ -148,7 +153,7 @@ def _extract_members(
             refused.append(_refuse(info, reason, target))
         elif info.is_dir():
             _make_folder(target.joinpath(*parts))
-        elif parts[-1] in READ_FILES:
+        elif parts[-1] in READ_FILES or _is_memory_file(parts):
             wanted.append((info, parts))
     declared = sum(info.file_size for info, _ in wanted)
     if declared > limits.max_zip_bytes:  # honest headers: refuse before inflating a byte

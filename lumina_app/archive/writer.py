@@ -155,4 +155,4 @@ def _unchanged(path: Path, data: bytes) -> bool:
 
 
 def _write_order(rel: PurePosixPath) -> tuple[int, str]:
-    return ({TURN_LOG: 0, HISTORY: 1, META: 2}[rel.name], str(rel))
+    return ({TURN_LOG: 0, HISTORY: 1, META: 2}.get(rel.name, 1), str(rel))

@@ -10,6 +10,7 @@ from typing import Any
 from lumina_app.domain import ConversationInfo, Msg
 from lumina_app.storage.sql import history_match
 from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.writes import TEMPORARY
 
 
 class GatewayHistory:
@@ -49,5 +50,8 @@ class GatewayHistory:
     async def set_gateway_meta(
         self, conversation: ConversationInfo, *, opening: str | None, meta: dict[str, Any]
     ) -> None:
-        """The opening hash (if given) and the meta; the conversation keeps its place."""
+        """The opening hash (if given) and the meta; the conversation keeps its place, and a
+        temporary one its mark (it shares the meta column with the gateway's keys)."""
+        if conversation.temporary:
+            meta = {**meta, TEMPORARY: True}
         await history_match.set_gateway_meta(self.db, conversation.id, opening=opening, meta=meta)

@@ -8,32 +8,47 @@ rank), each memory one retrieval unit. Writing the same fact twice keeps one mem
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import logging
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
 
 import numpy as np
 
-from lumina_app.domain import InvalidInput, MsgRole
+from lumina_app.domain import InvalidInput
 from lumina_app.domain.memories import MAX_MEMORY_CHARS, Memory, MemoryNotFound, MemoryStatus
 from lumina_app.domain.tokens import estimate_text
+from lumina_app.domain.views import iso_ms
+from lumina_app.memory.memory_index import MemoryIndex, thread_terms
 from lumina_app.recall.embedders import Embedder, EmbeddingError
-from lumina_app.recall.retriever import (
-    LEXICAL_WEIGHT,
-    SEMANTIC_WEIGHT,
-    VECTOR_DTYPE,
-    UnitIndex,
-    Units,
-)
+from lumina_app.recall.retriever import LEXICAL_WEIGHT, SEMANTIC_WEIGHT, VECTOR_DTYPE
 from lumina_app.storage.sql import memories as rows
 from lumina_app.storage.sql.database import SQLDatabase
-from lumina_app.storage.sql.recall_rows import RecallRow
 
 log = logging.getLogger(__name__)
 
 CONTEXT_PREFIX = "What you know about this person:"
-_ALONE = Units(previous=False, date=False)  # a memory means what it says, on its own
+# A change is read again when it is this close to the newest one an index holds: another
+# process's write may commit a moment after a later one (its time is taken before its turn).
+CHANGE_MARGIN = timedelta(seconds=1)
+# An index taken changes in for this long is read whole again (what the margin can miss).
+REBUILD_AFTER_S = 600.0
+
+
+@dataclass(slots=True)
+class _Kept:
+    version: tuple
+    index: MemoryIndex
+    built: float = field(default_factory=time.monotonic)
+
+    def fresh(self, version: tuple) -> bool:
+        """Whether changes may be taken in (same embedder, not too old to trust)."""
+        return version[-1] == self.version[-1] and time.monotonic() - self.built < REBUILD_AFTER_S
 
 
 def normalised(text: str) -> str:
@@ -62,8 +77,8 @@ class LongTermMemory:
     ) -> None:
         self.db = db
         self.embedder = embedder
-        # (owner, agent) → (version, active memories newest first, their index)
-        self._cache: OrderedDict[tuple, tuple[tuple, list[Memory], UnitIndex]] = OrderedDict()
+        # (owner, agent) → the index of its active memories and what it was read at
+        self._cache: OrderedDict[tuple, _Kept] = OrderedDict()
         self._cache_size = cache_size
         self.written = 0
         self.superseded = 0
@@ -103,53 +118,66 @@ class LongTermMemory:
         self, owner: str, query: str, *, agent_id: str | None = None, limit: int = 10
     ) -> list[tuple[Memory, float]]:
         """The active memories most relevant to ``query``, best first, with their score."""
-        active, index = await self._index(owner, agent_id)
-        return await self._ranked(active, index, query, limit)
+        return await self._ranked(await self._index(owner, agent_id), query, limit)
 
     async def _ranked(
-        self, active: list[Memory], index: UnitIndex, query: str, limit: int
+        self, index: MemoryIndex, query: str, limit: int
     ) -> list[tuple[Memory, float]]:
-        if not active or not query.strip():
+        if not len(index) or not query.strip():
             return []
         vector = await self._vector(query)
         minimum = self.embedder.min_similarity if self.embedder else 0.0
-        allowed = np.ones(len(active), dtype=bool)
-        ranked = index.ranked(query, vector, (LEXICAL_WEIGHT, SEMANTIC_WEIGHT), allowed, minimum)
-        return [(active[i], round(score, 6)) for i, score in ranked[:limit]]
+        ranked = index.ranked(query, vector, (LEXICAL_WEIGHT, SEMANTIC_WEIGHT), minimum)
+        return ranked[:limit]
 
-    async def _index(self, owner: str, agent_id: str | None) -> tuple[list[Memory], UnitIndex]:
-        """The owner's active memories (pinned, then newest first) and their retrieval
-        index, built once and kept while nothing about them changes (one aggregate read)."""
+    async def _index(self, owner: str, agent_id: str | None) -> MemoryIndex:
+        """The owner's active memories, searchable: built once from one read (off the event
+        loop's thread), then kept; a change since (seen by one aggregate read) is taken in
+        by reading only the memories changed after the newest one the index holds."""
         key = (owner, agent_id)
         version = (*await rows.version(self.db, owner=owner, agent_id=agent_id), self.model)
         cached = self._cache.get(key)
-        if cached and cached[0] == version:
+        if cached is not None:
             self._cache.move_to_end(key)
-            return cached[1], cached[2]
+            if cached.version == version:
+                return cached.index
+            if cached.fresh(version) and (index := await self._caught_up(key, cached.index)):
+                cached.version = version
+                return index
         found = await rows.with_vectors(self.db, owner=owner, agent_id=agent_id, model=self.model)
-        found.sort(key=lambda mv: (mv[0].pinned, mv[0].updated_at, mv[0].id), reverse=True)
-        active = [m for m, _ in found]
-        units = [
-            RecallRow(m.id, 0, i, MsgRole.USER, m.text, m.created_at, v)
-            for i, (m, v) in enumerate(found)
-        ]
-        index = UnitIndex(units, _ALONE, previous=[""] * len(units))
-        self._cache[key] = (version, active, index)
+        index = await asyncio.to_thread(MemoryIndex, found, thread_terms)
+        self._cache[key] = _Kept(version, index)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
-        return active, index
+        return index
+
+    async def _caught_up(self, key: tuple, index: MemoryIndex) -> MemoryIndex | None:
+        """``index`` with the changes since its newest memory (their ids and times read
+        first, then only the rows it does not hold as they are), or None when they are so
+        many that a fresh build is cheaper."""
+        if index.newest is None:
+            return None
+        owner, agent_id = key
+        stamps = await rows.stamps_since(
+            self.db, owner=owner, agent_id=agent_id, since=index.newest - CHANGE_MARGIN
+        )
+        stale = [i for i, status, when in stamps if not index.holds(i, status, when)]
+        if len(stale) > max(len(index), 64) // 2:
+            return None
+        index.apply(await rows.with_vectors_by_ids(self.db, stale, owner=owner, model=self.model))
+        return index
 
     async def for_context(
         self, owner: str, query: str, *, agent_id: str | None, tokens: int, limit: int
     ) -> list[Memory]:
         """What goes into a run: pinned memories, then the most relevant to ``query``, then
         the newest others, while they fit ``tokens`` and ``limit``."""
-        active, index = await self._index(owner, agent_id)
-        if not active:
+        index = await self._index(owner, agent_id)
+        if not len(index):
             return []
-        ranked = [m for m, _ in await self._ranked(active, index, query, limit)]
-        pinned = [m for m in active if m.pinned]
-        order = list({m.id: m for m in [*pinned, *ranked, *active]}.values())
+        ranked = [m for m, _ in await self._ranked(index, query, limit)]
+        first = {m.id: m for m in [*index.pinned(), *ranked]}
+        order = itertools.chain(first.values(), (m for m in index.ordered() if m.id not in first))
         kept, used = [], estimate_text(CONTEXT_PREFIX)
         for memory in order:
             if len(kept) >= limit:
@@ -271,6 +299,44 @@ class LongTermMemory:
     async def forget_all(self, owner: str, *, agent_id: str | None = None) -> int:
         return await rows.forget_all(self.db, owner=owner, agent_id=agent_id)
 
+    # -- the archive ------------------------------------------------------------------
+
+    async def every(self, *, agent_id: str | None = None) -> list[Memory]:
+        """Every owner's memories of any status (an export picks what it writes)."""
+        return await rows.every(self.db, agent_id=agent_id)
+
+    async def import_archived(
+        self, owner: str, agent_id: str, memories: Sequence[Memory]
+    ) -> tuple[int, int]:
+        """(added, already there): an archive file's memories written for ``owner`` in one
+        transaction. One already stored (same text, status and creation time, or an active
+        one saying the same thing) is not written twice, so importing again adds nothing."""
+        stored = await rows.listing(
+            self.db, owner=owner, agent_id=agent_id, statuses=tuple(MemoryStatus), limit=10**7
+        )
+        same = {(m.text, m.status, iso_ms(m.created_at)): m.id for m in stored}
+        facts = {normalised(m.text): m.id for m in stored if m.status is MemoryStatus.ACTIVE}
+        known: dict[int, int] = {}
+        new: list[Memory] = []
+        coming: set[str] = set()  # the active facts this file adds (once each)
+        for memory in memories:
+            fact = normalised(memory.text)
+            found = same.get((memory.text, memory.status, iso_ms(memory.created_at)))
+            if found is None and memory.status is MemoryStatus.ACTIVE:
+                found = facts.get(fact)
+                if found is None and fact in coming:
+                    continue
+                coming.add(fact)
+            if found is None:
+                new.append(memory)
+            else:
+                known[memory.id] = found
+        vectors = await self._embedded_many([m.text for m in new])
+        await rows.insert_imported(
+            self.db, new, vectors, owner=owner, agent_id=agent_id, known=known
+        )
+        return len(new), len(memories) - len(new)
+
     # -- embeddings -------------------------------------------------------------------
 
     async def _embedded(self, text: str) -> tuple[str | None, bytes | None]:
@@ -284,6 +350,17 @@ class LongTermMemory:
             log.warning("memory stored without an embedding: %s", exc)
             return None, None
         return self.model, np.asarray(vector, dtype=VECTOR_DTYPE).tobytes()
+
+    async def _embedded_many(self, texts: Sequence[str]) -> list[tuple[str | None, bytes | None]]:
+        """:meth:`_embedded` for many texts in one call of the embedder."""
+        if self.embedder is None or not texts:
+            return [(None, None)] * len(texts)
+        try:
+            found = await self.embedder.embed(list(texts))
+        except EmbeddingError as exc:
+            log.warning("memories stored without embeddings: %s", exc)
+            return [(None, None)] * len(texts)
+        return [(self.model, np.asarray(v, dtype=VECTOR_DTYPE).tobytes()) for v in found]
 
     async def _vector(self, query: str) -> np.ndarray | None:
         if self.embedder is None:

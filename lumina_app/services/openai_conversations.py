@@ -28,6 +28,10 @@ from lumina_app.services.runs import RunService
 ITEM_PREFIX = "msg_"
 DEFAULT_AGENT = "assistant"
 AGENT_KEY = "agent"
+# ``metadata: {"temporary": "true"}`` (metadata values are strings in the OpenAI shape):
+# a temporary conversation, which neither reads nor writes long-term memory (#27).
+TEMPORARY_KEY = "temporary"
+_FLAGS = {"true": True, "false": False}
 SHOWN_ROLES = (MsgRole.USER, MsgRole.ASSISTANT, MsgRole.SYSTEM)
 HIDDEN_STATUSES = (MessageStatus.SUPERSEDED, MessageStatus.FAILED)
 
@@ -49,6 +53,15 @@ def shown(msg: Msg) -> bool:
     """An item a client sees: a question, a shown answer or a system line (not TOOL rows,
     replaced or failed answers)."""
     return msg.role in SHOWN_ROLES and msg.status not in HIDDEN_STATUSES
+
+
+def _temporary(metadata: dict[str, str], *, default: bool) -> bool:
+    value = metadata.get(TEMPORARY_KEY)
+    if value is None:
+        return default
+    if not isinstance(value, str) or value.lower() not in _FLAGS:
+        raise InvalidInput('metadata.temporary must be "true" or "false"')
+    return _FLAGS[value.lower()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +101,10 @@ class OpenAIConversations:
         self, principal: Principal, *, metadata: dict[str, str], items: list[Line]
     ) -> tuple[ConversationView, list[Msg]]:
         agent = self.agents.definition(metadata.get(AGENT_KEY) or self._default_agent())
+        temporary = _temporary(metadata, default=False)
         first = next((line.text for line in items if line.role == "user"), "")
         conversation = await self.memory.create_conversation(
-            agent_id=agent.id, title=first[:80], owner=principal.owner
+            agent_id=agent.id, title=first[:80], owner=principal.owner, temporary=temporary
         )
         await self.gateway.set_gateway_meta(conversation, opening=None, meta={"metadata": metadata})
         saved = await self.memory.append_history(conversation, history_rows(items))
@@ -109,6 +123,10 @@ class OpenAIConversations:
         agent = view.conversation.agent_id
         if metadata.get(AGENT_KEY, agent) != agent:
             raise InvalidInput(f"metadata.agent: this conversation is with {agent!r} for good")
+        temporary = view.conversation.temporary
+        if _temporary(metadata, default=temporary) != temporary:
+            said = "temporary" if temporary else "not temporary"
+            raise InvalidInput(f"metadata.temporary: this conversation is {said} for good")
         meta = await self.gateway.gateway_meta(view.conversation)
         await self.gateway.set_gateway_meta(
             view.conversation, opening=None, meta={**meta, "metadata": metadata}

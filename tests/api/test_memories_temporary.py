@@ -103,3 +103,43 @@ async def test_another_owners_temporary_conversation_is_a_404(api) -> None:
     assert resp.status_code == 404, resp.text
     assert (await api.delete(url, headers=BOB)).status_code == 404
     assert (await api.get(url, headers=ALICE)).json()["temporary"] is True
+
+
+async def test_the_conversations_api_makes_one_with_metadata_temporary(opened, api) -> None:
+    """OpenAI's shape has string metadata: ``{"temporary": "true"}`` makes a temporary
+    conversation; a Responses turn in it reads and writes no memory."""
+    services = opened[0]
+    await create(api, "The user's name is Alice.")
+    resp = await api.post(
+        "/v1/conversations", json={"metadata": {"temporary": "true"}}, headers=ALICE
+    )
+    assert resp.status_code == 200, resp.text
+    made = resp.json()
+    assert made["metadata"] == {"temporary": "true"}
+    uuid = made["id"].removeprefix("conv_")
+    assert (await api.get(f"/api/v1/conversations/{uuid}", headers=ALICE)).json()["temporary"]
+
+    turn = await api.post(
+        "/v1/responses",
+        json={"model": "assistant", "conversation": made["id"], "input": "My name is Ada"},
+        headers=ALICE,
+    )
+    assert turn.status_code == 200, turn.text
+    await services.chat.extractor.wait()
+    assert [m["text"] for m in await memories(api)] == ["The user's name is Alice."]
+    assert "Alice" not in str(turn.json()["output"])
+
+    for bad in ("yes", "1", ""):
+        resp = await api.post(
+            "/v1/conversations", json={"metadata": {"temporary": bad}}, headers=ALICE
+        )
+        assert resp.status_code == 400 and "metadata.temporary" in resp.text, (bad, resp.text)
+    changed = await api.post(
+        f"/v1/conversations/{made['id']}", json={"metadata": {"temporary": "false"}}, headers=ALICE
+    )
+    assert changed.status_code == 400 and "temporary for good" in changed.text
+    plain = await api.post("/v1/conversations", json={"metadata": {}}, headers=ALICE)
+    assert "temporary" not in (await api.get(
+        f"/api/v1/conversations/{plain.json()['id'].removeprefix('conv_')}", headers=ALICE
+    )).json()  # fmt: skip
+    assert (await api.get(f"/v1/conversations/{made['id']}", headers=BOB)).status_code == 404

@@ -26,6 +26,7 @@ from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import summaries as S
 from lumina_app.storage.sql.sqlite_inline import offloaded
+from lumina_app.storage.sql.writes import TEMPORARY
 
 _BATCH = 2000
 
@@ -194,6 +195,7 @@ async def _insert_conversation(conn: AsyncConnection, conv: ConversationInfo, co
             updated_at=conv.updated_at,
             parent_uuid=conv.parent_uuid,
             forked_at_seq=conv.forked_at_seq,
+            **({"meta": {TEMPORARY: True}} if conv.temporary else {}),
         )
     )
     return result.inserted_primary_key[0]

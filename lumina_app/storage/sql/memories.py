@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Collection, Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -135,12 +136,41 @@ async def with_vectors(
     db: SQLDatabase, *, owner: str, agent_id: str | None, model: str
 ) -> list[tuple[Memory, bytes | None]]:
     """The active memories a search ranks, with their vector of ``model`` if they have one."""
-    query = sa.select(*_COLUMNS, T.c.model, T.c.vector).where(
-        _scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value
-    )
+    where = sa.and_(_scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value)
     with offloaded():  # every memory of the owner: keep it off the event loop's thread
-        async with db.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        return await _with_vectors(db, where, model)
+
+
+async def stamps_since(
+    db: SQLDatabase, *, owner: str, agent_id: str | None, since: datetime
+) -> list[tuple[int, MemoryStatus, datetime]]:
+    """(id, status, updated_at) of the memories of any status changed at or after ``since``
+    (read from the owner index alone: what a kept index checks before reading any row)."""
+    query = sa.select(T.c.id, T.c.status, T.c.updated_at).where(
+        _scope(owner, agent_id),
+        T.c.status.in_([s.value for s in MemoryStatus]),  # the index's column order
+        T.c.updated_at >= since,
+    )
+    async with db.connect() as conn:
+        found = (await conn.execute(query)).all()
+    return [(r.id, MemoryStatus(r.status), r.updated_at) for r in found]
+
+
+async def with_vectors_by_ids(
+    db: SQLDatabase, ids: Sequence[int], *, owner: str, model: str
+) -> list[tuple[Memory, bytes | None]]:
+    """The owner's memories of ``ids`` (any status), with their vector of ``model``."""
+    if not ids:
+        return []
+    return await _with_vectors(db, sa.and_(T.c.id.in_(list(ids)), T.c.owner == owner), model)
+
+
+async def _with_vectors(
+    db: SQLDatabase, where: sa.ColumnElement[bool], model: str
+) -> list[tuple[Memory, bytes | None]]:
+    query = sa.select(*_COLUMNS, T.c.model, T.c.vector).where(where)
+    async with db.connect() as conn:
+        rows = (await conn.execute(query)).all()
     return [
         (_memory(r), base64.b64decode(r.vector) if r.vector and r.model == model else None)
         for r in rows
@@ -229,3 +259,54 @@ async def forget_all(db: SQLDatabase, *, owner: str, agent_id: str | None) -> in
     )
     async with db.begin() as conn:
         return (await conn.execute(query)).rowcount
+
+
+async def every(db: SQLDatabase, *, agent_id: str | None = None) -> list[Memory]:
+    """Every owner's memories (of one agent, if given), any status: what an export writes."""
+    query = sa.select(*_COLUMNS).order_by(T.c.agent_id, T.c.owner, T.c.id)
+    if agent_id is not None:
+        query = query.where(T.c.agent_id == agent_id)
+    with offloaded():
+        async with db.connect() as conn:
+            return [_memory(r) for r in (await conn.execute(query)).all()]
+
+
+async def insert_imported(
+    db: SQLDatabase,
+    memories: Sequence[Memory],
+    vectors: Sequence[tuple[str | None, bytes | None]],
+    *,
+    owner: str,
+    agent_id: str,
+    known: dict[int, int],
+) -> dict[int, int]:
+    """In one transaction: ``memories`` (from an archive, ids its own) inserted for
+    ``owner`` with their status, pin, source and times; ``superseded_by`` re-pointed at the
+    new rows (or at the ``known`` rows a file id already matched). Returns file id → row id."""
+    made = dict(known)
+    with offloaded():
+        async with db.begin() as conn:
+            for memory, (model, vector) in zip(memories, vectors, strict=True):
+                row = {
+                    "owner": owner,
+                    "agent_id": agent_id,
+                    "text": memory.text,
+                    "status": memory.status.value,
+                    "pinned": memory.pinned,
+                    "conversation_uuid": memory.conversation_uuid,
+                    "seq": memory.seq,
+                    "model": model,
+                    "vector": _encoded(vector),
+                    "created_at": memory.created_at,
+                    "updated_at": memory.updated_at,
+                }
+                result = await conn.execute(sa.insert(T).values(row))
+                made[memory.id] = result.inserted_primary_key[0]
+            for memory in memories:
+                if memory.superseded_by in made:
+                    await conn.execute(
+                        sa.update(T)
+                        .where(T.c.id == made[memory.id])
+                        .values(superseded_by=made[memory.superseded_by])
+                    )
+    return made

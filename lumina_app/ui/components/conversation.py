@@ -31,6 +31,20 @@ def header() -> rx.Component:
             rx.hstack(
                 rx.text(ChatState.agent_name, size="1", color="gray"),
                 forked_from(),
+                rx.cond(
+                    ChatState.temporary & (ChatState.conversation_id != ""),
+                    rx.tooltip(
+                        rx.badge(
+                            rx.icon("eye-off", size=12),
+                            "Temporary",
+                            color_scheme="gray",
+                            variant="outline",
+                            size="1",
+                            custom_attrs={"data-testid": "temporary-badge"},
+                        ),
+                        content="Not read from or written to memory",
+                    ),
+                ),
                 spacing="2",
                 align="center",
             ),
@@ -39,11 +53,35 @@ def header() -> rx.Component:
             flex="1",
         ),
         rx.spacer(),
+        temporary_switch(),
         rx.color_mode.button(variant="ghost"),
         align="center",
         width="100%",
         padding="0.75em 1em",
         border_bottom="1px solid var(--gray-a5)",
+    )
+
+
+def temporary_switch() -> rx.Component:
+    """ChatGPT's "Temporary chat": before a conversation starts, keep it out of memory."""
+    return rx.cond(
+        (ChatState.conversation_id == "") & ~ChatState.streaming & (ChatState.agent_id != ""),
+        rx.tooltip(
+            rx.el.label(
+                rx.hstack(
+                    rx.switch(
+                        checked=ChatState.temporary,
+                        on_change=ChatState.set_temporary,
+                        size="1",
+                        custom_attrs={"data-testid": "temporary-toggle"},
+                    ),
+                    rx.text("Temporary chat", size="1"),
+                    spacing="2",
+                    align="center",
+                ),
+            ),
+            content="Nothing from this chat is remembered, and no memory is used in it",
+        ),
     )
 
 
@@ -144,7 +182,16 @@ def empty_state() -> rx.Component:
                 rx.text(
                     ChatState.agent_description, color="gray", text_align="center", max_width="32em"
                 ),
-                rx.text("Send a message to start.", size="2", color="gray"),
+                rx.text(
+                    rx.cond(
+                        ChatState.temporary,
+                        "Temporary chat: nothing here is remembered, and no memory is used.",
+                        "Send a message to start.",
+                    ),
+                    size="2",
+                    color="gray",
+                    custom_attrs={"data-testid": "empty-hint"},
+                ),
                 align="center",
             ),
             padding_y="4em",

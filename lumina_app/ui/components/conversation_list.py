@@ -10,6 +10,14 @@ from lumina_app.ui.state.sidebar import SidebarState
 from lumina_app.ui.view_models.views import ConversationView
 
 
+def _mark(icon: str, tip: str, testid: str) -> rx.Component:
+    """A small grey icon in a list row saying what kind of conversation it is."""
+    return rx.tooltip(
+        rx.icon(icon, size=12, color="var(--gray-10)", custom_attrs={"data-testid": testid}),
+        content=tip,
+    )
+
+
 def conversation_item(conv: ConversationView) -> rx.Component:
     href = "/chat/" + ChatState.agent_id + "/" + conv["uuid"]
     active = ChatState.conversation_id == conv["uuid"]
@@ -26,17 +34,13 @@ def conversation_item(conv: ConversationView) -> rx.Component:
                 rx.hstack(
                     rx.cond(
                         conv["forked"],
-                        rx.tooltip(
-                            rx.icon(
-                                "git-fork",
-                                size=12,
-                                color="var(--gray-10)",
-                                custom_attrs={"data-testid": "fork-mark"},
-                            ),
-                            content="A fork of another conversation",
-                        ),
+                        _mark("git-fork", "A fork of another conversation", "fork-mark"),
                     ),
                     rx.moment(conv["updated"], from_now=True, size="1", color="gray"),
+                    rx.cond(
+                        conv["temporary"],
+                        _mark("eye-off", "Temporary: kept out of memory", "temporary-mark"),
+                    ),
                     rx.cond(
                         conv["status"] == "running",
                         rx.badge("running", color_scheme="blue", size="1"),

@@ -104,6 +104,7 @@ def memory_item(row: dict) -> rx.Component:
         padding="0.6em 0",
         border_bottom="1px solid var(--gray-a4)",
         width="100%",
+        id="memory-" + row["id"],  # the "Used N memories" links land here
         custom_attrs={"data-testid": "memory-row", "data-memory-id": row["id"]},
     )  # fmt: skip
 

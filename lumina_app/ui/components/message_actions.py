@@ -7,6 +7,7 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.ui.components.context import context_button
+from lumina_app.ui.components.used_memories import used_mark
 from lumina_app.ui.state.actions import MessageActions
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.view_models.views import MessageView
@@ -98,6 +99,7 @@ def message_actions(msg: MessageView) -> rx.Component:
             ),
         ),
         context_button(msg["run"]),
+        used_mark(msg),
         spacing="2",
         align="center",
         margin_left="3.2em",  # under the message, past the avatar

@@ -21,13 +21,16 @@ from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.sidebar import SidebarState
 from lumina_app.ui.state.stream import StreamState
-from lumina_app.ui.view_models.versions import arrange, retire_answer
+from lumina_app.ui.view_models.versions import arrange, retire_answer, with_memories
 from lumina_app.ui.view_models.views import explain
 
 
 class ChatState(StreamState):
     agent_description: str = ""
     not_found: str = ""
+    # The open conversation is temporary, or (no conversation yet) the next one will be:
+    # nothing is read from or written to long-term memory for it.
+    temporary: bool = False
     _send_text: str = ""
 
     @rx.event
@@ -45,6 +48,7 @@ class ChatState(StreamState):
         self.has_older = self.has_newer = False
         self.conversation_id, self.title, self.focus_seq = "", "", 0
         self.parent_title = self.parent_url = ""
+        self.temporary = False
         try:
             agent = services.agents.get(agent_id)
         except AgentNotFound:
@@ -67,6 +71,7 @@ class ChatState(StreamState):
             self.not_found = "This conversation does not exist (it may have been deleted)."
             return None
         self.conversation_id, self.title = conversation.uuid, conversation.title
+        self.temporary = conversation.temporary
         await self._link_parent(conversation)
         scroll = await self._open(conversation, _seq(self.router.url.query_parameters))
         run_id = await services.runs.running_in(caller, conversation.uuid)
@@ -79,6 +84,12 @@ class ChatState(StreamState):
             self._rows = self._rows[: last_question + 1]
         self.streaming, self.run_id = True, run_id
         return [StreamState.follow_run, *([scroll] if scroll else [])]
+
+    @rx.event
+    def set_temporary(self, value: bool) -> None:
+        """The "Temporary chat" switch: it only decides for a conversation not yet started."""
+        if not self.conversation_id and not self.streaming:
+            self.temporary = bool(value)
 
     @rx.event
     def send(self, form: dict):
@@ -109,13 +120,18 @@ class ChatState(StreamState):
         async with self:
             await self._jump_to_latest()
             agent, conversation, ticket = self.agent_id, self.conversation_id, self._ticket
-            text, caller = self._send_text, self._caller()
-        runs = self._services().runs
+            text, caller, temporary = self._send_text, self._caller(), self.temporary
+        services = self._services()
+        runs = services.runs
         try:
             if text:
-                run = await runs.start(
-                    caller, agent_id=agent, message=text, conversation_uuid=conversation or None
-                )
+                into = conversation or None
+                if into is None and temporary:  # made first, so its first run already skips
+                    made = await services.conversations.create(
+                        caller, agent_id=agent, temporary=True
+                    )
+                    into = made.uuid
+                run = await runs.start(caller, agent_id=agent, message=text, conversation_uuid=into)
             else:  # "" is a regenerate of the last question
                 run = await runs.regenerate(caller, conversation)
         except LuminaError as exc:
@@ -137,6 +153,11 @@ class ChatState(StreamState):
         yield SidebarState.refresh
         async for update in self._follow(runs.follow(run), ticket):
             yield update
+        used = len(run.record.context.get("memories") or [])
+        if used:  # the answer just settled from its events: its mark, as a reload shows it
+            async with self:
+                if self._ticket == ticket:
+                    self._rows = with_memories(self._rows, run.run_id, used)
 
 
 def _seq(query: Mapping[str, str]) -> int:

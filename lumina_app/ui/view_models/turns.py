@@ -24,7 +24,12 @@ def one_per_turn(rows: list[MessageView]) -> list[MessageView]:
             head = out[open_at] if open_at >= 0 else None
             if head is not None and row["run"] and row["run"] == head["run"]:
                 out[open_at] = MessageView(
-                    **{**row, "time": head["time"], "steps": [*head["steps"], _step(head)]}
+                    **{
+                        **row,
+                        "time": head["time"],
+                        "steps": [*head["steps"], _step(head)],
+                        "memories": max(head["memories"], row["memories"]),
+                    }
                 )
                 continue
             open_at = len(out)

@@ -71,3 +71,11 @@ def retire_answer(rows: list[MessageView]) -> list[MessageView]:
         else r
         for i, r in enumerate(rows)
     ]
+
+
+def with_memories(rows: list[MessageView], run_id: str, used: int) -> list[MessageView]:
+    """``rows`` with the answers of ``run_id`` marked as given ``used`` memories."""
+    return [
+        MessageView(**{**r, "memories": used}) if r["run"] == run_id and r["role"] != "user" else r
+        for r in rows
+    ]

@@ -57,6 +57,7 @@ class MessageView(TypedDict):
     # Set for display by ``ui.view_models.turns.one_per_turn``: the earlier steps of the
     # run this answer ends (their rows folded into this one message).
     steps: list[StepView]
+    memories: int  # long-term memories the answer's run was given ("Used N memories")
 
 
 # What a row says about versions until ``ui.versions.arrange`` has looked at its page
@@ -68,6 +69,7 @@ UNARRANGED = {
     "switcher": False,
     "last": False,
     "steps": [],
+    "memories": 0,
 }
 
 
@@ -89,6 +91,7 @@ class ConversationView(TypedDict):
     updated: str
     count: int
     forked: bool  # a fork of another conversation (marked in the list)
+    temporary: bool  # kept out of long-term memory (marked in the list)
 
 
 def message_view(msg: Msg) -> MessageView:
@@ -105,8 +108,15 @@ def message_view(msg: Msg) -> MessageView:
         tools=stored_cards(msg),
         turn=msg.turn_id,
         thinking=str(msg.meta.get("thinking") or ""),
-        **UNARRANGED,
+        **(UNARRANGED | {"memories": used_memories(msg)}),
     )
+
+
+def used_memories(msg: Msg) -> int:
+    """How many long-term memories the run that wrote this answer was given (the ids are
+    kept in the answer's meta when its context is built, so no read is needed to say so)."""
+    ids = msg.meta.get("memories") if msg.role is MsgRole.ASSISTANT else None
+    return len(ids) if isinstance(ids, list) else 0
 
 
 def question_view(session: SessionStarted, text: str) -> MessageView:
@@ -161,6 +171,7 @@ def conversation_view(conv: ConversationInfo) -> ConversationView:
         updated=iso_ms(conv.updated_at),
         count=conv.message_count,
         forked=conv.parent_uuid is not None,
+        temporary=conv.temporary,
     )
 
 
