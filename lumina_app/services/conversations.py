@@ -109,6 +109,17 @@ class ConversationService:
         await self._announce(principal.owner, "renamed", renamed)
         return renamed
 
+    async def propose_title(
+        self, principal: Principal, conversation_id: str, title: str, *, replacing: str
+    ) -> bool:
+        """A title from the model, stored only while the title is still ``replacing`` (a
+        rename by the person in the meantime wins); whether it was stored."""
+        conversation = await self.get(principal, conversation_id)
+        if not await self.memory.rename(conversation, title[:255], replacing=replacing):
+            return False
+        await self._announce(principal.owner, "renamed", await self.get(principal, conversation_id))
+        return True
+
     async def fork(
         self,
         principal: Principal,
