@@ -275,7 +275,6 @@ class OpenAIProvider:
             yield call
         yield Finish(finish)
 
-
     async def propose_title(self, question: str, answer: str, prompt: str = "") -> str | None:
         """One small, marked, non-streamed request for a new conversation's title (the
         reply as the model wrote it; ``titling.clean_title`` makes a title of it)."""
@@ -289,7 +288,8 @@ class OpenAIProvider:
                 extra_headers={PURPOSE_HEADER: PURPOSE},
             )
         except openai.APIStatusError as exc:
-            raise TitleFailed(f"provider error {exc.status_code}: {_provider_message(exc)}") from exc
+            message = f"provider error {exc.status_code}: {_provider_message(exc)}"
+            raise TitleFailed(message) from exc
         except openai.OpenAIError as exc:
             raise TitleFailed(f"provider error: {exc}") from exc
         choice = reply.choices[0] if reply.choices else None

@@ -22,7 +22,8 @@ PURPOSE = "title"
 MAX_TITLE_CHARS = 80
 MAX_TITLE_TOKENS = 40  # "one small request": a title is a few words
 _QUOTES = "\"'`“”‘’«»„「」『』*_#"
-_LABEL = re.compile(r"^(title|titre|titel|标题)\s*[:：]\s*", re.IGNORECASE)
+_LABEL = re.compile(r"^(title|titre|titel|标题)\s*[:\uff1a]\s*", re.IGNORECASE)
+_ENDS = ".!;:,\u3002\uff01\uff1b\uff1a\uff0c"  # and their CJK full-width forms
 
 
 class TitleFailed(Exception):
@@ -47,7 +48,7 @@ def clean_title(reply: str | None) -> str | None:
     nothing is left."""
     line = next((s.strip() for s in (reply or "").splitlines() if s.strip()), "")
     line = _LABEL.sub("", line).strip().strip(_QUOTES).strip()
-    line = " ".join(line.split()).rstrip(".。!！;；:：,，").strip().strip(_QUOTES).strip()
+    line = " ".join(line.split()).rstrip(_ENDS).strip().strip(_QUOTES).strip()
     if len(line) > MAX_TITLE_CHARS:
         cut = line[: MAX_TITLE_CHARS - 1]
         line = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(",.;: ") + "…"
