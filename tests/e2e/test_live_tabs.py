@@ -71,6 +71,26 @@ def signed_in(page: Page, base: str, name: str) -> Page:
     return page
 
 
+def texts(page: Page) -> list[str]:
+    return [m.inner_text() for m in page.get_by_test_id("message").all()]
+
+
+def assert_ends_as_a_reload(page: Page, *, answered: int) -> list[str]:
+    """The followed run ends on ``page`` (its long answer in full), and the page then
+    reads exactly as a reload of it does; what it read."""
+    expect(answers(page)).to_have_count(answered, timeout=20_000)
+    expect(answers(page).nth(answered - 1)).to_contain_text("word399")
+    shown = texts(page)
+    page.reload()
+    expect(answers(page)).to_have_count(answered)
+    # A message's time is drawn in the browser (rx.moment) after the rows appear: wait for
+    # the reloaded page to settle, then it must read exactly as the live one did.
+    assert wait_until_sync(
+        lambda: texts(page) == shown, "the reloaded page to read as the live one", within=10
+    )
+    return shown
+
+
 def two_tabs(people: Browsers, base: str) -> tuple[Page, Page, Page]:
     """Alice in two browser contexts (a laptop and a phone, say), Bob in a third."""
     one = signed_in(people.new(), base, "alice")
@@ -104,19 +124,7 @@ def test_a_question_sent_in_one_tab_streams_in_the_other(people, live_server) ->
     shot(one, "live-tab-one")
     shot(two, "live-tab-two")
     wait_idle(one)
-    expect(answers(two)).to_have_count(2, timeout=20_000)
-    expect(answers(two).nth(1)).to_contain_text("word399")
-    shown = [m.inner_text() for m in two.get_by_test_id("message").all()]
-    two.reload()
-    expect(answers(two)).to_have_count(2)
-    # A message's time is drawn in the browser (rx.moment) after the rows appear: wait for
-    # the reloaded page to settle, then it must read exactly as the live one did.
-    settled = wait_until_sync(
-        lambda: [m.inner_text() for m in two.get_by_test_id("message").all()] == shown,
-        "the reloaded page to read as the live one",
-        within=10,
-    )
-    assert settled
+    assert_ends_as_a_reload(two, answered=2)
     # Bob saw nothing of it: not the conversation, not the run.
     expect(bob.get_by_test_id("conversation-item")).to_have_count(0)
     assert "Tell me a lot" not in bob.content()

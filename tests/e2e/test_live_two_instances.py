@@ -13,9 +13,9 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import SHARED_REDIS_URL
-from tests.e2e.test_accounts_ui import PASSWORD, Browsers
+from tests.e2e.test_accounts_ui import PASSWORD, people  # noqa: F401 (fixture)
 from tests.e2e.test_chat_ui import answers, send, shot, wait_idle
-from tests.e2e.test_live_tabs import QUESTIONS, signed_in
+from tests.e2e.test_live_tabs import QUESTIONS, assert_ends_as_a_reload, signed_in, texts
 from tests.server import AppServer
 from tests.waits import wait_until_sync
 
@@ -48,14 +48,10 @@ def instances(tmp_path_factory):
         a.stop()
 
 
-@pytest.fixture
-def people(browser):
-    opened = Browsers(browser)
-    yield opened
-    opened.close()
-
-
-def test_a_page_on_instance_b_follows_a_run_started_on_instance_a(people, instances) -> None:
+def test_a_page_on_instance_b_follows_a_run_started_on_instance_a(
+    people,  # noqa: F811 (the fixture)
+    instances,
+) -> None:
     a, b = instances
     on_a = signed_in(people.new(), a.url, "alice")
     on_b = signed_in(people.new(), b.url, "alice")
@@ -75,19 +71,7 @@ def test_a_page_on_instance_b_follows_a_run_started_on_instance_a(people, instan
     shot(on_a, "live-instance-a")
     shot(on_b, "live-instance-b")
     wait_idle(on_a)
-    expect(answers(on_b)).to_have_count(2, timeout=20_000)
-    expect(answers(on_b).nth(1)).to_contain_text("word399")
-    shown = [m.inner_text() for m in on_b.get_by_test_id("message").all()]
-    on_b.reload()
-    expect(answers(on_b)).to_have_count(2)
-    settled = wait_until_sync(
-        lambda: [m.inner_text() for m in on_b.get_by_test_id("message").all()] == shown,
-        "the reloaded page on B to read as the live one",
-        within=10,
-    )
-    assert settled
+    shown = assert_ends_as_a_reload(on_b, answered=2)
     assert wait_until_sync(  # and what B showed is what A shows
-        lambda: [m.inner_text() for m in on_a.get_by_test_id("message").all()] == shown,
-        "instance A's page to read as B's",
-        within=10,
+        lambda: texts(on_a) == shown, "instance A's page to read as B's", within=10
     )

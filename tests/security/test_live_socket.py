@@ -16,14 +16,19 @@ from tests.security.test_users_mode import PASSWORD, users_server  # noqa: F401 
 from tests.waits import wait_until_sync
 
 
-def test_a_crafted_watch_without_a_session_gets_nothing_and_breaks_nothing(users_server) -> None:  # noqa: F811
-    server, keys = users_server
+def alices_conversation(server, keys, task: str) -> tuple[dict, str]:
+    """A conversation of Alice's made over REST: its answer, and its page's path."""
     made = httpx.post(
         f"{server.url}/api/v1/agents/assistant/execute/sync",
-        json={"task": "alice's live secret"},
+        json={"task": task},
         headers=keys["alice"],
     ).json()
-    path = f"/chat/assistant/{made['conversationId']}"
+    return made, f"/chat/assistant/{made['conversationId']}"
+
+
+def test_a_crafted_watch_without_a_session_gets_nothing_and_breaks_nothing(users_server) -> None:  # noqa: F811
+    server, keys = users_server
+    made, path = alices_conversation(server, keys, "alice's live secret")
     sock = RawSocket(server.url, origin=server.url)
     try:
         sock.emit("reflex___state____state.hydrate", path=path)
@@ -76,12 +81,7 @@ def test_a_tab_signed_in_as_someone_else_follows_them_at_once_and_only_them(
     socket). Bob's feed runs at once — his new conversation reaches the tab well before
     the old feed's 5 s wake-up — and nothing of Alice's reaches it any more."""
     server, keys = users_server
-    made = httpx.post(
-        f"{server.url}/api/v1/agents/assistant/execute/sync",
-        json={"task": "alice opens a conversation"},
-        headers=keys["alice"],
-    ).json()
-    path = f"/chat/assistant/{made['conversationId']}"
+    made, path = alices_conversation(server, keys, "alice opens a conversation")
     anns = RawSocket(server.url, origin=server.url, cookie=session_cookie(server, "alice"))
     anns.emit("reflex___state____state.hydrate", path=path)
     anns.emit(event(LiveState, "watch"), path=path)
