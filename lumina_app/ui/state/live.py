@@ -50,7 +50,9 @@ class LiveState(ChatState):
 
     def _apply(self, notice: Notice) -> list:
         here = notice.conversation == self.conversation_id and self.conversation_id != ""
-        updates: list = [SidebarState.follow] if notice.agent_id == self.agent_id else []
+        updates: list = []
+        if notice.agent_id == self.agent_id:
+            updates.append(SidebarState.follow(notice.kind, notice.conversation))
         if not here:
             return updates
         if notice.kind == "renamed":
