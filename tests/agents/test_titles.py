@@ -45,16 +45,19 @@ async def title_of(services, uuid: str) -> str:
 async def test_a_new_conversation_is_named_after_its_first_answer(services) -> None:
     async with services.live.page(LOCAL, "tab") as feed:
         first = await services.runs.execute_sync(LOCAL, agent_id="demo", message=QUESTION)
-        assert await title_of(services, first.conversation_id) == "explain how tides work on Mars"
+        assert await title_of(services, first.conversation_uuid) == "explain how tides work on Mars"
         kinds = []
         while (notice := await feed.next(0.5)) is not None:
             kinds.append((notice.kind, notice.title))
         assert ("renamed", "explain how tides work on Mars") in kinds
     # Later turns leave it be.
     await services.runs.execute_sync(
-        LOCAL, agent_id="demo", message="And on Venus? /long", conversation_id=first.conversation_id
+        LOCAL,
+        agent_id="demo",
+        message="And on Venus? /long",
+        conversation_uuid=first.conversation_uuid,
     )
-    assert await title_of(services, first.conversation_id) == "explain how tides work on Mars"
+    assert await title_of(services, first.conversation_uuid) == "explain how tides work on Mars"
 
 
 async def test_a_title_the_person_set_is_kept(services) -> None:
@@ -67,13 +70,13 @@ async def test_a_title_the_person_set_is_kept(services) -> None:
     given = await services.runs.execute_sync(
         LOCAL, agent_id="demo", message="Please name it yourself", title="Given at the start"
     )
-    assert await title_of(services, given.conversation_id) == "Given at the start"
+    assert await title_of(services, given.conversation_uuid) == "Given at the start"
 
 
 async def test_an_openai_model_proposes_with_one_marked_request(services, fake_llm) -> None:
     fake_llm.script.titles = ['"Tides on Mars."\nI hope this helps!']
     done = await services.runs.execute_sync(LOCAL, agent_id="tester", message=QUESTION)
-    assert await title_of(services, done.conversation_id) == "Tides on Mars"
+    assert await title_of(services, done.conversation_uuid) == "Tides on Mars"
     assert len(fake_llm.requests) == 1, "the model turn only"
     (asked,) = fake_llm.title_requests
     assert asked["model"] == "fake-1" and asked["max_tokens"] <= 40
@@ -82,9 +85,9 @@ async def test_an_openai_model_proposes_with_one_marked_request(services, fake_l
     assert "Hello from the fake LLM." in asked["messages"][1]["content"]
     # A later turn asks nothing more.
     await services.runs.execute_sync(
-        LOCAL, agent_id="tester", message="More", conversation_id=done.conversation_id
+        LOCAL, agent_id="tester", message="More", conversation_uuid=done.conversation_uuid
     )
-    assert await title_of(services, done.conversation_id) == "Tides on Mars"
+    assert await title_of(services, done.conversation_uuid) == "Tides on Mars"
     assert len(fake_llm.title_requests) == 1 and len(fake_llm.requests) == 2
 
 
@@ -94,10 +97,10 @@ async def test_the_agents_title_prompt_and_switch(services, fake_llm, data_dir) 
     write_agent(data_dir / "agents", "untitled", {"name": "U", "titles": False, **base})
     fake_llm.script.title = "Its own name"
     named = await services.runs.execute_sync(LOCAL, agent_id="named", message=QUESTION)
-    assert await title_of(services, named.conversation_id) == "Its own name"
+    assert await title_of(services, named.conversation_uuid) == "Its own name"
     assert fake_llm.title_requests[-1]["messages"][0]["content"] == "Name it."
     plain = await services.runs.execute_sync(LOCAL, agent_id="untitled", message=QUESTION)
-    assert await title_of(services, plain.conversation_id) == QUESTION
+    assert await title_of(services, plain.conversation_uuid) == QUESTION
     assert len(fake_llm.title_requests) == 1, "titles: false asks nothing"
 
 
@@ -108,7 +111,7 @@ async def test_a_failed_proposal_keeps_the_cut_message_and_says_so(
     fake_llm.script.titles = [reply]
     with caplog.at_level(logging.WARNING, logger="lumina_app.services.titles"):
         done = await services.runs.execute_sync(LOCAL, agent_id="tester", message=QUESTION)
-        assert await title_of(services, done.conversation_id) == QUESTION
+        assert await title_of(services, done.conversation_uuid) == QUESTION
     assert len(fake_llm.title_requests) == 1
     assert any("no title for" in r.getMessage() for r in caplog.records)
 
@@ -121,7 +124,7 @@ async def test_a_slow_proposal_is_given_up(settings_factory, fake_llm, caplog) -
         fake_llm.script.titles, fake_llm.script.title_delay = ["Too late"], 1.0
         with caplog.at_level(logging.WARNING, logger="lumina_app.services.titles"):
             done = await services.runs.execute_sync(LOCAL, agent_id="tester", message=QUESTION)
-            assert await title_of(services, done.conversation_id) == QUESTION
+            assert await title_of(services, done.conversation_uuid) == QUESTION
         assert any("within" in r.getMessage() for r in caplog.records)
     finally:
         await services.close()
@@ -132,8 +135,8 @@ async def test_a_rename_racing_the_proposal_wins(services, fake_llm) -> None:
     fake_llm.script.titles, fake_llm.script.title_delay = ["Model's idea"], 1.0
     done = await services.runs.execute_sync(LOCAL, agent_id="tester", message=QUESTION)
     await wait_until(lambda: fake_llm.title_requests, "the title request to be sent")
-    await services.conversations.rename(LOCAL, done.conversation_id, "Mine")
-    assert await title_of(services, done.conversation_id) == "Mine"
+    await services.conversations.rename(LOCAL, done.conversation_uuid, "Mine")
+    assert await title_of(services, done.conversation_uuid) == "Mine"
 
 
 async def test_a_failed_run_is_not_named(services, fake_llm) -> None:
