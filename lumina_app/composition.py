@@ -172,6 +172,8 @@ class Services:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.chat.shutdown()
+        if self.runs.titles is not None:
+            await self.runs.titles.close()
         await self.chat.summaries.close()
         if self.chat.extractor is not None:
             await self.chat.extractor.close()
@@ -388,7 +390,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     live = _live_hub(settings, hot)
     auth, signin, accounts, users = _access(settings, db, slots, live)
     conversations = ConversationService(memory, agents, archive, reads.conversations, live)
-    runs = RunService(chat, records, memory, reads.runs, live, Titles(conversations))
+    titles = Titles(conversations, timeout=settings.title_timeout_seconds)
+    runs = RunService(chat, records, memory, reads.runs, live, titles)
     gateway = OpenAIGateway(
         agents,
         runs,

@@ -52,6 +52,7 @@ class Settings(BaseSettings):
     llm_api_key: str | None = None
     llm_model: str | None = None
     llm_timeout: float = Field(60.0, gt=0)
+    title_timeout_seconds: float = Field(15.0, gt=0)  # a new conversation's title proposal
     demo_delay_ms: float = Field(30.0, ge=0)
     # recall's semantic half: ``local`` (weights inside the wordllama wheel, offline),
     # ``openai`` (any /v1/embeddings server at embeddings_base_url), or ``off``

@@ -7,6 +7,11 @@ the OpenAI API does: id and name in a call's first delta, its arguments split ov
 several deltas, several calls (different indexes) interleaved, ``finish_reason``
 ``tool_calls``. ``respond`` computes a reply from the request (a summarizer stand-in);
 requests ``hold`` matches wait until ``release`` is set (a summary still being written).
+
+A new conversation's title request (marked with Lumina's ``X-Lumina-Purpose: title``
+header) is answered apart: recorded in ``title_requests``, not ``requests``, and answered
+from ``Script.titles`` (then ``Script.title``, by default an empty reply: no proposal), so
+it never consumes a scripted reply and ``requests`` holds the model turns only.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from lumina_app.agents.titling import PURPOSE, PURPOSE_HEADER
 
 
 @dataclass
@@ -48,12 +55,16 @@ class Script:
     always: Reply | None = None  # answered to every request once ``replies`` ran out
     respond: Callable[[dict], Reply | None] | None = None  # a reply made from the request
     hold: Callable[[dict], bool] | None = None  # such requests wait for ``FakeLLM.release``
+    titles: list[str | int] = field(default_factory=list)  # title replies (an int: that error)
+    title: str = ""  # the title reply once ``titles`` ran out (empty: the model proposes none)
+    title_delay: float = 0.0  # before a title reply (a model slower than the timeout)
 
 
 class FakeLLM:
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.embedding_requests: list[dict] = []  # POST /v1/embeddings bodies
+        self.title_requests: list[dict] = []  # title proposals (not model turns)
         self.script = Script()
         self.release = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -93,6 +104,9 @@ class FakeLLM:
                         {"index": i, "embedding": fake_embedding(text)}
                         for i, text in enumerate(body["input"])
                     ]})  # fmt: skip
+                    return
+                if self.headers.get(PURPOSE_HEADER) == PURPOSE:
+                    self._title(body)
                     return
                 fake.requests.append(body)
                 script = fake.script
@@ -151,6 +165,22 @@ class FakeLLM:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
+            def _title(self, body: dict) -> None:
+                fake.title_requests.append(body)
+                script = fake.script
+                reply = script.titles.pop(0) if script.titles else script.title
+                time.sleep(script.title_delay)
+                if isinstance(reply, int):
+                    error = {"error": {"message": script.error_message, "type": "x"}}
+                    self._send_json(error, status=reply)
+                    return
+                message = {"role": "assistant", "content": reply}
+                self._send_json({
+                    "id": "t", "object": "chat.completion", "created": 0,
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                })  # fmt: skip
+
             def _chunk(self, delta: dict, finish: str | None = None) -> None:
                 self._send(
                     {
@@ -162,9 +192,9 @@ class FakeLLM:
                     }
                 )
 
-            def _send_json(self, data: dict) -> None:
+            def _send_json(self, data: dict, status: int = 200) -> None:
                 payload = json.dumps(data).encode()
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()

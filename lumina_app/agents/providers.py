@@ -20,6 +20,13 @@ from lumina_app.agents.auto_recall import PREFIX as RECALLED_PREFIX
 from lumina_app.agents.context import ChatMessage
 from lumina_app.agents.demo_tools import demo_tool_answer, demo_tool_calls
 from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.titling import (
+    MAX_TITLE_TOKENS,
+    PURPOSE,
+    PURPOSE_HEADER,
+    TitleFailed,
+    title_request,
+)
 from lumina_app.domain import (
     Finish,
     LLMEvent,
@@ -164,8 +171,8 @@ class DemoProvider:
         yield Usage(prompt_tokens=prompt_tokens, completion_tokens=len(words))
         yield Finish("stop")
 
-    async def propose_title(self, question: str, answer: str) -> str | None:
-        """A new conversation's title, deterministically: see :func:`demo_title`."""
+    async def propose_title(self, question: str, answer: str, prompt: str = "") -> str | None:
+        """A new conversation's title, deterministically (no request): see :func:`demo_title`."""
         return demo_title(question)
 
 
@@ -267,6 +274,26 @@ class OpenAIProvider:
         for call in calls.values():
             yield call
         yield Finish(finish)
+
+    async def propose_title(self, question: str, answer: str, prompt: str = "") -> str | None:
+        """One small, marked, non-streamed request for a new conversation's title (the
+        reply as the model wrote it; ``titling.clean_title`` makes a title of it)."""
+        if not self.model:
+            raise TitleFailed("no model configured")
+        try:
+            reply = await self.client.chat.completions.create(
+                model=self.model,
+                messages=title_request(question, answer, prompt),  # type: ignore[arg-type]
+                max_tokens=MAX_TITLE_TOKENS,
+                extra_headers={PURPOSE_HEADER: PURPOSE},
+            )
+        except openai.APIStatusError as exc:
+            message = f"provider error {exc.status_code}: {_provider_message(exc)}"
+            raise TitleFailed(message) from exc
+        except openai.OpenAIError as exc:
+            raise TitleFailed(f"provider error: {exc}") from exc
+        choice = reply.choices[0] if reply.choices else None
+        return choice.message.content if choice is not None and choice.message else None
 
 
 def _provider_message(exc: openai.APIStatusError) -> str:

@@ -18,6 +18,7 @@ from lumina_app.agents.memory_config import (
     MemoryConfig,
     parse_memory,
 )
+from lumina_app.agents.titling import DEFAULT_TITLE_PROMPT, TITLE_FILE
 from lumina_app.agents.tools.config import (
     NO_TOOLS,
     ToolConfig,
@@ -62,6 +63,9 @@ class AgentDefinition:
         """Whether a question may carry images: a vision agent on an OpenAI-compatible
         provider (the demo model and acp agents read text only)."""
         return self.vision and (self.provider or default_provider) == "openai"
+
+    titles: bool = True  # "titles": false keeps a new conversation's cut first message
+    title_prompt: str = DEFAULT_TITLE_PROMPT  # the agent's title.md, or the default
 
     @property
     def available(self) -> bool:
@@ -119,7 +123,7 @@ class AgentRegistry:
     @staticmethod
     def _stamp(folder: Path) -> tuple:
         parts = []
-        for name in ("config.json", *PROMPT_FILES, SUMMARY_FILE, MEMORY_FILE):
+        for name in ("config.json", *PROMPT_FILES, SUMMARY_FILE, MEMORY_FILE, TITLE_FILE):
             try:
                 stat = (folder / name).stat()
                 parts.append((name, stat.st_mtime_ns, stat.st_size))
@@ -162,19 +166,15 @@ class AgentRegistry:
                 text = path.read_text(encoding="utf-8").strip()
                 if text:
                     prompts.append(text)
-        summary_path = folder / SUMMARY_FILE
-        summary_prompt = (
-            summary_path.read_text(encoding="utf-8").strip() if summary_path.is_file() else None
-        )
-        memory_path = folder / MEMORY_FILE
-        memory_prompt = (
-            memory_path.read_text(encoding="utf-8").strip() if memory_path.is_file() else None
-        )
+        summary_prompt = _prompt_file(folder / SUMMARY_FILE)
+        memory_prompt = _prompt_file(folder / MEMORY_FILE)
         memory = parse_memory(config, summary_prompt, memory_prompt)
         if isinstance(memory, str):
             return AgentDefinition(id=agent_id, name=name, error=memory)
-        known = {"name", "description", "memory", "acp", "embeddings", "vision", _CLIENT_SYSTEM}
-        known |= {*_OVERRIDES, *_TOOL_KEYS}
+        known = {
+            "name", "description", "memory", "acp", "embeddings", "vision", "titles",
+            _CLIENT_SYSTEM, *_OVERRIDES, *_TOOL_KEYS,
+        }  # fmt: skip
         return AgentDefinition(
             id=agent_id,
             name=name,
@@ -193,7 +193,14 @@ class AgentRegistry:
             acp=acp,
             embeddings=embeddings,
             vision=config.get("vision") is True,
+            titles=config.get("titles", True),
+            title_prompt=_prompt_file(folder / TITLE_FILE) or DEFAULT_TITLE_PROMPT,
         )
+
+
+def _prompt_file(path: Path) -> str | None:
+    """A prompt file's text, or None when it is missing or empty."""
+    return (path.read_text(encoding="utf-8").strip() or None) if path.is_file() else None
 
 
 def _check_config(config: dict[str, Any]) -> str | None:
@@ -209,6 +216,7 @@ def _check_config(config: dict[str, Any]) -> str | None:
         or not 0 <= temperature <= 2
     ):
         return "config.json: 'temperature' must be a number from 0 to 2"
-    if not isinstance(config.get(_CLIENT_SYSTEM, False), bool):
-        return f"config.json: {_CLIENT_SYSTEM!r} must be true or false"
+    for key in (_CLIENT_SYSTEM, "titles"):
+        if not isinstance(config.get(key, False), bool):
+            return f"config.json: {key!r} must be true or false"
     return None

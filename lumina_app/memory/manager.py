@@ -80,10 +80,16 @@ class MemoryManager:
             conversation_uuid, owner=principal.owner, agent_id=agent_id
         )
 
-    async def rename(self, conversation: ConversationInfo, title: str) -> None:
-        """A new title; the conversation keeps its place in lists (ordered by activity)."""
+    async def rename(
+        self, conversation: ConversationInfo, title: str, *, replacing: str | None = None
+    ) -> bool:
+        """A new title; the conversation keeps its place in lists (ordered by activity).
+        With ``replacing``, only while the stored title is still that one: whether it was
+        renamed."""
         check_storable_text(title, "title")
-        await self.cold.update_conversation(conversation.id, title=title, touch=False)
+        return await self.cold.update_conversation(
+            conversation.id, title=title, touch=False, only_if_title=replacing
+        )
 
     async def delete(self, conversation: ConversationInfo) -> None:
         """Rows first (the record), then the hot key and whatever else registered."""

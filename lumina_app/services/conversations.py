@@ -6,7 +6,7 @@ Every method takes the calling :class:`Principal` and goes through the one visib
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -113,13 +113,17 @@ class ConversationService:
         await self._announce(principal.owner, "renamed", renamed)
         return renamed
 
-    async def retitle(
-        self, principal: Principal, conversation: ConversationInfo, title: str
-    ) -> None:
-        """:meth:`rename` for a conversation the caller has just read as ``principal``'s
-        (the title proposal after a first answer): no read before or after."""
-        await self.memory.rename(conversation, title)
-        await self._announce(principal.owner, "renamed", replace(conversation, title=title))
+    async def propose_title(
+        self, principal: Principal, conversation_uuid: str, title: str, *, replacing: str
+    ) -> bool:
+        """A title from the model, stored only while the title is still ``replacing`` (a
+        rename by the person in the meantime wins); whether it was stored."""
+        conversation = await self.get(principal, conversation_uuid)
+        if not await self.memory.rename(conversation, title[:255], replacing=replacing):
+            return False
+        renamed = await self.get(principal, conversation_uuid)
+        await self._announce(principal.owner, "renamed", renamed)
+        return True
 
     async def fork(
         self,

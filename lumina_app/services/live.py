@@ -39,7 +39,8 @@ class TooManyLivePages(LuminaError):
 
 
 class AlreadyLive(LuminaError):
-    """This page follows already (one feed per page, whatever its loads and reloads)."""
+    """This page follows already for the same owner (one feed per page, whatever its
+    loads and reloads)."""
 
     code = "already_live"
 
@@ -78,6 +79,10 @@ class LiveFeed:
             self.queue.get_nowait()
         self.queue.put_nowait(notice)
 
+    def close(self) -> None:
+        """No more notices come; the page's next wait returns "closed" at once."""
+        self.put(Notice("closed"))
+
 
 class LiveHub:
     def __init__(self, bus: LiveBus, *, per_owner: int = PER_OWNER, total: int = TOTAL) -> None:
@@ -85,7 +90,7 @@ class LiveHub:
         self.per_owner = per_owner
         self.total = total
         self._pages: dict[str, set[LiveFeed]] = {}
-        self._keys: set[str] = set()
+        self._keys: dict[str, tuple[str, LiveFeed]] = {}  # page key → its owner and feed
         self._count = 0
         self._watching: set[asyncio.Task] = set()
 
@@ -96,10 +101,14 @@ class LiveHub:
     @contextlib.asynccontextmanager
     async def page(self, principal: Principal, key: str) -> AsyncIterator[LiveFeed]:
         """An open page of ``principal``'s (``key`` names it: the browser tab), following
-        their notices until it leaves."""
-        if key in self._keys:
-            raise AlreadyLive(key)
+        their notices until it leaves. A tab signed in again as someone else takes its key
+        over: the previous owner's feed gets nothing more from that moment and ends."""
         owner = principal.owner
+        held = self._keys.get(key)
+        if held is not None:
+            if held[0] == owner:
+                raise AlreadyLive(key)
+            self._drop(key, *held)
         pages = self._pages.setdefault(owner, set())
         if len(pages) >= self.per_owner or self._count >= self.total:
             if not pages:
@@ -107,16 +116,22 @@ class LiveHub:
             raise TooManyLivePages("too many open pages follow live; this one refreshes on load")
         feed = LiveFeed()
         pages.add(feed)
-        self._keys.add(key)
+        self._keys[key] = (owner, feed)
         self._count += 1
         try:
             yield feed
         finally:
-            pages.discard(feed)
-            self._keys.discard(key)
-            self._count -= 1
-            if not pages:
-                self._pages.pop(owner, None)
+            if self._keys.get(key) == (owner, feed):  # not taken over meanwhile
+                self._drop(key, owner, feed)
+
+    def _drop(self, key: str, owner: str, feed: LiveFeed) -> None:
+        pages = self._pages.get(owner, set())
+        pages.discard(feed)
+        del self._keys[key]
+        self._count -= 1
+        if not pages:
+            self._pages.pop(owner, None)
+        feed.close()
 
     async def announce(self, owner: str, notice: Notice) -> None:
         await self.bus.publish(owner, asdict(notice))

@@ -90,7 +90,9 @@ class ColdStore(Protocol):
         title: str | None = None,
         status: ConversationStatus | None = None,
         touch: bool = True,
-    ) -> None: ...
+        only_if_title: str | None = None,
+    ) -> bool:
+        """False when ``only_if_title`` is given and the title is no longer that one."""
 
     async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         """The conversation with its messages, summaries and runs; returns the run ids."""

@@ -56,3 +56,17 @@ def test_unknown_invalid_and_removed_agents_are_none(tmp_path) -> None:
     assert registry.get("gone") is None
     assert registry.get("nobody") is None
     assert registry.get("../etc") is None
+
+
+def test_titles_switch_and_prompt(tmp_path) -> None:
+    from lumina_app.agents.titling import DEFAULT_TITLE_PROMPT
+
+    write_agent(tmp_path, "plain", {"name": "P"})
+    write_agent(tmp_path, "off", {"name": "O", "titles": False}, {"title.md": " Name it. "})
+    write_agent(tmp_path, "odd", {"name": "X", "titles": "no"})
+    registry = AgentRegistry(tmp_path)
+    plain, off, odd = (registry.get(a) for a in ("plain", "off", "odd"))
+    assert plain.titles and plain.title_prompt == DEFAULT_TITLE_PROMPT
+    assert not off.titles and off.title_prompt == "Name it."
+    assert "titles" not in off.extra
+    assert not odd.available and "'titles' must be true or false" in odd.error

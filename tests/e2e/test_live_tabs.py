@@ -14,9 +14,11 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.conftest import SHARED_REDIS_URL
+from lumina_app.ui.state.sidebar import LIST_PAGE
+from tests.conftest import SHARED_REDIS_URL, write_agent
 from tests.e2e.test_accounts_ui import PASSWORD, Browsers, sign_in
 from tests.e2e.test_chat_ui import answers, send, shot, wait_idle
+from tests.fake_llm import FakeLLM
 from tests.server import AppServer
 from tests.waits import wait_until_sync
 
@@ -25,7 +27,14 @@ QUESTIONS = "[data-testid=pending-message], [data-testid=message][data-role=user
 
 
 @pytest.fixture(scope="module")
-def live_server(tmp_path_factory):
+def fake_model():
+    """An OpenAI-compatible stand-in for the ``scripted`` agent (titles from any provider)."""
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory, fake_model):
     server = AppServer(
         tmp_path_factory.mktemp("e2e-live"),
         backend_only=False,
@@ -37,6 +46,10 @@ def live_server(tmp_path_factory):
         },
     )
     server.prepare()
+    agents = server.data_dir / "agents"
+    write_agent(agents, "paging", {"name": "Paging"})
+    scripted = {"name": "Scripted", "provider": "openai", "model": "fake-1"}
+    write_agent(agents, "scripted", {**scripted, "base_url": fake_model.base_url})
     for name in ("alice", "bob"):
         server.cli("users", "add", name, "--password-stdin", stdin=PASSWORD + "\n")
     server.start()
@@ -56,6 +69,26 @@ def signed_in(page: Page, base: str, name: str) -> Page:
     sign_in(page, base, name)
     expect(page.get_by_test_id("signed-in-as").first).to_contain_text(name, timeout=20_000)
     return page
+
+
+def texts(page: Page) -> list[str]:
+    return [m.inner_text() for m in page.get_by_test_id("message").all()]
+
+
+def assert_ends_as_a_reload(page: Page, *, answered: int) -> list[str]:
+    """The followed run ends on ``page`` (its long answer in full), and the page then
+    reads exactly as a reload of it does; what it read."""
+    expect(answers(page)).to_have_count(answered, timeout=20_000)
+    expect(answers(page).nth(answered - 1)).to_contain_text("word399")
+    shown = texts(page)
+    page.reload()
+    expect(answers(page)).to_have_count(answered)
+    # A message's time is drawn in the browser (rx.moment) after the rows appear: wait for
+    # the reloaded page to settle, then it must read exactly as the live one did.
+    assert wait_until_sync(
+        lambda: texts(page) == shown, "the reloaded page to read as the live one", within=10
+    )
+    return shown
 
 
 def two_tabs(people: Browsers, base: str) -> tuple[Page, Page, Page]:
@@ -91,19 +124,7 @@ def test_a_question_sent_in_one_tab_streams_in_the_other(people, live_server) ->
     shot(one, "live-tab-one")
     shot(two, "live-tab-two")
     wait_idle(one)
-    expect(answers(two)).to_have_count(2, timeout=20_000)
-    expect(answers(two).nth(1)).to_contain_text("word399")
-    shown = [m.inner_text() for m in two.get_by_test_id("message").all()]
-    two.reload()
-    expect(answers(two)).to_have_count(2)
-    # A message's time is drawn in the browser (rx.moment) after the rows appear: wait for
-    # the reloaded page to settle, then it must read exactly as the live one did.
-    settled = wait_until_sync(
-        lambda: [m.inner_text() for m in two.get_by_test_id("message").all()] == shown,
-        "the reloaded page to read as the live one",
-        within=10,
-    )
-    assert settled
+    assert_ends_as_a_reload(two, answered=2)
     # Bob saw nothing of it: not the conversation, not the run.
     expect(bob.get_by_test_id("conversation-item")).to_have_count(0)
     assert "Tell me a lot" not in bob.content()
@@ -218,6 +239,24 @@ def test_a_generated_title_appears_in_both_tabs_and_a_given_one_stays(people, li
     expect(two.get_by_test_id("conversation-item").first).to_contain_text("My tides")
 
 
+def test_a_title_from_an_openai_model_arrives_live_in_the_sidebar(
+    people, live_server, fake_model
+) -> None:
+    """The scripted agent's model (OpenAI-compatible) names the conversation after its
+    first answer; both tabs show the name without a reload."""
+    base = live_server.url
+    one, two, _bob = two_tabs(people, base)
+    two.goto(f"{base}/chat/scripted")
+    one.goto(f"{base}/chat/scripted")
+    fake_model.script.titles = ['"Tides on Mars."']
+    send(one, "Please explain how tides work on Mars")
+    wait_idle(one)
+    expect(one.get_by_test_id("conversation-title")).to_have_text("Tides on Mars")
+    expect(two.get_by_test_id("conversation-item").first).to_contain_text("Tides on Mars")
+    assert len(fake_model.title_requests) == 1
+    shot(two, "live-title-openai")
+
+
 RECORD_WORDS = """() => {
   window.__seen = {};
   new MutationObserver(() => {
@@ -251,3 +290,45 @@ def test_delay_from_a_token_to_the_other_tabs_dom(people, live_server) -> None:
     p50, p95 = statistics.median(delays), delays[int(0.95 * (len(delays) - 1))]
     print(f"\nsecond tab behind the first: p50 {p50:.0f} ms, p95 {p95:.0f} ms (n={len(delays)})")
     assert p50 < 1000
+
+
+def test_a_live_refresh_keeps_the_pages_loaded_with_load_more(people, live_server) -> None:
+    """More than a page of conversations, two pages shown: a conversation created,
+    renamed or deleted elsewhere is reflected without dropping the second page."""
+    base = live_server.url
+    key = live_server.cli("keys", "create", "alice").strip()
+    auth = {"Authorization": f"Bearer {key}"}
+    made = [
+        httpx.post(
+            f"{base}/api/v1/conversations",
+            json={"agentId": "paging", "title": f"Paged {i:02d}"},
+            headers=auth,
+        )
+        for i in range(LIST_PAGE + 5)
+    ]
+    assert all(r.status_code == 201 for r in made), made[-1].text
+    page = signed_in(people.new(), base, "alice")
+    page.goto(f"{base}/chat/paging")
+    items = page.get_by_test_id("conversation-item")
+    expect(items).to_have_count(LIST_PAGE)
+    page.get_by_role("button", name="Load more").click()
+    expect(items).to_have_count(LIST_PAGE + 5)
+    oldest = made[0].json()["uuid"]  # the last row of the second page
+    created = httpx.post(
+        f"{base}/api/v1/conversations", json={"agentId": "paging", "title": "Brand new"},
+        headers=auth,
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    expect(items).to_have_count(LIST_PAGE + 6)
+    expect(items.first).to_contain_text("Brand new")
+    renamed = httpx.patch(
+        f"{base}/api/v1/conversations/{oldest}", json={"title": "Oldest, renamed"}, headers=auth
+    )
+    assert renamed.status_code == 200, renamed.text
+    expect(items.last).to_contain_text("Oldest, renamed")
+    expect(items).to_have_count(LIST_PAGE + 6)
+    deleted = httpx.delete(f"{base}/api/v1/conversations/{created.json()['uuid']}", headers=auth)
+    assert deleted.status_code == 204, deleted.text
+    expect(items).to_have_count(LIST_PAGE + 5)
+    expect(items.first).to_contain_text(f"Paged {LIST_PAGE + 4:02d}")
+    shot(page, "live-sidebar-pages")

@@ -93,7 +93,10 @@ def test_recall_reaches_back_and_the_context_shows_each_model_call(page: Page, a
     expect(answers(page).last).to_contain_text("My bike is a green Brompton.")
     page.get_by_test_id("show-context").last.click()
     dialog = page.get_by_test_id("context-dialog")
-    expect(dialog.get_by_test_id("context-call")).to_have_text("model call 2")
+    # Each model call of the turn in order, headed by what it received.
+    expect(dialog.get_by_test_id("context-call")).to_have_count(2)
+    expect(dialog.get_by_test_id("context-call").first).to_contain_text("model call 1 · received")
+    expect(dialog.get_by_test_id("context-call").last).to_contain_text("model call 2 · received")
     expect(dialog).to_contain_text('→ recall({"query": "bike"})')
     expect(dialog).to_contain_text("2 model calls (tool steps)")
     page.wait_for_timeout(400)  # the dialog's fade-in, for the picture

@@ -21,16 +21,32 @@ class HandshakeRefused(Exception):
 
 
 class _Client(simple_websocket.Client):
-    """Sends ``Host: name:port``, as browsers do (simple_websocket drops the port)."""
+    """Sends ``Host: name:port``, as browsers do (simple_websocket drops the port), and
+    keeps a frame that arrives with the handshake's answer.
+
+    simple_websocket 1.1's handshake reads the ``101`` response, takes the first event
+    (the accept) and leaves the rest of that read unparsed in wsproto's buffer; its reader
+    thread then blocks in ``recv`` and parses it only when more bytes come (the server's
+    first ping, 25 s later). When the server answers fast, Engine.IO's open packet shares
+    the ``101``'s segment and is seen 25 s late: "no Engine.IO open packet" within 20 s,
+    the "first handshake after a server start" flake (a quiet server answers fastest)."""
 
     def handshake(self) -> None:
         self.host = f"{self.host}:{self.port}"
         super().handshake()
+        self.connected = self._handle_events()  # what came with the 101, before the thread
 
 
 class RawSocket:
-    def __init__(self, base_url: str, *, origin: str | None = None, cookie: str | None = None):
-        self.token = secrets.token_hex(16)
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        origin: str | None = None,
+        cookie: str | None = None,
+        token: str | None = None,  # another socket's: the same browser tab again
+    ):
+        self.token = token or secrets.token_hex(16)
         url = base_url.replace("http://", "ws://") + "/_event/?EIO=4&transport=websocket"
         url += f"&token={self.token}"
         headers = {}

@@ -31,6 +31,12 @@ async def test_conversation_lifecycle(engine) -> None:
 
     await store.update_conversation(conv.id, title="Renamed")
     assert (await store.get_conversation(conv.uuid)).title == "Renamed"
+    # A compare and set (a proposed title): only while the title is still the one expected.
+    assert not await store.update_conversation(conv.id, title="Model's", only_if_title="First")
+    assert (await store.get_conversation(conv.uuid)).title == "Renamed"
+    assert await store.update_conversation(conv.id, title="Model's", only_if_title="Renamed")
+    assert (await store.get_conversation(conv.uuid)).title == "Model's"
+    await store.update_conversation(conv.id, title="Renamed")
 
     with pytest.raises(ConversationNotFound):
         await store.get_conversation(conv.uuid, owner="bob")

@@ -52,7 +52,24 @@ async def test_one_feed_per_page_and_a_cap(hub) -> None:
                 with pytest.raises(TooManyLivePages):  # per process
                     async with hub.page(BOB, "tab-5"):
                         pass
-    assert hub.open_pages == 0 and hub._pages == {} and hub._keys == set()
+    assert hub.open_pages == 0 and hub._pages == {} and hub._keys == {}
+
+
+async def test_a_tab_signed_in_as_someone_else_takes_over_at_once(hub) -> None:
+    """The attacker's view: Bob signs in on the tab Ann used. From that moment Ann's
+    notices reach the tab no more (not after the old feed's next wake-up), and Bob's
+    feed runs at once instead of being refused as "already live"."""
+    async with hub.page(ANN, "tab-1") as anns:
+        async with hub.page(BOB, "tab-1") as bobs:
+            assert (await anns.next(1)).kind == "closed"  # at once, not after IDLE_SECONDS
+            await hub.announce("ann", Notice("renamed", "c1", title="Ann's secret"))
+            await hub.announce("bob", Notice("renamed", "c2", title="Bob's own"))
+            assert (await bobs.next(1)).title == "Bob's own"
+            assert await anns.next(0.05) is None, "nothing of Ann's after the takeover"
+            assert await bobs.next(0.05) is None
+            assert hub.open_pages == 1 and set(hub._pages) == {"bob"}
+        assert hub.open_pages == 0  # Ann's leaving later does not drop anyone
+    assert hub.open_pages == 0 and hub._pages == {} and hub._keys == {}
 
 
 async def test_a_page_that_does_not_keep_up_keeps_the_newest(hub) -> None:

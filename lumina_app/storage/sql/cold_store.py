@@ -244,7 +244,10 @@ class SQLColdStore:
         title: str | None = None,
         status: ConversationStatus | None = None,
         touch: bool = True,
-    ) -> None:
+        only_if_title: str | None = None,
+    ) -> bool:
+        """With ``only_if_title``: only while the title is still that one (a compare and
+        set in one statement); False when it no longer was."""
         values: dict[str, Any] = {}
         if title is not None:
             values["title"] = title[:255]
@@ -253,13 +256,17 @@ class SQLColdStore:
         if touch:
             values["updated_at"] = utcnow()
         if not values:
-            return
+            return True
+        update = sa.update(C).where(C.c.id == conversation_pk)
+        if only_if_title is not None:
+            update = update.where(C.c.title == only_if_title)
         async with self.db.begin() as conn:
-            result = await conn.execute(
-                sa.update(C).where(C.c.id == conversation_pk).values(values)
-            )
+            result = await conn.execute(update.values(values))
         if result.rowcount == 0:
+            if only_if_title is not None:
+                return False
             raise ConversationNotFound(str(conversation_pk))
+        return True
 
     async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         """Delete the conversation with its messages and runs; returns the run ids."""

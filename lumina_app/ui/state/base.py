@@ -30,6 +30,7 @@ class AppState(rx.State):
     _role: str = ""
     _session_id: int = 0
     _address: str = ""
+    _admitted_sid: str = ""  # the socket the gate last let in as this identity
 
     def _caller(self) -> Principal:
         if not self._via:
@@ -58,6 +59,7 @@ class AppState(rx.State):
             self.signed_in_as = "" if principal is None or self.local_mode else principal.label
             self.has_account = bool(self._user_id)
             self.is_admin = principal is not None and principal.is_admin
+        self._admitted_sid = self.router.session.session_id
         self._session_id = (principal.session_id or 0) if principal else 0
         self._address = principal.address if principal else ""
 

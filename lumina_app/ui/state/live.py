@@ -25,7 +25,8 @@ DELETED = "This conversation was deleted."
 class LiveState(ChatState):
     @rx.event(background=True)
     async def watch(self):
-        """Runs while the page is open (one per browser tab; later loads find it on)."""
+        """Runs while the page is open (one per browser tab; later loads find it on). A
+        tab signed in as someone else starts its own at once, which ends this one."""
         async with self:
             if not self._via:
                 return
@@ -39,6 +40,8 @@ class LiveState(ChatState):
                     async with self:
                         if self._via == "" or self._owner != caller.owner:
                             return  # signed out, or another identity now: not theirs
+                        if self._admitted_sid != self.router.session.session_id:
+                            continue  # a new socket not let in yet: it may be someone else's
                         updates = self._apply(notice) if notice is not None else []
                     for update in updates:
                         yield update
@@ -47,7 +50,9 @@ class LiveState(ChatState):
 
     def _apply(self, notice: Notice) -> list:
         here = notice.conversation == self.conversation_id and self.conversation_id != ""
-        updates: list = [SidebarState.refresh] if notice.agent_id == self.agent_id else []
+        updates: list = []
+        if notice.agent_id == self.agent_id:
+            updates.append(SidebarState.follow(notice.kind, notice.conversation))
         if not here:
             return updates
         if notice.kind == "renamed":

@@ -43,15 +43,30 @@ class SidebarState(AppState):
                 await self._find_messages()
 
     @rx.event
+    async def follow(self, kind: str = "", conversation: str = "") -> None:
+        """A live change (``kind`` to ``conversation``: created, renamed, deleted, a run's
+        status): the list again with as many rows as it shows — one more for a new one it
+        did not show — so the pages fetched with "Load more" stay (one query; the order
+        may have changed, so patching one row in place would not be enough)."""
+        if not self.agent_id:
+            return
+        new = kind in ("created", "forked", "run") and all(
+            c["uuid"] != conversation for c in self.conversations
+        )
+        shown = max(len(self.conversations) + new, LIST_PAGE)
+        self.conversations, self.next_cursor = [], ""
+        await self._load_page(None, limit=shown)
+
+    @rx.event
     async def load_more(self) -> None:
         if self.next_cursor:
             await self._load_page(self.next_cursor)
 
-    async def _load_page(self, cursor: str | None) -> None:
+    async def _load_page(self, cursor: str | None, *, limit: int = LIST_PAGE) -> None:
         items, next_cursor = await self._services().conversations.list(
             self._caller(),
             agent_id=self.agent_id,
-            limit=LIST_PAGE,
+            limit=limit,
             cursor=cursor,
             search=self.search or None,
         )
