@@ -27,6 +27,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.access import is_conversation_id
 from lumina_app.domain.text import check_storable_text
+from lumina_app.memory.deferred_window import DeferredWindow
 from lumina_app.memory.views import MemoryView, WindowStats
 from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
@@ -46,6 +47,7 @@ class MemoryManager:
         self.hot = hot
         self.window = window
         self.stats = WindowStats()
+        self._deferred = DeferredWindow()
         self._delete_hooks: list[DeleteHook] = []
         self._final_hooks: list[FinalHook] = []
         self._runs_deleted_hooks: list[RunsDeletedHook] = []
@@ -102,6 +104,7 @@ class MemoryManager:
     async def delete(self, conversation: ConversationInfo) -> None:
         """Rows first (the record), then the hot key and whatever else registered."""
         run_ids = await self.cold.delete_conversation(conversation.id)
+        self._deferred.drop_conversation(conversation.uuid)
         await self._hot(self.hot.delete(conversation.uuid))
         for hook in self._delete_hooks:
             await hook(conversation)
@@ -125,25 +128,27 @@ class MemoryManager:
         self, conversation: ConversationInfo, user: Msg, assistant: Msg, run: RunRecord
     ) -> tuple[Msg, Msg]:
         """Commit the question, a ``streaming`` answer row and the run record together;
-        then window the question (the answer follows once it is final)."""
+        the question joins the window with the answer, once that is final, in one round
+        trip (``deferred_window``)."""
         assistant.status = MessageStatus.STREAMING
         saved_user, saved_assistant = await self.cold.append_messages(
             conversation.id, [user, assistant], status=ConversationStatus.RUNNING, run=run
         )
-        await self._window(conversation, [saved_user])
+        self._deferred.hold(saved_assistant.id, conversation.uuid, [saved_user], fresh=False)
         return saved_user, saved_assistant
 
     async def begin_conversation(
         self, conversation: ConversationInfo, user: Msg, assistant: Msg, run: RunRecord
     ) -> tuple[Msg, Msg]:
         """``begin_turn`` for a conversation not stored yet (``ConversationInfo.new``): it
-        is inserted in the same transaction, and its window starts with the question."""
+        is inserted in the same transaction, and its window starts with the question and
+        the final answer."""
         check_storable_text(conversation.title, "title")
         assistant.status = MessageStatus.STREAMING
         saved_user, saved_assistant = await self.cold.start_conversation(
             conversation, [user, assistant], status=ConversationStatus.RUNNING, run=run
         )
-        await self._hot(self.hot.replace(conversation.uuid, [saved_user], saved_user.seq))
+        self._deferred.hold(saved_assistant.id, conversation.uuid, [saved_user], fresh=True)
         return saved_user, saved_assistant
 
     async def begin_regenerate(
@@ -222,9 +227,7 @@ class MemoryManager:
                 run=run,
                 only_streaming=True,
             )
-        if written:
-            await self._window(conversation, [assistant, *results])
-            await self._finalised(conversation, [assistant, *results])
+        await self._window_settled(conversation, [assistant, *results], written)
         return written
 
     async def finish_step(
@@ -246,9 +249,7 @@ class MemoryManager:
         written = await self.cold.settle_with_rows(
             conversation.id, assistant, [*results, next_answer], run=run
         )
-        if written:
-            await self._window(conversation, [assistant, *results])
-            await self._finalised(conversation, [assistant, *results])
+        await self._window_settled(conversation, [assistant, *results], written)
         return written
 
     async def append_history(
@@ -397,6 +398,21 @@ class MemoryManager:
                 await hook(conversation, msgs)
             except Exception:
                 log.warning("on_final hook %r failed", hook, exc_info=True)
+
+    async def _window_settled(
+        self, conversation: ConversationInfo, settled: Sequence[Msg], written: bool
+    ) -> None:
+        """After a run's answer was settled (or fenced off: ``written`` False), push it
+        with the question its accept held back, and tell the observers."""
+        held, fresh = self._deferred.take(settled[0].id)
+        if not written:
+            return
+        if fresh:
+            msgs = [*held, *settled]
+            await self._hot(self.hot.replace(conversation.uuid, msgs, msgs[-1].seq))
+        else:
+            await self._window(conversation, [*held, *settled])
+        await self._finalised(conversation, settled)
 
     async def _window(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         """Push final messages to the hot window. One that is missing (expired, flushed,
