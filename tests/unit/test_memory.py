@@ -7,16 +7,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from lumina_app.domain import (
-    ConversationInfo,
-    ConversationStatus,
-    MessageStatus,
-    Msg,
-    RunRecord,
-    RunStatus,
-    Scenario,
-    new_turn_id,
-)
+from lumina_app.domain import ConversationInfo, ConversationStatus, MessageStatus, Msg
 from lumina_app.memory import MemoryManager
 from lumina_app.storage.local.hot_window import LocalHotWindow
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
@@ -25,7 +16,7 @@ from lumina_app.storage.redis.hot_window import RedisHotWindow
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from tests.conftest import SHARED_REDIS_URL, forget_prefix
-from tests.turns import store_turn
+from tests.turns import accept_turn, finish_turn, store_turn
 
 
 def redis_window(url: str, prefix: str, window: int = 20) -> RedisHotWindow:
@@ -185,82 +176,53 @@ async def test_a_turn_is_two_transactions_and_one_redis_round_trip(
     await hot.close()
 
 
-async def _accept(memory: MemoryManager, conv, question: str):
-    """A turn's accept alone (``tests.turns.store_turn`` without its final write)."""
-    turn = new_turn_id()
-    record = RunRecord(
-        run_id=f"run-{question}",
-        conversation_id=conv.id,
-        agent_id=conv.agent_id,
-        owner=conv.owner,
-        scenario=Scenario.RESUME,
-        provider="test",
-        model="test",
-    )
-    begin = memory.begin_conversation if conv.id is None else memory.begin_turn
-    user, answer = await begin(
-        conv, Msg.user(question, turn_id=turn), Msg.assistant("", turn_id=turn), record
-    )
-    return user, answer, record
+@pytest.fixture(params=["redis", "memory"])
+async def tiered(request, engine, redis_prefix):
+    """A MemoryManager over each hot tier: the Redis window and the in-process one."""
+    if request.param == "redis":
+        hot = redis_window(SHARED_REDIS_URL, redis_prefix)
+    else:
+        hot = LocalHotWindow(window=20, max_conversations=10)
+    yield MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    await hot.close()
 
 
-async def _final(memory: MemoryManager, conv, answer, record, text: str) -> bool:
-    answer.content, answer.status = text, MessageStatus.COMPLETE
-    record.status = RunStatus.COMPLETE
-    return await memory.finish_answer(
-        conv, answer, conversation_status=ConversationStatus.COMPLETED, run=record
-    )
-
-
-@pytest.mark.parametrize("tier", ["redis", "memory"])
 async def test_a_read_during_a_run_then_the_final_write_leave_the_window_whole(
-    engine, redis_prefix, tier
+    tiered: MemoryManager,
 ) -> None:
     """The question is windowed with its answer: a read while the answer streams rebuilds
     from SQL (as it always did: SQL counts the streaming row), and the final push then
     adds only what the rebuilt window lacks — no second rebuild, nothing twice."""
-    hot = (
-        redis_window(SHARED_REDIS_URL, redis_prefix)
-        if tier == "redis"
-        else LocalHotWindow(window=20, max_conversations=10)
-    )
-    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    memory = tiered
     conv = await memory.create_conversation(agent_id="a")
     await add_turns(memory, conv, 2)
-    _user, answer, record = await _accept(memory, conv, "q2")
+    _user, answer, record = await accept_turn(memory, conv, "q2")
     during = await memory.load(await fresh(memory, conv))
     assert [m.content for m in during] == ["q0", "a0", "q1", "a1", "q2"]
     assert memory.stats.rebuilds == 1
-    assert await _final(memory, conv, answer, record, "a2")
+    assert await finish_turn(memory, conv, answer, record, "a2")
     current = await fresh(memory, conv)
     loaded = await memory.load(current)
     assert shape(loaded) == await sql_tail(memory, conv, 20)
     assert [m.content for m in loaded][-2:] == ["q2", "a2"]
     assert memory.stats.rebuilds == 1 and memory.stats.hits == 1
-    await hot.close()
 
 
-@pytest.mark.parametrize("tier", ["redis", "memory"])
 async def test_a_new_conversations_first_turn_starts_its_window_at_the_final_write(
-    engine, redis_prefix, tier
+    tiered: MemoryManager,
 ) -> None:
-    hot = (
-        redis_window(SHARED_REDIS_URL, redis_prefix)
-        if tier == "redis"
-        else LocalHotWindow(window=20, max_conversations=10)
-    )
-    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    memory = tiered
+    hot = memory.hot
     conv = ConversationInfo.new(agent_id="a", title="t")
-    _user, answer, record = await _accept(memory, conv, "first")
+    _user, answer, record = await accept_turn(memory, conv, "first")
     assert await hot.read(conv.uuid) is None  # nothing windowed before the answer is final
-    assert await _final(memory, conv, answer, record, "reply")
+    assert await finish_turn(memory, conv, answer, record, "reply")
     window = await hot.read(conv.uuid)
     assert [m.content for m in window.messages] == ["first", "reply"]
     assert window.high_water == 2
     loaded = await memory.load(await fresh(memory, conv))
     assert [m.content for m in loaded] == ["first", "reply"] and memory.stats.hits == 1
     assert len(memory._deferred) == 0
-    await hot.close()
 
 
 async def test_a_fenced_off_final_write_pushes_nothing_and_holds_nothing(
@@ -268,10 +230,10 @@ async def test_a_fenced_off_final_write_pushes_nothing_and_holds_nothing(
 ) -> None:
     conv = await memory.create_conversation(agent_id="a")
     await add_turns(memory, conv, 1)
-    _user, answer, record = await _accept(memory, conv, "q1")
+    _user, answer, record = await accept_turn(memory, conv, "q1")
     # a survivor closed the answer meanwhile: the fenced final write is refused
     await memory.cold.update_message(answer.id, content="", status=MessageStatus.INTERRUPTED)
-    assert not await _final(memory, conv, answer, record, "late")
+    assert not await finish_turn(memory, conv, answer, record, "late")
     window = await memory.hot.read(conv.uuid)
     assert [m.content for m in window.messages] == ["q0", "a0"]
     assert len(memory._deferred) == 0
