@@ -181,7 +181,7 @@ class Archive:
 
     async def export(self, conversation: ConversationInfo, root: Path) -> Path:
         """The CLI's ``export --conversation ID --out ROOT``; returns the folder written."""
-        await self.service.export_all(root, conversation_id=conversation.uuid)
+        await self.service.export_all(root, conversation_uuid=conversation.uuid)
         return archive_files.conversation_dir(root, conversation.agent_id, conversation.uuid)
 
     async def import_folder(self, folder: Path) -> tuple[int, list[str]]:
@@ -220,7 +220,7 @@ async def accept(memory: MemoryManager, conversation: ConversationInfo, question
     new = conversation.id is None
     record = RunRecord(
         run_id="run-" + secrets.token_hex(8),
-        conversation_id=conversation.id,
+        conversation_pk=conversation.id,
         agent_id=conversation.agent_id,
         owner=conversation.owner,
         scenario="new" if new else "continue",
@@ -324,7 +324,7 @@ class App:
     ) -> AsyncIterator[RunEvent]:
         """``execute_stream``: accept a message, then follow its run's events."""
         return self.services.runs.stream(
-            LOCAL, agent_id=agent, message=message, conversation_id=conversation
+            LOCAL, agent_id=agent, message=message, conversation_uuid=conversation
         )
 
     async def tool_calls(self, conversation: str) -> int:

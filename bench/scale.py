@@ -78,7 +78,7 @@ QUERIES = {  # kind -> words (see _scale_data.Texts: rank 2, rank ~300, rank ~4,
 # -- operations ----------------------------------------------------------------------------
 
 
-def ilike_anchor(engine: sa.Engine, words: list[str], conversation_id: int | None) -> sa.Select:
+def ilike_anchor(engine: sa.Engine, words: list[str], conversation_pk: int | None) -> sa.Select:
     """The owner's messages containing every word, newest first, LIMIT 20 (the old scan)."""
     M = sa.table(
         "lumina_message",
@@ -95,8 +95,8 @@ def ilike_anchor(engine: sa.Engine, words: list[str], conversation_id: int | Non
         .join(C, C.c.id == M.c.conversation_id)
         .where(match, C.c.owner == OWNER)
     )
-    if conversation_id is not None:
-        query = query.where(M.c.conversation_id == conversation_id)
+    if conversation_pk is not None:
+        query = query.where(M.c.conversation_id == conversation_pk)
     return query.order_by(M.c.id.desc()).limit(20)
 
 

@@ -81,7 +81,7 @@ def export(
     async def work(services: Services):
         with _progress("exporting") as progress:
             return await services.archive.export_all(
-                out_dir, agent_id=agent, conversation_id=conversation, progress=progress
+                out_dir, agent_id=agent, conversation_uuid=conversation, progress=progress
             )
 
     report = _run(work)
@@ -155,7 +155,7 @@ def rebuild_hot(
 
     async def work(services: Services) -> tuple[int, int, str]:
         memory = services.memory
-        conversations = await services.archive.select(conversation_id=conversation)
+        conversations = await services.archive.select(conversation_uuid=conversation)
         fallbacks = memory.stats.fallbacks
         with _progress("rebuilding") as progress:
             for done, conv in enumerate(conversations, start=1):

@@ -317,7 +317,7 @@ async def crashed_run(services, run_id: str, partial: str):
     conv = await services.memory.create_conversation(agent_id="tester")
     record = RunRecord(
         run_id=run_id,
-        conversation_id=conv.id,
+        conversation_pk=conv.id,
         agent_id="tester",
         owner="",
         scenario="new",

@@ -17,7 +17,7 @@ def session(event_id: int = 1, *, conversation: str = "c", run: str = "r") -> Ru
     return RunEvent(
         event_id,
         SessionStarted(
-            conversation_id=conversation,
+            conversation_uuid=conversation,
             turn_id="msg-1",
             run_id=run,
             scenario=Scenario.NEW,
@@ -43,7 +43,7 @@ def result(event_id: int, *, status: str = "complete", message_id: int = 7) -> R
         event_id,
         RunFinished(
             run_id="r",
-            conversation_id="c",
+            conversation_uuid="c",
             message_id=message_id,
             turn_id="msg-1",
             status=RunStatus(status),

@@ -25,7 +25,7 @@ async def accept_turn(
     turn = new_turn_id()
     record = RunRecord(
         run_id="run-" + secrets.token_hex(8),
-        conversation_id=conversation.id,
+        conversation_pk=conversation.id,
         agent_id=conversation.agent_id,
         owner=conversation.owner,
         scenario=Scenario.RESUME,

@@ -52,7 +52,7 @@ class Operation:
 class Turn:
     agent: AgentDefinition
     owner: str
-    conversation_id: str
+    conversation_uuid: str
     seq: int | None
     question: str
     answer: str
@@ -216,7 +216,7 @@ class MemoryExtractor:
 
     def _failed(self, turn: Turn, why: str) -> None:
         self.failures += 1
-        log.warning("memories of %s not extracted: %s", turn.conversation_id, why)
+        log.warning("memories of %s not extracted: %s", turn.conversation_uuid, why)
         for hook in self.on_failed:
             hook(turn.agent.id)
 
@@ -247,7 +247,7 @@ class MemoryExtractor:
                         turn.agent.id,
                         op.text,
                         scope_agent=scope,
-                        conversation_id=turn.conversation_id,
+                        conversation_uuid=turn.conversation_uuid,
                         seq=turn.seq,
                     )
                     if not new:
@@ -260,7 +260,7 @@ class MemoryExtractor:
                         op.id,
                         op.text,
                         agent_id=turn.agent.id,
-                        conversation_id=turn.conversation_id,
+                        conversation_uuid=turn.conversation_uuid,
                         seq=turn.seq,
                     )
                     ids.discard(op.id)

@@ -340,7 +340,7 @@ class RunDriver:
         status = run.record.status
         run.result = RunFinished(
             run_id=run.run_id,
-            conversation_id=run.conversation.uuid,
+            conversation_uuid=run.conversation.uuid,
             message_id=assistant.id,
             turn_id=assistant.turn_id,
             status=status,

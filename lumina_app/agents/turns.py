@@ -211,7 +211,7 @@ class TurnPreparer:
         first_seq, last_seq = context.seq_range
         record = RunRecord(
             run_id=run_id,
-            conversation_id=conversation.id,
+            conversation_pk=conversation.id,
             agent_id=agent.id,
             owner=request.principal.owner,
             scenario=scenario,
@@ -326,7 +326,7 @@ def _recalled_recipe(recalled: list) -> dict:
 def session_started(run: ActiveRun) -> SessionStarted:
     """The ``session`` event of an accepted run."""
     return SessionStarted(
-        conversation_id=run.conversation.uuid,
+        conversation_uuid=run.conversation.uuid,
         turn_id=run.user.turn_id,
         run_id=run.run_id,
         scenario=run.scenario,

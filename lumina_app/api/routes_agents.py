@@ -106,7 +106,7 @@ async def chat(
             caller,
             agent_id=agent_id,
             message=body.message,
-            conversation_id=body.conversation_id or None,
+            conversation_uuid=body.conversation_id or None,
         )
         return run.run_id
 

@@ -40,7 +40,7 @@ class MemoryOut(BaseModel):
             text=m.text,
             status=m.status.value,
             pinned=m.pinned,
-            conversationId=m.conversation_id,
+            conversationId=m.conversation_uuid,
             seq=m.seq,
             supersededBy=m.superseded_by,
             createdAt=iso_us(m.created_at),

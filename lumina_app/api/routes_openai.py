@@ -79,7 +79,7 @@ async def chat_completions(
     named (header or ``metadata.conversation_id``) or the one the earlier messages match."""
     metadata = body.metadata or {}
     turn = ChatTurn(body.model, body.lines(), conversation_id or metadata.get("conversation_id"))
-    request_print = {"body": body.model_dump(mode="json"), "conversation": turn.conversation_id}
+    request_print = {"body": body.model_dump(mode="json"), "conversation": turn.conversation_uuid}
     completion_id = "chatcmpl-" + secrets.token_hex(12)
     created = int(time.time())
     if not body.stream:
@@ -115,7 +115,7 @@ def _described(started: GatewayRun) -> dict[str, Any]:
     metrics.GATEWAY_REQUESTS.labels(started.found.value).inc()
     return {
         "runId": started.run.run_id,
-        "conversationId": started.conversation_id,
+        "conversationId": started.conversation_uuid,
         "systemPrompt": started.system_prompt.value,
         "promptTokens": started.run.record.context.get("tokens", 0),
     }

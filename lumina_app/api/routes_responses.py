@@ -118,7 +118,7 @@ async def create_response(
     record = started.run.record
     opening = ResponseView(
         run_id=started.run.run_id,
-        conversation_uuid=started.conversation_id,
+        conversation_uuid=started.conversation_uuid,
         agent_id=record.agent_id,
         status=RunStatus.RUNNING,
         content="",
@@ -137,7 +137,7 @@ async def create_response(
     framer = ResponseFramer(response_object(opening, **shown), opening.message_id, finish, names)
     stream = stream_response(services, events, framer, slot.release)
     stream.raw_headers.append(
-        (CONVERSATION_HEADER.lower().encode(), started.conversation_id.encode())
+        (CONVERSATION_HEADER.lower().encode(), started.conversation_uuid.encode())
     )
     return stream
 

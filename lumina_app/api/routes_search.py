@@ -30,7 +30,7 @@ class HitOut(BaseModel):
     @classmethod
     def of(cls, hit: SearchHit) -> HitOut:
         return cls(
-            conversationId=hit.conversation_id,
+            conversationId=hit.conversation_uuid,
             title=hit.title,
             seq=hit.seq,
             role=hit.role,

@@ -242,7 +242,7 @@ async def execute_stream(
 
     async def start() -> str:
         run = await services.runs.start(
-            caller, agent_id=job.agent_id, message=job.text, conversation_id=job.conversation
+            caller, agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation
         )
         return run.run_id
 
@@ -264,7 +264,7 @@ async def execute(
 ) -> RunAccepted:
     async def start() -> dict:
         run = await services.runs.start(
-            caller, agent_id=job.agent_id, message=job.text, conversation_id=job.conversation
+            caller, agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation
         )
         return RunAccepted(
             runId=run.run_id,
@@ -289,7 +289,7 @@ async def execute_sync(
 ) -> SyncResult:
     async def run() -> dict:
         result = await services.runs.execute_sync(
-            caller, agent_id=job.agent_id, message=job.text, conversation_id=job.conversation
+            caller, agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation
         )
         return SyncResult.of(result).model_dump()
 

@@ -227,7 +227,7 @@ class RunOut(BaseModel):
     def of(cls, run: RunView) -> RunOut:
         return cls(
             runId=run.run_id,
-            conversationId=run.conversation_id,
+            conversationId=run.conversation_uuid,
             agentId=run.agent_id,
             status=run.status.value,
             scenario=run.scenario.value,
@@ -333,7 +333,7 @@ class SyncResult(BaseModel):
     def of(cls, result: RunFinished) -> SyncResult:
         return cls(
             runId=result.run_id,
-            conversationId=result.conversation_id,
+            conversationId=result.conversation_uuid,
             messageId=result.message_id,
             status=result.status.value,
             answer=result.content,

@@ -59,7 +59,7 @@ def v1_payload(event: RunEvent) -> dict[str, Any] | None:
     payload = event.payload
     if isinstance(payload, SessionStarted):
         return {
-            "conversationId": payload.conversation_id,
+            "conversationId": payload.conversation_uuid,
             "runId": payload.run_id,
             "scenario": payload.scenario.value,
         }

@@ -51,17 +51,17 @@ class ArchiveError(Exception):
         self.message = message
 
 
-def conversation_relpath(agent_id: str, conversation_id: str) -> PurePosixPath:
+def conversation_relpath(agent_id: str, conversation_uuid: str) -> PurePosixPath:
     """``agents/<agentId>/conversations/<convId>``; refuses ids that are not one safe name."""
-    for kind, value in (("agent id", agent_id), ("conversation id", conversation_id)):
+    for kind, value in (("agent id", agent_id), ("conversation id", conversation_uuid)):
         if not is_safe_name(value):
-            where = f"agents/{agent_id}/conversations/{conversation_id}"
+            where = f"agents/{agent_id}/conversations/{conversation_uuid}"
             raise ArchiveError(where, f"{kind} {value!r} cannot be used as a folder name")
-    return PurePosixPath("agents", agent_id, "conversations", conversation_id)
+    return PurePosixPath("agents", agent_id, "conversations", conversation_uuid)
 
 
-def conversation_dir(root: Path, agent_id: str, conversation_id: str) -> Path:
-    return root / conversation_relpath(agent_id, conversation_id)
+def conversation_dir(root: Path, agent_id: str, conversation_uuid: str) -> Path:
+    return root / conversation_relpath(agent_id, conversation_uuid)
 
 
 # -- rendering ---------------------------------------------------------------------------

@@ -87,7 +87,7 @@ def read_conversation(
         if msg.created_at is None:
             msg.created_at = msg.updated_at = created_at
     conversation = ConversationInfo(
-        uuid=_conversation_id(fields, folder),
+        uuid=_conversation_uuid(fields, folder),
         agent_id=_agent_id(fields, folder),
         title=fields.text("title", default="", limit=None) or "",
         status=ConversationStatus(
@@ -246,7 +246,7 @@ def _summaries(fields: _Fields, message_count: int) -> list[Summary]:
     return found
 
 
-def _conversation_id(fields: _Fields, folder: Path) -> str:
+def _conversation_uuid(fields: _Fields, folder: Path) -> str:
     value = fields.text("conversationId", limit=None) or folder.name
     if not is_safe_name(value, max_length=MAX_CONVERSATION_ID):
         raise fields.fail(

@@ -21,6 +21,7 @@ from lumina_app.archive.limits import DEFAULT_LIMITS, ImportLimits
 from lumina_app.archive.reader import read_conversation
 from lumina_app.archive.tree import find_conversation_folders
 from lumina_app.domain import ConversationInfo, ImportOutcome, InvalidInput, Msg
+from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.archive_rows import ArchiveRows
 
@@ -36,7 +37,7 @@ class ImportItem:
     """What importing one conversation folder did; ``error`` names the file at fault."""
 
     folder: Path
-    conversation_id: str | None = None
+    conversation_uuid: str | None = None
     agent_id: str | None = None
     outcome: ImportOutcome | None = None
     added: int = 0
@@ -93,11 +94,12 @@ class ArchiveService:
         return await self.rows.final_messages(conversation)
 
     async def select(
-        self, *, agent_id: str | None = None, conversation_id: str | None = None
+        self, *, agent_id: str | None = None, conversation_uuid: str | None = None
     ) -> list[ConversationInfo]:
         """Every owner's conversations, optionally one agent's or one by id."""
-        if conversation_id is not None:
-            return [await self.memory.get_conversation(conversation_id, agent_id=agent_id)]
+        if conversation_uuid is not None:
+            uuid = parse_conversation_uuid(conversation_uuid)
+            return [await self.memory.get_conversation(uuid, agent_id=agent_id)]
         found: list[ConversationInfo] = []
         cursor = None
         while True:
@@ -134,10 +136,10 @@ class ArchiveService:
         root: Path | None = None,
         *,
         agent_id: str | None = None,
-        conversation_id: str | None = None,
+        conversation_uuid: str | None = None,
         progress: Progress | None = None,
     ) -> ExportReport:
-        conversations = await self.select(agent_id=agent_id, conversation_id=conversation_id)
+        conversations = await self.select(agent_id=agent_id, conversation_uuid=conversation_uuid)
         report = ExportReport(root or self.root)
         for done, conversation in enumerate(conversations, start=1):
             report.messages += await self.export_conversation(conversation, report.root)
@@ -246,7 +248,7 @@ class ArchiveService:
             return item
         conversation = archived.conversation
         conversation.owner = owner
-        item.conversation_id, item.agent_id = conversation.uuid, conversation.agent_id
+        item.conversation_uuid, item.agent_id = conversation.uuid, conversation.agent_id
         try:
             item.outcome, item.added = await self.rows.import_conversation(
                 conversation, archived.messages, archived.summaries

@@ -81,10 +81,10 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def remove_conversation(root: Path, agent_id: str, conversation_id: str) -> bool:
+def remove_conversation(root: Path, agent_id: str, conversation_uuid: str) -> bool:
     """Delete a conversation's folder; False when there was none."""
     try:
-        folder = conversation_dir(root, agent_id, conversation_id)
+        folder = conversation_dir(root, agent_id, conversation_uuid)
     except ArchiveError:
         return False
     if not folder.is_dir():

@@ -59,6 +59,7 @@ from lumina_app.domain.events import (
     ToolCallRequested,
     Usage,
 )
+from lumina_app.domain.ids import ConversationPk, ConversationUuid, parse_conversation_uuid
 from lumina_app.domain.types import (
     ConversationInfo,
     ConversationStatus,
@@ -86,7 +87,9 @@ __all__ = [
     "ConversationBusy",
     "ConversationInfo",
     "ConversationNotFound",
+    "ConversationPk",
     "ConversationStatus",
+    "ConversationUuid",
     "Credentials",
     "EventType",
     "Finish",
@@ -133,5 +136,6 @@ __all__ = [
     "UsernameTaken",
     "Via",
     "new_turn_id",
+    "parse_conversation_uuid",
     "utcnow",
 ]

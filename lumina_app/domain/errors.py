@@ -14,9 +14,9 @@ class NotFound(LuminaError):
 
 
 class ConversationNotFound(NotFound):
-    def __init__(self, conversation_id: str) -> None:
-        super().__init__(f"conversation {conversation_id!r} not found")
-        self.conversation_id = conversation_id
+    def __init__(self, conversation_uuid: str) -> None:
+        super().__init__(f"conversation {conversation_uuid!r} not found")
+        self.conversation_uuid = conversation_uuid
 
 
 class AgentNotFound(NotFound):
@@ -42,9 +42,9 @@ class ConversationBusy(LuminaError):
 
     code = "conversation_busy"
 
-    def __init__(self, conversation_id: str, run_id: str) -> None:
-        super().__init__(f"conversation {conversation_id!r} is busy with run {run_id!r}")
-        self.conversation_id = conversation_id
+    def __init__(self, conversation_uuid: str, run_id: str) -> None:
+        super().__init__(f"conversation {conversation_uuid!r} is busy with run {run_id!r}")
+        self.conversation_uuid = conversation_uuid
         self.run_id = run_id
 
 

@@ -90,7 +90,7 @@ class SessionStarted:
     """The run is accepted: its question and a ``streaming`` answer row are committed."""
 
     kind: ClassVar[EventType] = EventType.SESSION
-    conversation_id: str
+    conversation_uuid: str
     turn_id: str
     run_id: str
     scenario: Scenario
@@ -106,7 +106,7 @@ class SessionStarted:
 
     def wire(self) -> dict[str, Any]:
         return {
-            "conversationId": self.conversation_id,
+            "conversationId": self.conversation_uuid,
             "messageId": self.turn_id,
             "runId": self.run_id,
             "scenario": self.scenario.value,
@@ -128,7 +128,7 @@ class SessionStarted:
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> SessionStarted:
         return cls(
-            conversation_id=data["conversationId"],
+            conversation_uuid=data["conversationId"],
             turn_id=data["messageId"],
             run_id=data["runId"],
             scenario=Scenario(data["scenario"]),
@@ -259,7 +259,7 @@ class RunFinished:
 
     kind: ClassVar[EventType] = EventType.RESULT
     run_id: str
-    conversation_id: str
+    conversation_uuid: str
     message_id: int
     turn_id: str
     status: RunStatus
@@ -271,7 +271,7 @@ class RunFinished:
     def wire(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "runId": self.run_id,
-            "conversationId": self.conversation_id,
+            "conversationId": self.conversation_uuid,
             "messageId": self.message_id,
             "turnId": self.turn_id,
             "status": self.status.value,
@@ -289,7 +289,7 @@ class RunFinished:
     def from_record(cls, data: dict[str, Any]) -> RunFinished:
         return cls(
             run_id=data["runId"],
-            conversation_id=data["conversationId"],
+            conversation_uuid=data["conversationId"],
             message_id=data["messageId"],
             turn_id=data["turnId"],
             status=RunStatus(data["status"]),

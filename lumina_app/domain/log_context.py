@@ -6,10 +6,10 @@ from __future__ import annotations
 from contextvars import ContextVar
 
 run_id: ContextVar[str | None] = ContextVar("lumina_run_id", default=None)
-conversation_id: ContextVar[str | None] = ContextVar("lumina_conversation_id", default=None)
+conversation_uuid: ContextVar[str | None] = ContextVar("lumina_conversation_id", default=None)
 
 
 def bind(*, run: str | None, conversation: str | None) -> None:
     """Name the run and conversation for the rest of this task (and tasks it starts)."""
     run_id.set(run)
-    conversation_id.set(conversation)
+    conversation_uuid.set(conversation)

@@ -33,7 +33,7 @@ class Memory:
     text: str
     status: MemoryStatus
     pinned: bool
-    conversation_id: str | None  # the conversation's uuid it came from, if any
+    conversation_uuid: str | None  # the conversation's uuid it came from, if any
     seq: int | None  # the message it came from
     created_at: datetime
     updated_at: datetime

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from lumina_app.domain.events import RunStatus, Scenario
+from lumina_app.domain.ids import ConversationPk, ConversationUuid
 
 
 class MsgRole(StrEnum):
@@ -179,7 +180,7 @@ class Summary:
 class ConversationInfo:
     """A conversation's metadata, without its messages."""
 
-    uuid: str
+    uuid: ConversationUuid
     agent_id: str
     title: str
     status: ConversationStatus
@@ -189,7 +190,7 @@ class ConversationInfo:
     owner: str
     created_at: datetime
     updated_at: datetime
-    id: int | None = None
+    id: ConversationPk | None = None
     # A fork names the conversation it was copied from and the last seq it copied.
     parent_uuid: str | None = None
     forked_at_seq: int | None = None
@@ -203,7 +204,7 @@ class ConversationInfo:
         """One not stored yet (no ``id``): the cold store inserts it."""
         now = utcnow()
         return cls(
-            uuid=str(uuid.uuid4()),
+            uuid=ConversationUuid(str(uuid.uuid4())),
             agent_id=agent_id,
             title=title[:255],
             status=ConversationStatus.IDLE,
@@ -222,7 +223,7 @@ class RunRecord:
     """What a run used and how it ended: kept in ``lumina_run`` for audit and replay."""
 
     run_id: str
-    conversation_id: int
+    conversation_pk: ConversationPk
     agent_id: str
     owner: str
     scenario: Scenario

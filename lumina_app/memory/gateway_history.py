@@ -39,9 +39,9 @@ class GatewayHistory:
         )
         if found is None:
             return None
-        conversation_id, uuid = found
-        rows = await history_match.seen_rows(self.db, [conversation_id])
-        return uuid, rows.get(conversation_id, [])
+        conversation_pk, uuid = found
+        rows = await history_match.seen_rows(self.db, [conversation_pk])
+        return uuid, rows.get(conversation_pk, [])
 
     async def gateway_meta(self, conversation: ConversationInfo) -> dict[str, Any]:
         return await history_match.gateway_meta(self.db, conversation.id)

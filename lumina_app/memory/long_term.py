@@ -178,7 +178,7 @@ class LongTermMemory:
         text: str,
         *,
         scope_agent: str | None = None,
-        conversation_id: str | None = None,
+        conversation_uuid: str | None = None,
         seq: int | None = None,
         pinned: bool = False,
     ) -> tuple[Memory, bool]:
@@ -195,7 +195,7 @@ class LongTermMemory:
             agent_id=agent_id,
             text=text,
             pinned=pinned,
-            conversation_uuid=conversation_id,
+            conversation_uuid=conversation_uuid,
             seq=seq,
             model=model,
             vector=vector,
@@ -235,7 +235,7 @@ class LongTermMemory:
         text: str,
         *,
         agent_id: str,
-        conversation_id: str | None = None,
+        conversation_uuid: str | None = None,
         seq: int | None = None,
     ) -> Memory:
         """A new fact replacing an active one (which stays, ``superseded``, for the record)."""
@@ -248,7 +248,7 @@ class LongTermMemory:
             agent_id=agent_id,
             text=text,
             pinned=False,
-            conversation_uuid=conversation_id,
+            conversation_uuid=conversation_uuid,
             seq=seq,
             model=model,
             vector=vector,

@@ -25,7 +25,7 @@ from lumina_app.domain import (
     StoreUnavailable,
     Summary,
 )
-from lumina_app.domain.access import is_conversation_id
+from lumina_app.domain.ids import ConversationUuid
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory.deferred_window import DeferredWindow
 from lumina_app.memory.views import MemoryView, WindowStats
@@ -86,14 +86,17 @@ class MemoryManager:
         return await self.cold.get_conversation(conversation_uuid, owner=owner, agent_id=agent_id)
 
     async def find_visible(
-        self, principal: Principal, conversation_id: str, *, agent_id: str | None = None
+        self,
+        principal: Principal,
+        conversation_uuid: ConversationUuid,
+        *,
+        agent_id: str | None = None,
     ) -> ConversationInfo:
         """The one visibility rule: the principal's own conversation (of that agent, if
-        given). Someone else's, another agent's, a malformed id: ConversationNotFound."""
-        if not is_conversation_id(conversation_id):
-            raise ConversationNotFound(str(conversation_id))
+        given). Someone else's or another agent's: ConversationNotFound. The id's shape was
+        checked where it came in (``parse_conversation_uuid``)."""
         return await self.cold.get_conversation(
-            conversation_id, owner=principal.owner, agent_id=agent_id
+            conversation_uuid, owner=principal.owner, agent_id=agent_id
         )
 
     async def rename(self, conversation: ConversationInfo, title: str) -> None:
@@ -222,7 +225,7 @@ class MemoryManager:
                 content=assistant.content,
                 status=assistant.status,
                 meta=assistant.meta,
-                conversation_id=conversation.id,
+                conversation_pk=conversation.id,
                 conversation_status=conversation_status,
                 run=run,
                 only_streaming=True,

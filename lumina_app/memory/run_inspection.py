@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lumina_app.domain import Msg, Summary
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.sql import summaries
 from lumina_app.storage.sql.database import SQLDatabase
@@ -20,19 +21,23 @@ class RunInspection:
     async def get_message(self, message_id: int) -> Msg | None:
         return await self.cold.get_message(message_id)
 
-    async def messages_by_id(self, conversation_id: int, ids: Sequence[int]) -> list[Msg]:
+    async def messages_by_id(
+        self, conversation_pk: ConversationPk, ids: Sequence[int]
+    ) -> list[Msg]:
         """Stored messages of one conversation by id, in seq order."""
-        return await self.cold.messages_by_id(conversation_id, ids)
+        return await self.cold.messages_by_id(conversation_pk, ids)
 
-    async def conversation_uuid(self, conversation_id: int) -> str | None:
-        return await self.cold.conversation_uuid(conversation_id)
+    async def conversation_uuid(self, conversation_pk: ConversationPk) -> str | None:
+        return await self.cold.conversation_uuid(conversation_pk)
 
     async def summary_of(self, summary_id: int) -> Summary | None:
         return await summaries.get(self.db, summary_id)
 
-    async def turn_rows(self, conversation_id: int, after_seq: int, before_seq: int) -> list[Msg]:
+    async def turn_rows(
+        self, conversation_pk: ConversationPk, after_seq: int, before_seq: int
+    ) -> list[Msg]:
         """Every stored row strictly between two seqs, in order (a run's tool steps)."""
         rows = await self.cold.page_messages(
-            conversation_id, after_seq=after_seq, limit=max(0, before_seq - after_seq - 1)
+            conversation_pk, after_seq=after_seq, limit=max(0, before_seq - after_seq - 1)
         )
         return [m for m in rows if m.seq < before_seq]

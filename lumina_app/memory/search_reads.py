@@ -30,7 +30,7 @@ class SearchReads:
             self.db,
             words,
             owner=owner,
-            conversation_id=conversation.id if conversation else None,
+            conversation_pk=conversation.id if conversation else None,
             agent_id=agent_id,
             limit=limit,
         )

@@ -19,7 +19,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        run, conversation = log_context.run_id.get(), log_context.conversation_id.get()
+        run, conversation = log_context.run_id.get(), log_context.conversation_uuid.get()
         if run:
             line["run_id"] = run
         if conversation:

@@ -23,6 +23,7 @@ from datetime import datetime
 import numpy as np
 
 from lumina_app.domain import MsgRole
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.recall import text
 from lumina_app.recall.embedders import Embedder, EmbeddingError
 from lumina_app.recall.lexical import Bm25
@@ -51,7 +52,7 @@ class Units:
 @dataclass(frozen=True, slots=True)
 class Recalled:
     message_id: int
-    conversation_id: int
+    conversation_pk: ConversationPk
     seq: int
     role: MsgRole
     content: str
@@ -147,7 +148,7 @@ class Retriever:
 
     async def in_conversation(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         query: str,
         *,
         limit: int = 10,
@@ -156,7 +157,7 @@ class Retriever:
     ) -> list[Recalled]:
         """The conversation's ``limit`` messages most relevant to ``query``, best first;
         only rows before ``before_seq`` and not in ``exclude_seqs`` when given."""
-        index = await self._index(conversation_id)
+        index = await self._index(conversation_pk)
         if not index.rows:
             return []
         seqs = np.array([r.seq for r in index.rows])
@@ -183,7 +184,7 @@ class Retriever:
         if not rows:
             return []
         before = await recall_rows.said_before(self.db, rows)
-        previous = [before.get((r.conversation_id, r.seq), "") for r in rows]
+        previous = [before.get((r.conversation_pk, r.seq), "") for r in rows]
         index = UnitIndex(rows, self.units, previous)
         vector = await self._query_vector(query)
         allowed = np.ones(len(rows), dtype=bool)
@@ -208,24 +209,24 @@ class Retriever:
             return None
         return vector
 
-    async def _index(self, conversation_id: int) -> UnitIndex:
-        key = await recall_rows.version(self.db, conversation_id, self.model)
-        cached = self._cache.get(conversation_id)
+    async def _index(self, conversation_pk: ConversationPk) -> UnitIndex:
+        key = await recall_rows.version(self.db, conversation_pk, self.model)
+        cached = self._cache.get(conversation_pk)
         if cached and cached[0] == key:
-            self._cache.move_to_end(conversation_id)
+            self._cache.move_to_end(conversation_pk)
             return cached[1]
-        rows = await recall_rows.conversation_rows(self.db, conversation_id, self.model)
+        rows = await recall_rows.conversation_rows(self.db, conversation_pk, self.model)
         index = UnitIndex(rows, self.units)
         if self.on_missing and len(index.vector_rows) < len(rows):
-            self.on_missing(conversation_id)
-        self._cache[conversation_id] = (key, index)
+            self.on_missing(conversation_pk)
+        self._cache[conversation_pk] = (key, index)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return index
 
 
 def _recalled(row: RecallRow, score: float) -> Recalled:
-    return Recalled(row.message_id, row.conversation_id, row.seq, row.role, row.content,
+    return Recalled(row.message_id, row.conversation_pk, row.seq, row.role, row.content,
                     row.created_at, round(score, 6))  # fmt: skip
 
 

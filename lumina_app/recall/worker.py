@@ -11,6 +11,7 @@ import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 
 from lumina_app.domain import ConversationInfo, Msg, StoreUnavailable
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.recall.embedders import MAX_INPUT_CHARS, Embedder, EmbeddingError
 from lumina_app.recall.retriever import VECTOR_DTYPE
 from lumina_app.storage.sql import recall_rows
@@ -55,9 +56,9 @@ class EmbedWorker:
         """``MemoryManager.on_final`` hook: the conversation has new final rows."""
         self.due(conversation.id)
 
-    def due(self, conversation_id: int) -> None:
+    def due(self, conversation_pk: ConversationPk) -> None:
         """Embed this conversation's rows that have no vector (new, imported, forked)."""
-        self._due.add(conversation_id)
+        self._due.add(conversation_pk)
         self._wake.set()
 
     async def run_forever(self) -> None:
@@ -65,13 +66,13 @@ class EmbedWorker:
             await self._wake.wait()
             self._wake.clear()
             due, self._due = self._due, set()
-            for conversation_id in sorted(due):
+            for conversation_pk in sorted(due):
                 try:
-                    await self._finishing(self.embed_pending(conversation_id))
+                    await self._finishing(self.embed_pending(conversation_pk))
                 except (EmbeddingError, StoreUnavailable, SQLAlchemyError, OSError) as exc:
                     log.warning("embedding conversation %s failed, retrying: %s",
-                                conversation_id, exc)  # fmt: skip
-                    self._due.add(conversation_id)
+                                conversation_pk, exc)  # fmt: skip
+                    self._due.add(conversation_pk)
             if self._due:
                 await asyncio.sleep(self.retry_seconds)
                 self._wake.set()
@@ -89,14 +90,14 @@ class EmbedWorker:
                 log.warning("embedding at shutdown failed: %s", job.exception())
             raise
 
-    async def embed_pending(self, conversation_id: int | None = None) -> int:
+    async def embed_pending(self, conversation_pk: ConversationPk | None = None) -> int:
         """Embed what has no vector yet (one conversation, or all): the count written."""
         written = 0
         while not self._stopping and (
             rows := await recall_rows.pending(
                 self.db,
                 self.embedder.name,
-                conversation_id=conversation_id,
+                conversation_pk=conversation_pk,
                 limit=BATCH,
                 chars=MAX_INPUT_CHARS,
             )
@@ -117,7 +118,7 @@ class EmbedWorker:
             self.db,
             self.embedder.name,
             [
-                (r.message_id, r.conversation_id, v.tobytes())
+                (r.message_id, r.conversation_pk, v.tobytes())
                 for r, v in zip(rows, vectors, strict=True)
             ],
         )

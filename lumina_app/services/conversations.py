@@ -12,6 +12,7 @@ from typing import Any
 
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import ConversationInfo, InvalidInput, Msg, Principal
+from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.services.agents import AgentService
@@ -95,24 +96,27 @@ class ConversationService:
         )
 
     async def get(
-        self, principal: Principal, conversation_id: str, *, agent_id: str | None = None
+        self, principal: Principal, conversation_uuid: str, *, agent_id: str | None = None
     ) -> ConversationInfo:
-        return await self.memory.find_visible(principal, conversation_id, agent_id=agent_id)
+        """The caller's conversation by its public id, whose shape is checked here once."""
+        return await self.memory.find_visible(
+            principal, parse_conversation_uuid(conversation_uuid), agent_id=agent_id
+        )
 
     async def rename(
-        self, principal: Principal, conversation_id: str, title: str
+        self, principal: Principal, conversation_uuid: str, title: str
     ) -> ConversationInfo:
         """A new title; the conversation keeps its place in lists. Returns it as stored."""
-        conversation = await self.get(principal, conversation_id)
+        conversation = await self.get(principal, conversation_uuid)
         await self.memory.rename(conversation, title)
-        renamed = await self.get(principal, conversation_id)
+        renamed = await self.get(principal, conversation_uuid)
         await self._announce(principal.owner, "renamed", renamed)
         return renamed
 
     async def fork(
         self,
         principal: Principal,
-        conversation_id: str,
+        conversation_uuid: str,
         *,
         at_seq: int | None = None,
         title: str | None = None,
@@ -121,7 +125,7 @@ class ConversationService:
         by default, which makes a copy of even an empty one), to go on from there without
         touching the original. Editing a message is a fork just before it plus the new
         text (``docs/API.md``)."""
-        source = await self.get(principal, conversation_id)
+        source = await self.get(principal, conversation_uuid)
         if at_seq is None:
             at_seq = source.last_seq
         elif not 0 <= at_seq <= source.last_seq:  # 0 (none of it) only from the UI's edit
@@ -134,17 +138,17 @@ class ConversationService:
         return fork
 
     async def delete(
-        self, principal: Principal, conversation_id: str, *, agent_id: str | None = None
+        self, principal: Principal, conversation_uuid: str, *, agent_id: str | None = None
     ) -> None:
         """Its rows, hot window, archive folder and run buffers all go."""
-        conversation = await self.get(principal, conversation_id, agent_id=agent_id)
+        conversation = await self.get(principal, conversation_uuid, agent_id=agent_id)
         await self.memory.delete(conversation)
         await self._announce(principal.owner, "deleted", conversation)
 
     async def messages(
         self,
         principal: Principal,
-        conversation_id: str,
+        conversation_uuid: str,
         *,
         limit: int = 50,
         after: int | None = None,
@@ -153,7 +157,7 @@ class ConversationService:
     ) -> tuple[ConversationInfo, MessagePage]:
         """A page by seq: forward from ``after``, or the page ending before ``before`` (the
         UI's scroll-up); both bound a range; neither gives the first page."""
-        conversation = await self.get(principal, conversation_id, agent_id=agent_id)
+        conversation = await self.get(principal, conversation_uuid, agent_id=agent_id)
         return conversation, await self.page(conversation, limit=limit, after=after, before=before)
 
     async def page(
@@ -179,18 +183,18 @@ class ConversationService:
         return MessagePage(msgs, next_after, next_before, versions)
 
     async def latest(
-        self, principal: Principal, conversation_id: str, *, limit: int, agent_id: str | None
+        self, principal: Principal, conversation_uuid: str, *, limit: int, agent_id: str | None
     ) -> tuple[ConversationInfo, MessagePage]:
         """The newest ``limit`` messages (what a chat view opens on)."""
-        conversation = await self.get(principal, conversation_id, agent_id=agent_id)
+        conversation = await self.get(principal, conversation_uuid, agent_id=agent_id)
         page = await self.page(conversation, limit=limit, before=conversation.last_seq + 1)
         return conversation, page
 
     async def export(
-        self, principal: Principal, conversation_id: str, export_format: ExportFormat
+        self, principal: Principal, conversation_uuid: str, export_format: ExportFormat
     ) -> Export:
         """One conversation in the archive's shapes (DESIGN §7)."""
-        conversation = await self.get(principal, conversation_id)
+        conversation = await self.get(principal, conversation_uuid)
         if export_format is ExportFormat.JSON:
             body: Any = await self.archive.document(conversation)
         elif export_format is ExportFormat.MD:

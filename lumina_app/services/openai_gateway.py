@@ -29,6 +29,7 @@ from lumina_app.domain import (
     Principal,
     new_turn_id,
 )
+from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.domain.text import check_storable_text
 from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
 from lumina_app.memory import MemoryManager
@@ -64,7 +65,7 @@ class ChatTurn:
 
     agent_id: str
     messages: list[Line]
-    conversation_id: str | None = None
+    conversation_uuid: str | None = None
     session_key: str | None = None  # a client's id for its conversation, recorded on it
 
 
@@ -75,7 +76,7 @@ class GatewayRun:
     found: Found
 
     @property
-    def conversation_id(self) -> str:
+    def conversation_uuid(self) -> str:
         return self.run.conversation.uuid
 
 
@@ -121,9 +122,9 @@ class OpenAIGateway:
         conversation: ConversationInfo | None = None
         found = Found.NEW
         key = session_hash(turn.session_key) if turn.session_key else None
-        if turn.conversation_id is not None:
+        if turn.conversation_uuid is not None:
             conversation = await self.memory.find_visible(
-                principal, turn.conversation_id, agent_id=agent.id
+                principal, parse_conversation_uuid(turn.conversation_uuid), agent_id=agent.id
             )
             found = Found.NAMED
         elif key is not None:
@@ -147,7 +148,7 @@ class OpenAIGateway:
             principal,
             agent_id=agent.id,
             message=question,
-            conversation_id=conversation.uuid if conversation else None,
+            conversation_uuid=conversation.uuid if conversation else None,
             system_prompt=prompt,
         )
         if conversation is None:  # made by the run: index it for the next request

@@ -4,6 +4,7 @@ the most relevant messages first (the ``recall`` tool and auto-recall use the sa
 from __future__ import annotations
 
 from lumina_app.domain import InvalidInput, Principal
+from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.memory import MemoryManager
 from lumina_app.recall import text
 from lumina_app.recall.retriever import Recalled, Retriever
@@ -16,9 +17,11 @@ class RecallService:
         self.retriever = retriever
 
     async def in_conversation(
-        self, principal: Principal, conversation_id: str, query: str, *, limit: int = 10
+        self, principal: Principal, conversation_uuid: str, query: str, *, limit: int = 10
     ) -> list[SearchHit]:
-        conversation = await self.memory.find_visible(principal, conversation_id)
+        conversation = await self.memory.find_visible(
+            principal, parse_conversation_uuid(conversation_uuid)
+        )
         if not _has_words(query):
             return []
         found = await self.retriever.in_conversation(conversation.id, query, limit=limit)
@@ -41,7 +44,7 @@ def _has_words(query: str) -> bool:
 
 def _hit(uuid: str, title: str, found: Recalled, query: str) -> SearchHit:
     return SearchHit(
-        conversation_id=uuid,
+        conversation_uuid=uuid,
         title=title,
         seq=found.seq,
         role=found.role.value,

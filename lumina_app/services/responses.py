@@ -30,7 +30,6 @@ from lumina_app.agents import client_tools
 from lumina_app.domain import (
     ConversationBusy,
     ConversationInfo,
-    ConversationNotFound,
     InvalidInput,
     Msg,
     MsgRole,
@@ -40,7 +39,7 @@ from lumina_app.domain import (
     RunNotFound,
     RunStatus,
 )
-from lumina_app.domain.access import is_conversation_id
+from lumina_app.domain.ids import ConversationUuid, parse_conversation_uuid
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
 from lumina_app.memory import MemoryManager
@@ -93,7 +92,7 @@ def compaction_handle(uuid: str) -> str:
     return COMPACTION_PREFIX + base64.urlsafe_b64encode(raw).decode()
 
 
-def compacted_conversation(handle: str) -> str:
+def compacted_conversation(handle: str) -> ConversationUuid:
     """The conversation a compaction handle names."""
     try:
         raw = base64.urlsafe_b64decode(handle.removeprefix(COMPACTION_PREFIX).encode())
@@ -102,21 +101,18 @@ def compacted_conversation(handle: str) -> str:
         uuid = None
     if not handle.startswith(COMPACTION_PREFIX) or not isinstance(uuid, str):
         raise InvalidInput("compaction: encrypted_content is not a compaction of this server")
-    if not is_conversation_id(uuid):
-        raise ConversationNotFound(uuid)
-    return uuid
+    return parse_conversation_uuid(uuid)
 
 
 def conversation_id(uuid: str) -> str:
     return CONVERSATION_PREFIX + uuid
 
 
-def uuid_of(conversation: str) -> str:
+def uuid_of(conversation: str) -> ConversationUuid:
     """``conv_<uuid>`` (or the bare uuid) → the Lumina conversation's uuid."""
-    uuid = conversation.removeprefix(CONVERSATION_PREFIX)
-    if not is_conversation_id(uuid):
-        raise ConversationNotFound(conversation)
-    return uuid
+    return parse_conversation_uuid(
+        conversation.removeprefix(CONVERSATION_PREFIX), named=conversation
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,7 +359,7 @@ class ResponsesService:
         record = started.run.record
         return ResponseView(
             run_id=started.run.run_id,
-            conversation_uuid=started.conversation_id,
+            conversation_uuid=started.conversation_uuid,
             agent_id=record.agent_id,
             status=result.status,
             content=result.content,
@@ -391,7 +387,7 @@ class ResponsesService:
         answer = await self.inspection.get_message(view.message_id) if view.message_id else None
         return ResponseView(
             run_id=view.run_id,
-            conversation_uuid=view.conversation_id,
+            conversation_uuid=view.conversation_uuid,
             agent_id=view.agent_id,
             status=view.status,
             content=content,

@@ -15,7 +15,6 @@ from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.domain import (
     ConversationBusy,
-    ConversationNotFound,
     Msg,
     MsgRole,
     NotFound,
@@ -28,7 +27,8 @@ from lumina_app.domain import (
     Scenario,
     Summary,
 )
-from lumina_app.domain.access import is_conversation_id, is_run_id
+from lumina_app.domain.access import is_run_id
+from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.long_term import context_message
 from lumina_app.memory.run_inspection import RunInspection
@@ -42,7 +42,7 @@ class RunView:
     """A run's state: live from this process, or as recorded once it ended elsewhere."""
 
     run_id: str
-    conversation_id: str
+    conversation_uuid: str
     agent_id: str
     status: RunStatus
     scenario: Scenario
@@ -102,19 +102,19 @@ class RunService:
         *,
         agent_id: str,
         message: str,
-        conversation_id: str | None = None,
+        conversation_uuid: str | None = None,
         title: str | None = None,
         system_prompt: str | None = None,
     ) -> ActiveRun:
         """When this returns the question is committed and the run is on (DESIGN §5).
-        No ``conversation_id`` starts a new conversation; a malformed one is not found.
+        No ``conversation_uuid`` starts a new conversation; a malformed one is not found.
         ``system_prompt`` replaces the agent's for this run (the gateway decides when)."""
-        if conversation_id is not None and not is_conversation_id(conversation_id):
-            raise ConversationNotFound(conversation_id)
         run = await self.engine.start(
             agent_id=agent_id,
             message=message,
-            conversation_uuid=conversation_id,
+            conversation_uuid=None
+            if conversation_uuid is None
+            else parse_conversation_uuid(conversation_uuid),
             principal=principal,
             title=title,
             system_prompt=system_prompt,
@@ -125,13 +125,13 @@ class RunService:
             self.titles.after_first_answer(principal, run)
         return run
 
-    async def regenerate(self, principal: Principal, conversation_id: str) -> ActiveRun:
+    async def regenerate(self, principal: Principal, conversation_uuid: str) -> ActiveRun:
         """Answer the conversation's last user message again (DESIGN §6): the previous
         answer stays stored as ``superseded``. Same run slot, events and durability as
         :meth:`start`; no user message is an InvalidInput."""
-        if not is_conversation_id(conversation_id):
-            raise ConversationNotFound(conversation_id)
-        run = await self.engine.regenerate(conversation_uuid=conversation_id, principal=principal)
+        run = await self.engine.regenerate(
+            conversation_uuid=parse_conversation_uuid(conversation_uuid), principal=principal
+        )
         if self.live is not None:
             self.live.run_started(principal.owner, run, regenerate=True)
         return run
@@ -139,16 +139,14 @@ class RunService:
     async def continue_turn(
         self,
         principal: Principal,
-        conversation_id: str,
+        conversation_uuid: str,
         outputs: list[Msg],
         system_prompt: str | None = None,
     ) -> ActiveRun:
         """Go on with the conversation's last turn after a client ran its calls
         (``outputs``: TOOL rows); same run slot, events and durability as :meth:`start`."""
-        if not is_conversation_id(conversation_id):
-            raise ConversationNotFound(conversation_id)
         run = await self.engine.continue_turn(
-            conversation_uuid=conversation_id,
+            conversation_uuid=parse_conversation_uuid(conversation_uuid),
             outputs=outputs,
             principal=principal,
             system_prompt=system_prompt,
@@ -178,9 +176,9 @@ class RunService:
         """Start a run and wait for its result."""
         return await self.result(await self.start(principal, **start))  # type: ignore[arg-type]
 
-    async def regenerate_sync(self, principal: Principal, conversation_id: str) -> RunFinished:
+    async def regenerate_sync(self, principal: Principal, conversation_uuid: str) -> RunFinished:
         """Regenerate and wait for the new answer."""
-        return await self.result(await self.regenerate(principal, conversation_id))
+        return await self.result(await self.regenerate(principal, conversation_uuid))
 
     @staticmethod
     async def result(run: ActiveRun) -> RunFinished:
@@ -200,7 +198,7 @@ class RunService:
             record = active.record
             return RunView(
                 run_id=run_id,
-                conversation_id=active.conversation.uuid,
+                conversation_uuid=active.conversation.uuid,
                 agent_id=record.agent_id,
                 status=RunStatus.RUNNING,
                 scenario=record.scenario,
@@ -220,7 +218,7 @@ class RunService:
         )
         return RunView(
             run_id=run_id,
-            conversation_id=await self.inspection.conversation_uuid(record.conversation_id) or "",
+            conversation_uuid=await self.inspection.conversation_uuid(record.conversation_pk) or "",
             agent_id=record.agent_id,
             status=record.status,
             scenario=record.scenario,
@@ -248,10 +246,10 @@ class RunService:
             raise NotFound(f"run {run_id!r} has no recorded context (it ran before Lumina kept it)")
         prompt = await self.engine.prompts.text(recipe["prompt"]) or ""
         summary = await self.inspection.summary_of(recipe["summary"]) if recipe["summary"] else None
-        history = await self.inspection.messages_by_id(record.conversation_id, recipe["ids"])
+        history = await self.inspection.messages_by_id(record.conversation_pk, recipe["ids"])
         question = await self.inspection.get_message(record.user_message_id)
         recalled = await self.inspection.messages_by_id(
-            record.conversation_id, recipe.get("recalled", [])
+            record.conversation_pk, recipe.get("recalled", [])
         )
         memory_ids = list(recipe.get("memories", []))
         known = (
@@ -297,7 +295,7 @@ class RunService:
         answer = await self.inspection.get_message(last)
         if answer is None or answer.seq <= question.seq + 1:
             return []
-        rows = await self.inspection.turn_rows(record.conversation_id, question.seq, answer.seq)
+        rows = await self.inspection.turn_rows(record.conversation_pk, question.seq, answer.seq)
         first = next(
             (i for i, m in enumerate(rows) if (m.meta or {}).get("runId") == record.run_id), None
         )
@@ -318,14 +316,16 @@ class RunService:
         if active is not None:
             return active.conversation.uuid
         record = await self.records.get_run(run_id, owner=principal.owner)
-        uuid = await self.inspection.conversation_uuid(record.conversation_id) if record else None
+        uuid = await self.inspection.conversation_uuid(record.conversation_pk) if record else None
         if uuid is None:
             raise RunNotFound(run_id)
         return uuid
 
-    async def running_in(self, principal: Principal, conversation_id: str) -> str | None:
+    async def running_in(self, principal: Principal, conversation_uuid: str) -> str | None:
         """The live run of one of the caller's conversations (any instance), if any."""
-        conversation = await self.memory.find_visible(principal, conversation_id)
+        conversation = await self.memory.find_visible(
+            principal, parse_conversation_uuid(conversation_uuid)
+        )
         return await self.engine.running_run_id(conversation.uuid)
 
 

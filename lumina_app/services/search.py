@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lumina_app.domain import InvalidInput, Principal
+from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.domain.search import UNSPACED, MessageHit, terms
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.search_reads import SearchReads
@@ -21,7 +22,7 @@ SNIPPET_CHARS = 160
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    conversation_id: str
+    conversation_uuid: str
     title: str
     seq: int
     role: str
@@ -36,9 +37,11 @@ class SearchService:
         self.reads = reads
 
     async def in_conversation(
-        self, principal: Principal, conversation_id: str, query: str, *, limit: int = 20
+        self, principal: Principal, conversation_uuid: str, query: str, *, limit: int = 20
     ) -> list[SearchHit]:
-        conversation = await self.memory.find_visible(principal, conversation_id)
+        conversation = await self.memory.find_visible(
+            principal, parse_conversation_uuid(conversation_uuid)
+        )
         words = _words(query)
         if not words:
             return []
@@ -67,7 +70,7 @@ def _words(query: str) -> list[str]:
 
 def _hit(hit: MessageHit, words: Sequence[str]) -> SearchHit:
     return SearchHit(
-        conversation_id=hit.conversation_uuid,
+        conversation_uuid=hit.conversation_uuid,
         title=hit.conversation_title,
         seq=hit.seq,
         role=hit.role.value,

@@ -21,6 +21,7 @@ from lumina_app.domain import (
     RunRecord,
     Summary,
 )
+from lumina_app.domain.ids import ConversationPk
 
 
 class ColdStore(Protocol):
@@ -72,23 +73,23 @@ class ColdStore(Protocol):
 
     async def update_conversation(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         *,
         title: str | None = None,
         status: ConversationStatus | None = None,
         touch: bool = True,
     ) -> None: ...
 
-    async def delete_conversation(self, conversation_id: int) -> list[str]:
+    async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         """The conversation with its messages, summaries and runs; returns the run ids."""
 
-    async def conversation_uuid(self, conversation_id: int) -> str | None: ...
+    async def conversation_uuid(self, conversation_pk: ConversationPk) -> str | None: ...
 
     # -- messages --------------------------------------------------------------------
 
     async def append_messages(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         msgs: Sequence[Msg],
         *,
         status: ConversationStatus | None = None,
@@ -107,7 +108,7 @@ class ColdStore(Protocol):
         content: str,
         status: MessageStatus | None = None,
         meta: dict[str, Any] | None = None,
-        conversation_id: int | None = None,
+        conversation_pk: ConversationPk | None = None,
         conversation_status: ConversationStatus | None = None,
         tool_calls: int = 0,
         run: RunRecord | None = None,
@@ -118,7 +119,7 @@ class ColdStore(Protocol):
 
     async def settle_with_rows(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         answer: Msg,
         rows: Sequence[Msg],
         *,
@@ -129,7 +130,7 @@ class ColdStore(Protocol):
 
     async def answer_again(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         question: Msg,
         answer: Msg,
         *,
@@ -140,7 +141,7 @@ class ColdStore(Protocol):
 
     async def last_messages(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         n: int,
         *,
         before_seq: int | None = None,
@@ -148,11 +149,11 @@ class ColdStore(Protocol):
     ) -> list[Msg]:
         """The last ``n`` messages a context can hold, in seq order: one indexed query."""
 
-    async def last_question(self, conversation_id: int) -> Msg | None: ...
+    async def last_question(self, conversation_pk: ConversationPk) -> Msg | None: ...
 
     async def page_messages(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         *,
         limit: int = 50,
         after_seq: int | None = None,
@@ -161,19 +162,21 @@ class ColdStore(Protocol):
         """Every stored row, paged by seq: forward from ``after_seq``, else back from
         ``before_seq``."""
 
-    async def messages_by_id(self, conversation_id: int, ids: Sequence[int]) -> list[Msg]: ...
+    async def messages_by_id(
+        self, conversation_pk: ConversationPk, ids: Sequence[int]
+    ) -> list[Msg]: ...
 
     async def get_message(self, message_id: int) -> Msg | None: ...
 
     # -- summaries -------------------------------------------------------------------
 
     async def latest_summary(
-        self, conversation_id: int, *, before_seq: int | None = None
+        self, conversation_pk: ConversationPk, *, before_seq: int | None = None
     ) -> Summary | None:
         """The newest summary (of those covering less than ``before_seq``, if given)."""
 
     async def add_summary(
-        self, conversation_id: int, *, covered_to_seq: int, text: str, model: str
+        self, conversation_pk: ConversationPk, *, covered_to_seq: int, text: str, model: str
     ) -> Summary: ...
 
     async def ping(self) -> None:

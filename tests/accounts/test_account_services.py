@@ -139,7 +139,7 @@ async def test_admins_manage_accounts_and_members_find_nothing(accounts) -> None
 async def test_claim_moves_the_local_operators_data_to_an_account(accounts) -> None:
     mine = await accounts.conversations.create(LOCAL, agent_id="demo", title="from local mode")
     await accounts.runs.execute_sync(
-        LOCAL, agent_id="demo", message="hi", conversation_id=mine.uuid
+        LOCAL, agent_id="demo", message="hi", conversation_uuid=mine.uuid
     )
     await accounts.idempotency.claim("", "same", "f", lease=30)
     await accounts.idempotency.claim("", "only-local", "f", lease=30)

@@ -152,7 +152,7 @@ def test_claim_gives_the_local_data_to_a_user(cli, settings_factory) -> None:
         return await services.conversations.list(caller, agent_id="demo")
 
     items, _ = with_services(settings_factory, alices)
-    assert [c.uuid for c in items] == [turn.conversation_id]
+    assert [c.uuid for c in items] == [turn.conversation_uuid]
 
 
 def test_check_reports_accounts(cli) -> None:

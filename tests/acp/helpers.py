@@ -41,7 +41,7 @@ async def send(
     return [
         e
         async for e in services.runs.stream(
-            LOCAL, agent_id=agent, message=text, conversation_id=conversation
+            LOCAL, agent_id=agent, message=text, conversation_uuid=conversation
         )
     ]
 

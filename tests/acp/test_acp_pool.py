@@ -129,7 +129,7 @@ async def test_stop_cancels_the_prompt_and_keeps_the_process(services, data_dir)
     echo_agent(data_dir)
     first = await send(services, "hello")
     conv = first[0].data["conversationId"]
-    run = await services.runs.start(LOCAL, agent_id="echo", message="/slow", conversation_id=conv)
+    run = await services.runs.start(LOCAL, agent_id="echo", message="/slow", conversation_uuid=conv)
     events = services.runs.follow(run)
     async for event in events:
         if event is not None and event.type is EventType.DELTA and "w2" in event.data["text"]:
@@ -147,7 +147,7 @@ async def test_an_agent_that_ignores_cancel_is_ended(services, data_dir) -> None
     first = await send(services, "hello")
     conv = first[0].data["conversationId"]
     run = await services.runs.start(
-        LOCAL, agent_id="echo", message="/stubborn", conversation_id=conv
+        LOCAL, agent_id="echo", message="/stubborn", conversation_uuid=conv
     )
     await asyncio.sleep(0.3)
     await services.chat.stop(run.run_id)

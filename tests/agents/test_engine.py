@@ -32,7 +32,7 @@ async def send(
     services, text: str, conversation: str | None = None, agent: str = "tester"
 ) -> list[RunEvent]:
     return await collect(
-        services.runs.stream(LOCAL, agent_id=agent, message=text, conversation_id=conversation)
+        services.runs.stream(LOCAL, agent_id=agent, message=text, conversation_uuid=conversation)
     )
 
 

@@ -58,7 +58,9 @@ def mcp_agent(data_dir, fake_llm, tmp_path):
 
 
 async def send(services, agent: str, text: str, conversation: str | None = None):
-    stream = services.runs.stream(LOCAL, agent_id=agent, message=text, conversation_id=conversation)
+    stream = services.runs.stream(
+        LOCAL, agent_id=agent, message=text, conversation_uuid=conversation
+    )
     return [event async for event in stream]
 
 

@@ -38,7 +38,7 @@ async def memory_services(settings_factory, database, agents):
 
 async def turn(services, agent: str, text: str, conversation: str | None = None):
     result = await services.runs.execute_sync(
-        LOCAL, agent_id=agent, message=text, conversation_id=conversation
+        LOCAL, agent_id=agent, message=text, conversation_uuid=conversation
     )
     await services.chat.summaries.wait()  # the background summary, if one is due
     return result
@@ -49,7 +49,7 @@ async def test_a_summary_of_what_left_the_window_joins_every_later_context(
 ) -> None:
     services = memory_services
     first = await turn(services, "keeper", "my name is Ada")
-    conv = first.conversation_id
+    conv = first.conversation_uuid
     for n in range(2, 9):  # 16 messages: 10+ have left a window of 4
         await turn(services, "keeper", f"question {n}", conv)
     summaries = await services.reads.archive.summaries_of(
@@ -78,7 +78,7 @@ async def test_an_agent_without_a_memory_block_keeps_the_seed_context(
     memory_services, fake_llm
 ) -> None:
     services = memory_services
-    conv = (await turn(services, "plain", "one")).conversation_id
+    conv = (await turn(services, "plain", "one")).conversation_uuid
     for n in range(2, 10):
         await turn(services, "plain", f"q{n}", conv)
     assert services.chat.summaries.written == 0
@@ -91,7 +91,7 @@ async def test_after_a_redis_loss_another_instance_sends_what_the_warm_session_w
     memory_services, settings_factory, database, fake_llm
 ) -> None:
     services = memory_services
-    conv = (await turn(services, "keeper", "alpha")).conversation_id
+    conv = (await turn(services, "keeper", "alpha")).conversation_uuid
     for n in range(9):
         await turn(services, "keeper", f"beta {n}", conv)
     warm = services.chat.sessions.get("keeper", conv)
@@ -114,7 +114,7 @@ async def test_after_a_redis_loss_another_instance_sends_what_the_warm_session_w
     try:
         fake_llm.requests.clear()
         result = await other.runs.execute_sync(
-            LOCAL, agent_id="keeper", message="gamma", conversation_id=conv
+            LOCAL, agent_id="keeper", message="gamma", conversation_uuid=conv
         )
         assert result.scenario.value == "resume"
         assert fake_llm.requests[0]["messages"] == would_send
@@ -127,7 +127,7 @@ async def test_a_token_budget_leaves_out_whole_turns_and_says_how_many(
 ) -> None:
     services = memory_services
     long = "word " * 120  # ~150 tokens per message
-    conv = (await turn(services, "budget", long)).conversation_id
+    conv = (await turn(services, "budget", long)).conversation_uuid
     await turn(services, "budget", long, conv)
     result = await turn(services, "budget", "short question", conv)
     sent = fake_llm.requests[-1]["messages"]
@@ -141,7 +141,7 @@ async def test_a_token_budget_leaves_out_whole_turns_and_says_how_many(
 
 async def test_the_offline_demo_model_writes_an_extractive_summary(memory_services) -> None:
     services = memory_services
-    conv = (await turn(services, "offline", "I live in Lisbon. I like trams.")).conversation_id
+    conv = (await turn(services, "offline", "I live in Lisbon. I like trams.")).conversation_uuid
     for n in range(8):
         await turn(services, "offline", f"next {n}", conv)
     (summary,) = (
@@ -154,7 +154,7 @@ async def test_the_offline_demo_model_writes_an_extractive_summary(memory_servic
 async def test_a_summary_that_fails_never_blocks_a_turn(memory_services, fake_llm, caplog) -> None:
     services = memory_services
     services.chat.summaries.retry_after = 0.01
-    conv = (await turn(services, "keeper", "one")).conversation_id
+    conv = (await turn(services, "keeper", "one")).conversation_uuid
     for n in range(5):  # 12 messages: 8 left the window, not yet 10
         await turn(services, "keeper", f"q{n}", conv)
     conversation = await services.memory.get_conversation(conv)
@@ -200,14 +200,14 @@ async def test_delete_takes_the_summaries_and_export_import_carries_them(
     memory_services, tmp_path
 ) -> None:
     services = memory_services
-    conv = (await turn(services, "offline", "remember the fig tree")).conversation_id
+    conv = (await turn(services, "offline", "remember the fig tree")).conversation_uuid
     for n in range(8):
         await turn(services, "offline", f"and then {n}", conv)
     conversation = await services.memory.get_conversation(conv)
     kept = await services.reads.archive.summaries_of(conversation)
     assert kept
     folder = tmp_path / "export"  # not the data dir, whose copy goes with a delete
-    report = await services.archive.export_all(folder, conversation_id=conv)
+    report = await services.archive.export_all(folder, conversation_uuid=conv)
     assert report.conversations == 1
     meta_path = next(folder.rglob("meta.json"))
     assert '"summaries"' in meta_path.read_text(encoding="utf-8")

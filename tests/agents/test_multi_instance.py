@@ -33,7 +33,7 @@ async def test_one_active_run_per_conversation_across_instances(pair, fake_llm) 
     await run.done.wait()
     fake_llm.script.delay = 0
     after = await two.runs.execute_sync(
-        LOCAL, agent_id="tester", message="now", conversation_id=run.conversation.uuid
+        LOCAL, agent_id="tester", message="now", conversation_uuid=run.conversation.uuid
     )
     assert after.status == "complete"
 
@@ -56,8 +56,8 @@ async def test_stop_sent_to_the_other_instance(pair, fake_llm) -> None:
 async def test_warm_on_one_is_resume_on_two_with_the_same_context(pair, fake_llm) -> None:
     one, two = pair
     first = await one.runs.execute_sync(LOCAL, agent_id="tester", message="alpha")
-    conv = first.conversation_id
-    await one.runs.execute_sync(LOCAL, agent_id="tester", message="beta", conversation_id=conv)
+    conv = first.conversation_uuid
+    await one.runs.execute_sync(LOCAL, agent_id="tester", message="beta", conversation_uuid=conv)
     warm = one.chat.sessions.get("tester", conv)
     assert warm is not None  # instance one would 'continue' from memory
     agent = one.registry.get("tester")
@@ -90,7 +90,7 @@ async def test_orphaned_run_is_interrupted_by_a_survivor(pair) -> None:
     events = [
         e
         async for e in two.runs.stream(
-            LOCAL, agent_id="tester", message="next", conversation_id=conv.uuid
+            LOCAL, agent_id="tester", message="next", conversation_uuid=conv.uuid
         )
     ]
     assert events[0].data["scenario"] == "resume" and events[-1].type is EventType.RESULT
@@ -119,7 +119,7 @@ async def test_a_sweep_during_accept_leaves_a_live_run_alone(settings_factory, m
         monkeypatch.setattr(memory, "begin_turn", begin_turn_then_sweep)
         result = await services.runs.execute_sync(LOCAL, agent_id="demo", message="hello")
         assert result.status == "complete"
-        conv = await memory.get_conversation(result.conversation_id)
+        conv = await memory.get_conversation(result.conversation_uuid)
         stored = await memory.cold.page_messages(conv.id, limit=10)
         assert [m.status.value for m in stored] == ["complete", "complete"]
     finally:

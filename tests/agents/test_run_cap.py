@@ -31,7 +31,7 @@ async def test_runs_past_the_cap_are_refused_until_one_ends(
         assert "at most 2 runs may go at once" in explain(refused.value)
         assert refused.value.retry_after >= 1
         with pytest.raises(TooManyRuns):
-            await runs.regenerate(LOCAL, finished.conversation_id)
+            await runs.regenerate(LOCAL, finished.conversation_uuid)
         bobs = await runs.start(BOB, agent_id="tester", message="mine")
         with pytest.raises(AgentNotFound):
             await runs.start(LOCAL, agent_id="nobody", message="x")  # refused before the cap

@@ -33,17 +33,20 @@ async def test_a_new_conversation_is_named_after_its_first_answer(services) -> N
         first = await services.runs.execute_sync(
             LOCAL, agent_id="demo", message="Please explain how tides work on Mars today"
         )
-        await wait_title(services, first.conversation_id, "explain how tides work on Mars")
+        await wait_title(services, first.conversation_uuid, "explain how tides work on Mars")
         kinds = []
         while (notice := await feed.next(0.5)) is not None:
             kinds.append((notice.kind, notice.title))
         assert ("renamed", "explain how tides work on Mars") in kinds
     # Later turns leave it be.
     await services.runs.execute_sync(
-        LOCAL, agent_id="demo", message="And on Venus? /long", conversation_id=first.conversation_id
+        LOCAL,
+        agent_id="demo",
+        message="And on Venus? /long",
+        conversation_uuid=first.conversation_uuid,
     )
     await asyncio.sleep(0.3)
-    conv = await services.conversations.get(LOCAL, first.conversation_id)
+    conv = await services.conversations.get(LOCAL, first.conversation_uuid)
     assert conv.title == "explain how tides work on Mars"
 
 
@@ -60,7 +63,7 @@ async def test_a_title_the_person_set_is_kept(services) -> None:
         LOCAL, agent_id="demo", message="Please name it yourself", title="Given at the start"
     )
     await asyncio.sleep(0.3)
-    conv = await services.conversations.get(LOCAL, given.conversation_id)
+    conv = await services.conversations.get(LOCAL, given.conversation_uuid)
     assert conv.title == "Given at the start"
 
 
@@ -69,5 +72,5 @@ async def test_providers_that_cannot_propose_keep_the_cut_title(services) -> Non
         LOCAL, agent_id="tester", message="Please explain how tides work on Mars today"
     )
     await asyncio.sleep(0.3)
-    conv = await services.conversations.get(LOCAL, done.conversation_id)
+    conv = await services.conversations.get(LOCAL, done.conversation_uuid)
     assert conv.title == "Please explain how tides work on Mars today"

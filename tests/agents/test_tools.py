@@ -48,7 +48,7 @@ def tooled(data_dir, fake_llm):
 
 async def send(services, text: str, conversation: str | None = None) -> list[RunEvent]:
     stream = services.runs.stream(
-        LOCAL, agent_id="tooled", message=text, conversation_id=conversation
+        LOCAL, agent_id="tooled", message=text, conversation_uuid=conversation
     )
     return [event async for event in stream]
 
@@ -377,7 +377,7 @@ async def test_recall_finds_what_left_the_context_but_not_the_question_itself(
 ) -> None:
     async def say(text: str, conversation: str | None) -> list[RunEvent]:
         stream = services.runs.stream(
-            LOCAL, agent_id="recaller", message=text, conversation_id=conversation
+            LOCAL, agent_id="recaller", message=text, conversation_uuid=conversation
         )
         return [event async for event in stream]
 
@@ -408,7 +408,7 @@ async def test_recall_finds_what_left_the_context_but_not_the_question_itself(
 async def test_the_demo_model_recalls_with_the_tool_offline(services, recaller) -> None:
     async def say(text: str, conversation: str | None) -> list[RunEvent]:
         stream = services.runs.stream(
-            LOCAL, agent_id="offline", message=text, conversation_id=conversation
+            LOCAL, agent_id="offline", message=text, conversation_uuid=conversation
         )
         return [event async for event in stream]
 

@@ -57,7 +57,7 @@ async def test_a_resent_history_continues_what_the_client_saw(services) -> None:
     started = await services.gateway.start(ALICE, ChatTurn("demo", lines))
     await finish(started)
     assert started.found is Found.MATCHED
-    assert started.conversation_id == conversation.uuid
+    assert started.conversation_uuid == conversation.uuid
     after = await services.memory.find_visible(ALICE, conversation.uuid)
     assert after.message_count == conversation.message_count + 2  # q4 and its answer only
 
@@ -81,7 +81,7 @@ async def test_a_different_history_makes_a_new_conversation(services) -> None:
     started = await services.gateway.start(ALICE, ChatTurn("demo", lines))
     await finish(started)
     assert started.found is Found.CREATED
-    assert started.conversation_id != conversation.uuid
+    assert started.conversation_uuid != conversation.uuid
     msgs = await services.reads.archive.final_messages(started.run.conversation)
     assert [m.content for m in msgs[:3]] == ["q1", "not what was answered", "q2"]
 
@@ -91,10 +91,10 @@ async def test_never_someone_elses_or_another_agents(services) -> None:
     lines = [*history("q1", "calling a1", "q2", "a2"), Line(U, "mine?")]
     started = await services.gateway.start(ALICE, ChatTurn("demo", lines))
     await finish(started)
-    assert started.found is Found.CREATED and started.conversation_id != theirs.uuid
+    assert started.found is Found.CREATED and started.conversation_uuid != theirs.uuid
     other_agent = await services.gateway.start(BOB, ChatTurn("tester", lines))
     await finish(other_agent)
-    assert other_agent.conversation_id != theirs.uuid
+    assert other_agent.conversation_uuid != theirs.uuid
 
 
 async def test_no_rows_slip_in_beside_a_running_turn(services, fake_llm) -> None:
@@ -121,6 +121,6 @@ async def test_a_history_that_opens_with_a_greeting(services) -> None:
     lines = [greeting, Line(U, "hello 77"), Line(A, answer), Line(U, "next")]
     second = await services.gateway.start(ALICE, ChatTurn("demo", lines))
     await finish(second)
-    assert second.found is Found.MATCHED and second.conversation_id == first.conversation_id
+    assert second.found is Found.MATCHED and second.conversation_uuid == first.conversation_uuid
     msgs = await services.reads.archive.final_messages(second.run.conversation)
     assert [m.content for m in msgs[:4]] == ["Hi! How can I help?", "hello 77", answer, "next"]

@@ -151,7 +151,7 @@ async def test_vectors_go_with_a_delete_and_come_back_after_an_import(opened, tm
     conv = await three_facts(api)
     row_id = (await services.memory.get_conversation(conv)).id
     await _until(lambda: _vectors_of(services, row_id), lambda n: n == 6)
-    exported = await services.archive.export_all(tmp_path / "out", conversation_id=conv)
+    exported = await services.archive.export_all(tmp_path / "out", conversation_uuid=conv)
     assert exported.messages == 6
     resp = await api.delete(f"/api/v1/conversations/{conv}", headers=ALICE)
     assert resp.status_code in (200, 204), resp.text

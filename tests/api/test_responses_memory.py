@@ -39,7 +39,7 @@ async def test_a_continued_response_stores_its_new_items_once(services) -> None:
     ]
     second = await services.responses.start(ALICE, ResponseTurn("demo", lines, previous))
     await second.run.done.wait()
-    assert second.conversation_id == first.conversation_id
+    assert second.conversation_uuid == first.conversation_uuid
     msgs = await services.reads.archive.final_messages(second.run.conversation)
     contents = [m.content for m in msgs]
     assert contents[0] == "q1" and contents[2:5] == ["q2", "a2", "q3"] and len(msgs) == 6
@@ -89,10 +89,10 @@ async def test_a_session_key_finds_its_conversation(services) -> None:
     again = ResponseTurn("demo", [Line("user", "k2")], session_key="sess-42")
     second = await services.responses.start(ALICE, again)
     await second.run.done.wait()
-    assert second.found is Found.KEYED and second.conversation_id == first.conversation_id
+    assert second.found is Found.KEYED and second.conversation_uuid == first.conversation_uuid
     other = await services.responses.start(BOB, again)
     await other.run.done.wait()
-    assert other.found is Found.NEW and other.conversation_id != first.conversation_id
+    assert other.found is Found.NEW and other.conversation_uuid != first.conversation_uuid
     meta = await services.reads.gateway.gateway_meta(first.run.conversation)
     assert "sess-42" not in str(meta)  # recorded as a hash, never the key itself
 

@@ -172,7 +172,7 @@ async def test_streaming_rows_are_not_indexed_until_final(api_factory, database)
 
     record = RunRecord(
         run_id="run-00000000000000aa",
-        conversation_id=conv.id,
+        conversation_pk=conv.id,
         agent_id="demo",
         owner="",
         scenario=Scenario.NEW,

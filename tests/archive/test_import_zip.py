@@ -42,7 +42,7 @@ async def test_only_stored_and_deflated_members_are_inflated(sqlite_archive, tmp
         f"{path}/{BASE}/conv-bzip2/history.json: uses compression method 12: only stored "
         "and deflated members are read"
     ]
-    assert [(i.conversation_id, i.outcome) for i in report.items if i.outcome] == [
+    assert [(i.conversation_uuid, i.outcome) for i in report.items if i.outcome] == [
         ("conv-stored", ImportOutcome.CREATED)
     ]
 

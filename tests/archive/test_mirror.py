@@ -31,7 +31,7 @@ async def test_each_finished_turn_is_written_to_the_archive(mirrored) -> None:
     first = await mirrored.runs.execute_sync(LOCAL, agent_id="demo", message="你好")
     assert first.status == "complete"
     assert await mirrored.mirror.drain()
-    folder = conversation_folder(mirrored, first.conversation_id)
+    folder = conversation_folder(mirrored, first.conversation_uuid)
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     assert (meta["status"], meta["stats"]["messageCount"]) == ("completed", 2)
     history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
@@ -41,7 +41,7 @@ async def test_each_finished_turn_is_written_to_the_archive(mirrored) -> None:
     assert log.startswith(f"[{history[0]['timestamp']}] [USER]\n你好\n\n")
 
     second = await mirrored.runs.execute_sync(
-        LOCAL, agent_id="demo", message="again", conversation_id=first.conversation_id
+        LOCAL, agent_id="demo", message="again", conversation_uuid=first.conversation_uuid
     )
     assert await mirrored.mirror.drain()
     history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
@@ -66,7 +66,7 @@ async def test_a_failed_write_does_not_fail_the_run_and_is_retried(
     assert result.status == "complete"
     assert await mirrored.mirror.drain()
     assert len(calls) == 2 and mirrored.mirror.failed == 1
-    assert (conversation_folder(mirrored, result.conversation_id) / "history.json").is_file()
+    assert (conversation_folder(mirrored, result.conversation_uuid) / "history.json").is_file()
     warnings = [r for r in caplog.records if r.name == "lumina_app.archive.mirror"]
     assert warnings and warnings[0].levelno == logging.WARNING
     assert "read-only" in warnings[0].getMessage() and "retry in" in warnings[0].getMessage()
@@ -85,7 +85,7 @@ async def test_a_slow_archive_does_not_hold_up_the_run(
     monkeypatch.setattr(writer, "write_conversation", stuck_write)
     result = await mirrored.runs.execute_sync(LOCAL, agent_id="demo", message="quick")
     assert result.status == "complete"  # returned while the archive write is blocked
-    folder = conversation_folder(mirrored, result.conversation_id)
+    folder = conversation_folder(mirrored, result.conversation_uuid)
     assert not (folder / "history.json").exists()
     release.set()
     assert await mirrored.mirror.drain()
@@ -95,9 +95,9 @@ async def test_a_slow_archive_does_not_hold_up_the_run(
 async def test_deleting_a_conversation_removes_its_archive(mirrored) -> None:
     result = await mirrored.runs.execute_sync(LOCAL, agent_id="demo", message="bye")
     assert await mirrored.mirror.drain()
-    folder = conversation_folder(mirrored, result.conversation_id)
+    folder = conversation_folder(mirrored, result.conversation_uuid)
     assert folder.is_dir()
-    conv = await mirrored.memory.get_conversation(result.conversation_id)
+    conv = await mirrored.memory.get_conversation(result.conversation_uuid)
     await mirrored.memory.delete(conv)
     assert not folder.exists()
     assert await mirrored.mirror.drain()
@@ -107,4 +107,4 @@ async def test_deleting_a_conversation_removes_its_archive(mirrored) -> None:
 async def test_without_the_setting_nothing_is_mirrored(services) -> None:
     assert services.mirror is None
     result = await services.runs.execute_sync(LOCAL, agent_id="demo", message="hi")
-    assert not conversation_folder(services, result.conversation_id).exists()
+    assert not conversation_folder(services, result.conversation_uuid).exists()

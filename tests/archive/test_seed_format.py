@@ -13,7 +13,7 @@ from tests.archive.conftest import SEED_CONV
 async def test_the_seed_tree_imports_with_its_ids_and_text(archive, seed_tree: Path) -> None:
     report = await archive.import_path(seed_tree)
     assert report.errors == []
-    assert sorted((i.conversation_id, i.outcome, i.added) for i in report.items) == [
+    assert sorted((i.conversation_uuid, i.outcome, i.added) for i in report.items) == [
         ("conv-mn3112l3", ImportOutcome.CREATED, 4),
         ("conv-partial01", ImportOutcome.CREATED, 4),
     ]

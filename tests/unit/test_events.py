@@ -22,7 +22,7 @@ from lumina_app.domain import (
 pytestmark = pytest.mark.unit
 
 SESSION = SessionStarted(
-    conversation_id="c-1",
+    conversation_uuid="c-1",
     turn_id="msg-1",
     run_id="run-0123456789abcdef",
     scenario=Scenario.CONTINUE,
@@ -36,7 +36,7 @@ SESSION = SessionStarted(
 )
 FINISHED = RunFinished(
     run_id="run-0123456789abcdef",
-    conversation_id="c-1",
+    conversation_uuid="c-1",
     message_id=12,
     turn_id="msg-1",
     status=RunStatus.STOPPED,
@@ -91,13 +91,13 @@ def test_v1_frames() -> None:
 
 def test_a_failed_run_ends_v1_with_its_error_frame_only() -> None:
     failed = RunFinished(
-        run_id="r", conversation_id="c", message_id=1, turn_id="t",
+        run_id="r", conversation_uuid="c", message_id=1, turn_id="t",
         status=RunStatus.FAILED, content="", scenario=Scenario.NEW, error="boom",
     )  # fmt: skip
     assert v1_frames(RunEvent(9, failed)) is None
     assert RunEvent(9, failed).data["error"] == "boom"
     complete = RunFinished(
-        run_id="r", conversation_id="c", message_id=1, turn_id="t",
+        run_id="r", conversation_uuid="c", message_id=1, turn_id="t",
         status=RunStatus.COMPLETE, content="ok", scenario=Scenario.NEW, error="ignored",
     )  # fmt: skip
     assert "error" not in RunEvent(9, complete).data

@@ -263,7 +263,7 @@ async def test_calls_run_at_once_and_results_arrive_as_each_ends() -> None:
     async def sleeper(args, ctx):
         await asyncio.sleep(args["s"])
         order.append(args["s"])
-        return ToolOutput(f"slept {args['s']} for {ctx.conversation_id}")
+        return ToolOutput(f"slept {args['s']} for {ctx.conversation_uuid}")
 
     tool = fake_tool("sleep", sleeper)
     started = asyncio.get_running_loop().time()

@@ -104,7 +104,7 @@ class MemoryTools:
                 ctx.agent_id,
                 args["text"],
                 scope_agent=scope,
-                conversation_id=ctx.conversation_id,
+                conversation_uuid=ctx.conversation_uuid,
                 seq=ctx.turn_seq,
             )
         except InvalidInput as exc:

@@ -73,7 +73,7 @@ class Recall:
 
     async def search(self, ctx: ToolContext, query: str, limit: int) -> list[Recalled]:
         """The ``limit`` earlier messages most relevant to ``query``."""
-        conversation = await self.memory.get_conversation(ctx.conversation_id, owner=ctx.owner)
+        conversation = await self.memory.get_conversation(ctx.conversation_uuid, owner=ctx.owner)
         return await self.retriever.in_conversation(
             conversation.id, query, limit=limit, before_seq=ctx.turn_seq
         )

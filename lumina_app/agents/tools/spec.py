@@ -41,7 +41,7 @@ class ToolContext:
     """Whom a call is made for: tools that need the calling conversation get it here."""
 
     agent_id: str
-    conversation_id: str
+    conversation_uuid: str
     owner: str
     run_id: str
     # The seq of the question the run answers: tools that search the conversation leave

@@ -20,6 +20,7 @@ from lumina_app.domain import (
     Summary,
     utcnow,
 )
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
@@ -29,12 +30,12 @@ from lumina_app.storage.sql.sqlite_inline import offloaded
 _BATCH = 2000
 
 
-async def final_messages(db: SQLDatabase, conversation_id: int) -> list[Msg]:
+async def final_messages(db: SQLDatabase, conversation_pk: ConversationPk) -> list[Msg]:
     """Every final message of a conversation in seq order (a ``streaming`` answer is left
     out until it ends): one indexed query."""
     query = (
         sa.select(M.c.seq, M.c.role, M.c.content, M.c.turn_id, M.c.status, M.c.created_at, M.c.meta)
-        .where(M.c.conversation_id == conversation_id, M.c.status != MessageStatus.STREAMING.value)
+        .where(M.c.conversation_id == conversation_pk, M.c.status != MessageStatus.STREAMING.value)
         .order_by(M.c.seq)
     )
     with offloaded():  # every message of the conversation: may be long, keep off the loop
@@ -89,9 +90,9 @@ async def import_conversation(
                     )
                 ).first()
                 if row is None:
-                    conversation_id = await _insert_conversation(conn, conv, len(msgs))
-                    await _insert_messages(conn, conversation_id, msgs, first_seq=1)
-                    await _insert_summaries(conn, conversation_id, summaries)
+                    conversation_pk = await _insert_conversation(conn, conv, len(msgs))
+                    await _insert_messages(conn, conversation_pk, msgs, first_seq=1)
+                    await _insert_summaries(conn, conversation_pk, summaries)
                     return ImportOutcome.CREATED, len(msgs)
                 _check_target(conv, row)
                 stored = (
@@ -135,15 +136,15 @@ async def import_conversation(
 
 
 async def _insert_summaries(
-    conn: AsyncConnection, conversation_id: int, summaries: Sequence[Summary]
+    conn: AsyncConnection, conversation_pk: ConversationPk, summaries: Sequence[Summary]
 ) -> None:
     """Those reaching further than the newest stored one, in order."""
     reach = await conn.scalar(
-        sa.select(sa.func.max(S.c.covered_to_seq)).where(S.c.conversation_id == conversation_id)
+        sa.select(sa.func.max(S.c.covered_to_seq)).where(S.c.conversation_id == conversation_pk)
     )
     rows = [
         {
-            "conversation_id": conversation_id,
+            "conversation_id": conversation_pk,
             "covered_to_seq": s.covered_to_seq,
             "text": s.text,
             "model": s.model,
@@ -200,7 +201,7 @@ async def _insert_conversation(conn: AsyncConnection, conv: ConversationInfo, co
 
 async def _insert_messages(
     conn: AsyncConnection,
-    conversation_id: int,
+    conversation_pk: ConversationPk,
     msgs: Sequence[Msg],
     *,
     first_seq: int,
@@ -210,7 +211,7 @@ async def _insert_messages(
     for start in range(0, len(msgs), _BATCH):
         rows = [
             {
-                "conversation_id": conversation_id,
+                "conversation_id": conversation_pk,
                 "seq": first_seq + start + offset,
                 "turn_id": msg.turn_id,
                 "role": msg.role.value,

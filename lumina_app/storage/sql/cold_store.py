@@ -24,6 +24,7 @@ from lumina_app.domain import (
     Summary,
     utcnow,
 )
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.domain.search import terms as search_terms
 from lumina_app.storage.sql import forks, regenerate, summaries, write_paths, writes
 from lumina_app.storage.sql.database import SQLDatabase
@@ -237,7 +238,7 @@ class SQLColdStore:
 
     async def update_conversation(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         *,
         title: str | None = None,
         status: ConversationStatus | None = None,
@@ -254,38 +255,38 @@ class SQLColdStore:
             return
         async with self.db.begin() as conn:
             result = await conn.execute(
-                sa.update(C).where(C.c.id == conversation_id).values(values)
+                sa.update(C).where(C.c.id == conversation_pk).values(values)
             )
         if result.rowcount == 0:
-            raise ConversationNotFound(str(conversation_id))
+            raise ConversationNotFound(str(conversation_pk))
 
-    async def delete_conversation(self, conversation_id: int) -> list[str]:
+    async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         """Delete the conversation with its messages and runs; returns the run ids."""
         with offloaded():  # may delete many rows: off the event loop's thread on SQLite
-            return await self._delete_conversation(conversation_id)
+            return await self._delete_conversation(conversation_pk)
 
-    async def _delete_conversation(self, conversation_id: int) -> list[str]:
+    async def _delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         async with self.db.begin() as conn:
             run_ids = (
                 (
                     await conn.execute(
-                        sa.select(R.c.run_id).where(R.c.conversation_id == conversation_id)
+                        sa.select(R.c.run_id).where(R.c.conversation_id == conversation_pk)
                     )
                 )
                 .scalars()
                 .all()
             )
-            await conn.execute(sa.delete(R).where(R.c.conversation_id == conversation_id))
-            await conn.execute(sa.delete(S).where(S.c.conversation_id == conversation_id))
-            await conn.execute(sa.delete(M).where(M.c.conversation_id == conversation_id))
-            await conn.execute(sa.delete(C).where(C.c.id == conversation_id))
+            await conn.execute(sa.delete(R).where(R.c.conversation_id == conversation_pk))
+            await conn.execute(sa.delete(S).where(S.c.conversation_id == conversation_pk))
+            await conn.execute(sa.delete(M).where(M.c.conversation_id == conversation_pk))
+            await conn.execute(sa.delete(C).where(C.c.id == conversation_pk))
         return list(run_ids)
 
     # -- messages ------------------------------------------------------------------
 
     async def append_messages(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         msgs: Sequence[Msg],
         *,
         status: ConversationStatus | None = None,
@@ -303,11 +304,11 @@ class SQLColdStore:
         if count == 0:
             return []
         now = utcnow()
-        bump: dict[str, Any] = {"_cid": conversation_id, "_n": count, "_tools": tool_calls}
+        bump: dict[str, Any] = {"_cid": conversation_pk, "_n": count, "_tools": tool_calls}
         bump["updated_at"] = now
         if status is not None:
             bump["status"] = status.value
-        await self.write_path.accept(conversation_id, msgs, bump, run)
+        await self.write_path.accept(conversation_pk, msgs, bump, run)
         return list(msgs)
 
     async def flush_answer(self, message_id: int, content: str) -> bool:
@@ -322,7 +323,7 @@ class SQLColdStore:
         content: str,
         status: MessageStatus | None = None,
         meta: dict[str, Any] | None = None,
-        conversation_id: int | None = None,
+        conversation_pk: ConversationPk | None = None,
         conversation_status: ConversationStatus | None = None,
         tool_calls: int = 0,
         run: RunRecord | None = None,
@@ -341,8 +342,8 @@ class SQLColdStore:
         if meta is not None:
             values["meta"] = meta
         settle = None
-        if conversation_id is not None and (conversation_status or tool_calls):
-            settle = {"_cid": conversation_id, "_tools": tool_calls, "updated_at": now}
+        if conversation_pk is not None and (conversation_status or tool_calls):
+            settle = {"_cid": conversation_pk, "_tools": tool_calls, "updated_at": now}
             if conversation_status is not None:
                 settle["status"] = conversation_status.value
         return await self.write_path.settle(
@@ -351,7 +352,7 @@ class SQLColdStore:
 
     async def settle_with_rows(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         answer: Msg,
         rows: Sequence[Msg],
         *,
@@ -370,7 +371,7 @@ class SQLColdStore:
         }
         tools = sum(1 for row in rows if row.role is MsgRole.TOOL)
         bump: dict[str, Any] = {
-            "_cid": conversation_id,
+            "_cid": conversation_pk,
             "_n": len(rows),
             "_tools": tools,
             "updated_at": now,
@@ -381,7 +382,7 @@ class SQLColdStore:
 
     async def last_messages(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         n: int,
         *,
         before_seq: int | None = None,
@@ -390,7 +391,7 @@ class SQLColdStore:
         """The last ``n`` messages a context can hold (final, not superseded), in seq
         order, optionally only those between two seqs: one indexed query, newest first."""
         query = sa.select(M).where(
-            M.c.conversation_id == conversation_id, M.c.status.not_in(_OUT_OF_CONTEXT)
+            M.c.conversation_id == conversation_pk, M.c.status.not_in(_OUT_OF_CONTEXT)
         )
         if before_seq is not None:
             query = query.where(M.c.seq < before_seq)
@@ -401,11 +402,11 @@ class SQLColdStore:
             rows = (await conn.execute(query)).all()
         return [_message(r) for r in reversed(rows)]
 
-    async def last_question(self, conversation_id: int) -> Msg | None:
+    async def last_question(self, conversation_pk: ConversationPk) -> Msg | None:
         """The newest USER message (what a regenerate answers again), if any."""
         query = (
             sa.select(M)
-            .where(M.c.conversation_id == conversation_id, M.c.role == MsgRole.USER.value)
+            .where(M.c.conversation_id == conversation_pk, M.c.role == MsgRole.USER.value)
             .order_by(M.c.seq.desc())
             .limit(1)
         )
@@ -415,7 +416,7 @@ class SQLColdStore:
 
     async def answer_again(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         question: Msg,
         answer: Msg,
         *,
@@ -425,22 +426,22 @@ class SQLColdStore:
         """Supersede what follows ``question`` and open ``answer`` (``streaming``) after
         it, with ``run``: one transaction (``regenerate``); how many rows were superseded."""
         now = utcnow()
-        bump = {"_cid": conversation_id, "_n": 1, "_tools": 0, "updated_at": now}
+        bump = {"_cid": conversation_pk, "_n": 1, "_tools": 0, "updated_at": now}
         bump["status"] = status.value
         return await self.write_path.transact(
-            regenerate.answer_again, conversation_id, question, answer, run, bump
+            regenerate.answer_again, conversation_pk, question, answer, run, bump
         )
 
     async def page_messages(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         *,
         limit: int = 50,
         after_seq: int | None = None,
         before_seq: int | None = None,
     ) -> list[Msg]:
         """A page in seq order: forward from ``after_seq``, else the page before ``before_seq``."""
-        query = sa.select(M).where(M.c.conversation_id == conversation_id)
+        query = sa.select(M).where(M.c.conversation_id == conversation_pk)
         if after_seq is not None:
             query = query.where(M.c.seq > after_seq).order_by(M.c.seq.asc()).limit(limit)
             async with self.db.connect() as conn:
@@ -452,13 +453,15 @@ class SQLColdStore:
             rows = (await conn.execute(query)).all()
         return [_message(r) for r in reversed(rows)]
 
-    async def messages_by_id(self, conversation_id: int, ids: Sequence[int]) -> list[Msg]:
+    async def messages_by_id(
+        self, conversation_pk: ConversationPk, ids: Sequence[int]
+    ) -> list[Msg]:
         """Messages of one conversation by id, in seq order (ids of others are ignored)."""
         if not ids:
             return []
         query = (
             sa.select(M)
-            .where(M.c.conversation_id == conversation_id, M.c.id.in_(list(ids)))
+            .where(M.c.conversation_id == conversation_pk, M.c.id.in_(list(ids)))
             .order_by(M.c.seq)
         )
         async with self.db.connect() as conn:
@@ -469,22 +472,22 @@ class SQLColdStore:
             row = (await conn.execute(sa.select(M).where(M.c.id == message_id))).first()
         return _message(row) if row else None
 
-    async def conversation_uuid(self, conversation_id: int) -> str | None:
+    async def conversation_uuid(self, conversation_pk: ConversationPk) -> str | None:
         async with self.db.connect() as conn:
-            return await conn.scalar(sa.select(C.c.uuid).where(C.c.id == conversation_id))
+            return await conn.scalar(sa.select(C.c.uuid).where(C.c.id == conversation_pk))
 
     # -- summaries -----------------------------------------------------------------
 
     async def latest_summary(
-        self, conversation_id: int, *, before_seq: int | None = None
+        self, conversation_pk: ConversationPk, *, before_seq: int | None = None
     ) -> Summary | None:
-        return await summaries.latest(self.db, conversation_id, before_seq=before_seq)
+        return await summaries.latest(self.db, conversation_pk, before_seq=before_seq)
 
     async def add_summary(
-        self, conversation_id: int, *, covered_to_seq: int, text: str, model: str
+        self, conversation_pk: ConversationPk, *, covered_to_seq: int, text: str, model: str
     ) -> Summary:
         return await summaries.add(
-            self.db, conversation_id, covered_to_seq=covered_to_seq, text=text, model=model
+            self.db, conversation_pk, covered_to_seq=covered_to_seq, text=text, model=model
         )
 
     async def ping(self) -> None:

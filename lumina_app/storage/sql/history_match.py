@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from lumina_app.domain import MessageStatus, Msg, MsgRole
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.domain.transcript import SHOWN_ANSWER
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
@@ -53,14 +54,16 @@ async def by_session_key(
     return (row.id, row.uuid) if row else None
 
 
-async def seen_rows(db: SQLDatabase, conversation_ids: Sequence[int]) -> dict[int, list[Msg]]:
+async def seen_rows(
+    db: SQLDatabase, conversation_pks: Sequence[ConversationPk]
+) -> dict[int, list[Msg]]:
     """Per conversation, its questions and shown answers in seq order (one query)."""
-    if not conversation_ids:
+    if not conversation_pks:
         return {}
     query = (
         sa.select(M.c.conversation_id, M.c.seq, M.c.turn_id, M.c.role, M.c.content, M.c.status)
         .where(
-            M.c.conversation_id.in_(list(conversation_ids)),
+            M.c.conversation_id.in_(list(conversation_pks)),
             sa.or_(
                 M.c.role == MsgRole.USER.value,
                 sa.and_(M.c.role == MsgRole.ASSISTANT.value, M.c.status.in_(_SHOWN)),
@@ -68,7 +71,7 @@ async def seen_rows(db: SQLDatabase, conversation_ids: Sequence[int]) -> dict[in
         )
         .order_by(M.c.conversation_id, M.c.seq)
     )
-    found: dict[int, list[Msg]] = {cid: [] for cid in conversation_ids}
+    found: dict[int, list[Msg]] = {cid: [] for cid in conversation_pks}
     async with db.connect() as conn:
         for row in await conn.execute(query):
             found[row.conversation_id].append(
@@ -83,18 +86,18 @@ async def seen_rows(db: SQLDatabase, conversation_ids: Sequence[int]) -> dict[in
     return found
 
 
-async def gateway_meta(db: SQLDatabase, conversation_id: int) -> dict[str, Any]:
+async def gateway_meta(db: SQLDatabase, conversation_pk: ConversationPk) -> dict[str, Any]:
     async with db.connect() as conn:
-        meta = (await conn.execute(sa.select(C.c.meta).where(C.c.id == conversation_id))).scalar()
+        meta = (await conn.execute(sa.select(C.c.meta).where(C.c.id == conversation_pk))).scalar()
     return meta or {}
 
 
 async def set_gateway_meta(
-    db: SQLDatabase, conversation_id: int, *, opening: str | None, meta: dict[str, Any]
+    db: SQLDatabase, conversation_pk: ConversationPk, *, opening: str | None, meta: dict[str, Any]
 ) -> None:
     """Set the opening hash (if given) and the meta; touches nothing else (not the order)."""
     values: dict[str, Any] = {"meta": meta}
     if opening is not None:
         values["opening_hash"] = opening
     async with db.begin() as conn:
-        await conn.execute(sa.update(C).where(C.c.id == conversation_id).values(values))
+        await conn.execute(sa.update(C).where(C.c.id == conversation_pk).values(values))

@@ -1,4 +1,8 @@
-"""The cold store's tables (DESIGN §3). All tables live here; Alembic targets this metadata."""
+"""The cold store's tables (DESIGN §3). All tables live here; Alembic targets this metadata.
+
+The attributes mirror the columns, so a row's conversation key is ``conversation_id`` here
+and in SQL, while Python above the tables calls it ``conversation_pk`` (``domain/ids.py``).
+"""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from lumina_app.domain import MessageStatus, MsgRole, utcnow
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import message_vectors as V
@@ -29,7 +30,7 @@ _NOT_RECALLED = (MessageStatus.STREAMING.value, MessageStatus.SUPERSEDED.value)
 @dataclass(frozen=True, slots=True)
 class RecallRow:
     message_id: int
-    conversation_id: int
+    conversation_pk: ConversationPk
     seq: int
     role: MsgRole
     content: str
@@ -42,7 +43,7 @@ class PendingRow:
     """A message without a vector of the current model, and the text said just before it."""
 
     message_id: int
-    conversation_id: int
+    conversation_pk: ConversationPk
     content: str
     previous: str
 
@@ -63,9 +64,11 @@ def _row(r: sa.Row) -> RecallRow:
                      vector)  # fmt: skip
 
 
-async def conversation_rows(db: SQLDatabase, conversation_id: int, model: str) -> list[RecallRow]:
+async def conversation_rows(
+    db: SQLDatabase, conversation_pk: ConversationPk, model: str
+) -> list[RecallRow]:
     """Every recalled row of one conversation in seq order, with its vector if it has one."""
-    query = _rows_query(model).where(M.c.conversation_id == conversation_id).order_by(M.c.seq)
+    query = _rows_query(model).where(M.c.conversation_id == conversation_pk).order_by(M.c.seq)
     with offloaded():  # the whole conversation: keep it off the event loop's thread
         async with db.connect() as conn:
             return [_row(r) for r in (await conn.execute(query)).all()]
@@ -82,7 +85,7 @@ async def rows_by_id(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Re
 
 async def said_before(db: SQLDatabase, rows: Sequence[RecallRow]) -> dict[tuple[int, int], str]:
     """The recalled text just before each row, by (conversation id, seq): one query."""
-    wanted = {(r.conversation_id, r.seq - 1) for r in rows if r.seq > 1}
+    wanted = {(r.conversation_pk, r.seq - 1) for r in rows if r.seq > 1}
     if not wanted:
         return {}
     by_conversation: dict[int, list[int]] = {}
@@ -96,16 +99,18 @@ async def said_before(db: SQLDatabase, rows: Sequence[RecallRow]) -> dict[tuple[
     return {(r.conversation_id, r.seq + 1): r.content for r in found}
 
 
-async def version(db: SQLDatabase, conversation_id: int, model: str) -> tuple[object, ...]:
+async def version(
+    db: SQLDatabase, conversation_pk: ConversationPk, model: str
+) -> tuple[object, ...]:
     """(last seq, last change, vectors stored): what a cached index of the conversation must
     still match (an answer that ends changes the conversation, not its last seq)."""
     vectors = (
         sa.select(sa.func.count())
         .select_from(V)
-        .where(V.c.conversation_id == conversation_id, V.c.model == model)
+        .where(V.c.conversation_id == conversation_pk, V.c.model == model)
         .scalar_subquery()
     )
-    query = sa.select(C.c.last_seq, C.c.updated_at, vectors).where(C.c.id == conversation_id)
+    query = sa.select(C.c.last_seq, C.c.updated_at, vectors).where(C.c.id == conversation_pk)
     async with db.connect() as conn:
         row = (await conn.execute(query)).first()
     return tuple(row) if row else ()
@@ -115,7 +120,7 @@ async def pending(
     db: SQLDatabase,
     model: str,
     *,
-    conversation_id: int | None = None,
+    conversation_pk: ConversationPk | None = None,
     limit: int = 256,
     chars: int = 8000,
 ) -> list[PendingRow]:
@@ -131,8 +136,8 @@ async def pending(
         .order_by(M.c.id)
         .limit(limit)
     )
-    if conversation_id is not None:
-        query = query.where(M.c.conversation_id == conversation_id)
+    if conversation_pk is not None:
+        query = query.where(M.c.conversation_id == conversation_pk)
     with offloaded():
         async with db.connect() as conn:
             rows = (await conn.execute(query)).all()

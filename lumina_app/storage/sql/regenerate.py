@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lumina_app.domain import MessageStatus, Msg, MsgRole, RunRecord
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.domain.versions import AnswerRow
 from lumina_app.storage.sql import writes
 from lumina_app.storage.sql.database import SQLDatabase
@@ -41,7 +42,7 @@ _DROP_SUMMARIES = sa.delete(S).where(
 
 def answer_again(
     conn: Connection,
-    conversation_id: int,
+    conversation_pk: ConversationPk,
     question: Msg,
     answer: Msg,
     run: RunRecord,
@@ -52,19 +53,19 @@ def answer_again(
     question). The conversation row is bumped first: its lock orders this against any
     other writer. Returns how many rows were superseded."""
     now: datetime = bump["updated_at"]
-    last = writes.bump_last_seq(conn, conversation_id, bump)
+    last = writes.bump_last_seq(conn, conversation_pk, bump)
     superseded = conn.execute(
-        _SUPERSEDE, {"_cid": conversation_id, "_after": question.seq, "updated_at": now}
+        _SUPERSEDE, {"_cid": conversation_pk, "_after": question.seq, "updated_at": now}
     ).rowcount
-    conn.execute(_DROP_SUMMARIES, {"_cid": conversation_id, "_from": question.seq})
+    conn.execute(_DROP_SUMMARIES, {"_cid": conversation_pk, "_from": question.seq})
     writes.number([answer], last, now)
-    writes.insert_messages(conn, conversation_id, [answer])
-    writes.insert_run(conn, run, conversation_id, [question, answer], now)
+    writes.insert_messages(conn, conversation_pk, [answer])
+    writes.insert_run(conn, run, conversation_pk, [question, answer], now)
     return superseded
 
 
 async def answer_rows(
-    db: SQLDatabase, conversation_id: int, turn_ids: Sequence[str]
+    db: SQLDatabase, conversation_pk: ConversationPk, turn_ids: Sequence[str]
 ) -> list[AnswerRow]:
     """The rows after the questions of some turns, in seq order, without their text: what
     numbering their versions takes (``domain.versions``)."""
@@ -73,7 +74,7 @@ async def answer_rows(
     query = (
         sa.select(M.c.seq, M.c.turn_id, M.c.role, M.c.meta)
         .where(
-            M.c.conversation_id == conversation_id,
+            M.c.conversation_id == conversation_pk,
             M.c.turn_id.in_(list(turn_ids)),
             M.c.role != MsgRole.USER.value,
         )

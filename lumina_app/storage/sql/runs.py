@@ -3,6 +3,7 @@ gone. A run's record is inserted in the same transaction as its question (``writ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -21,19 +22,22 @@ from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
 
-_RUN_FIELDS = [c.name for c in R.columns]
+# The record's field for each ``lumina_run`` column: the one place the row key's Python name
+# (``conversation_pk``) meets its SQL column name (``conversation_id``), which stays.
+_FIELD_OF_COLUMN = {c.name: c.name for c in R.columns} | {"conversation_id": "conversation_pk"}
 
 
 def run_values(run: RunRecord) -> dict[str, Any]:
     """The record as column values (enums as their plain strings)."""
-    values = {name: getattr(run, name) for name in _RUN_FIELDS}
+    values = {column: getattr(run, field) for column, field in _FIELD_OF_COLUMN.items()}
     values["status"], values["scenario"] = str(run.status), str(run.scenario)
     return values
 
 
-def _record(row: sa.Row) -> RunRecord:
-    record = RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS})
-    record.status, record.scenario = RunStatus(row.status), Scenario(row.scenario)
+def run_record(columns: Mapping[str, Any]) -> RunRecord:
+    """A ``lumina_run`` row's columns (stored shape, ``conversation_id``) as a record."""
+    record = RunRecord(**{field: columns[column] for column, field in _FIELD_OF_COLUMN.items()})
+    record.status, record.scenario = RunStatus(columns["status"]), Scenario(columns["scenario"])
     return record
 
 
@@ -127,4 +131,4 @@ class RunStore:
             query = query.where(R.c.owner == owner)
         async with self.db.connect() as conn:
             row = (await conn.execute(query)).first()
-        return _record(row) if row else None
+        return run_record(row._mapping) if row else None

@@ -28,6 +28,7 @@ from sqlalchemy.dialects.mysql import match as mysql_match
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from lumina_app.domain import MessageStatus, MsgRole
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.domain.search import UNSPACED, MessageHit
 from lumina_app.storage.sql import fts_rank, pg_share
 from lumina_app.storage.sql.database import SQLDatabase
@@ -158,7 +159,7 @@ async def search_messages(
     words: Sequence[str],
     *,
     owner: str,
-    conversation_id: int | None = None,
+    conversation_pk: ConversationPk | None = None,
     agent_id: str | None = None,
     limit: int = 20,
 ) -> list[MessageHit]:
@@ -168,7 +169,7 @@ async def search_messages(
     words = _parts(db.dialect, words)
     if not words:
         return []
-    scope = _Scope(owner, conversation_id, agent_id)
+    scope = _Scope(owner, conversation_pk, agent_id)
     indexed, scanned = _split(db.dialect, words)
     with offloaded():  # may read many index entries: off the event loop's thread on SQLite
         async with db.connect() as conn:
@@ -199,7 +200,7 @@ _COLUMNS = (C.c.uuid, C.c.title, M.c.id, M.c.seq, M.c.role, M.c.content, M.c.cre
 @dataclass(frozen=True)
 class _Scope:
     owner: str
-    conversation_id: int | None
+    conversation_pk: ConversationPk | None
     agent_id: str | None
 
     def where(self, query: sa.Select) -> sa.Select:
@@ -207,8 +208,8 @@ class _Scope:
         query = query.join(C, C.c.id == M.c.conversation_id).where(
             M.c.status.not_in(_UNSEARCHED), C.c.owner == self.owner
         )
-        if self.conversation_id is not None:
-            query = query.where(M.c.conversation_id == self.conversation_id)
+        if self.conversation_pk is not None:
+            query = query.where(M.c.conversation_id == self.conversation_pk)
         if self.agent_id is not None:
             query = query.where(C.c.agent_id == self.agent_id)
         return query
@@ -249,7 +250,7 @@ async def _pg_ranked(
     id index backwards. In one conversation, the planner starts from its rows."""
     size = max(RANK_WINDOW, limit)
     indexed, _scanned = _split("postgresql", words)
-    if scope.conversation_id is None and indexed:
+    if scope.conversation_pk is None and indexed:
         prefix = indexed[-1] == words[-1]
         matched = await pg_share.share(conn, indexed, prefix)
         if matched is not None and size / max(matched, 1e-9) > _PG_BACKWARD_ROWS:
@@ -299,8 +300,8 @@ async def _sqlite_ranked(
         .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
         .where(_fts_match(words, indexed), *_likes(words, scanned))
     )
-    if scope.conversation_id is not None:  # the FTS5 scan starts at the conversation's rows
-        ids = sa.select(M.c.id).where(M.c.conversation_id == scope.conversation_id)
+    if scope.conversation_pk is not None:  # the FTS5 scan starts at the conversation's rows
+        ids = sa.select(M.c.id).where(M.c.conversation_id == scope.conversation_pk)
         lowest = ids.with_only_columns(sa.func.min(M.c.id)).scalar_subquery()
         highest = ids.with_only_columns(sa.func.max(M.c.id)).scalar_subquery()
         candidates = candidates.where(_FTS.c.rowid.between(lowest, highest))

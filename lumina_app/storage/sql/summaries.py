@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from lumina_app.domain import Summary, utcnow
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import summaries as S
 
@@ -21,10 +22,10 @@ def _summary(row: sa.Row) -> Summary:
 
 
 async def latest(
-    db: SQLDatabase, conversation_id: int, *, before_seq: int | None = None
+    db: SQLDatabase, conversation_pk: ConversationPk, *, before_seq: int | None = None
 ) -> Summary | None:
     """The newest summary (of those covering less than ``before_seq``, if given)."""
-    query = sa.select(S).where(S.c.conversation_id == conversation_id)
+    query = sa.select(S).where(S.c.conversation_id == conversation_pk)
     if before_seq is not None:
         query = query.where(S.c.covered_to_seq < before_seq)
     query = query.order_by(S.c.covered_to_seq.desc(), S.c.id.desc()).limit(1)
@@ -40,10 +41,10 @@ async def get(db: SQLDatabase, summary_id: int) -> Summary | None:
 
 
 async def add(
-    db: SQLDatabase, conversation_id: int, *, covered_to_seq: int, text: str, model: str
+    db: SQLDatabase, conversation_pk: ConversationPk, *, covered_to_seq: int, text: str, model: str
 ) -> Summary:
     values = {
-        "conversation_id": conversation_id,
+        "conversation_id": conversation_pk,
         "covered_to_seq": covered_to_seq,
         "text": text,
         "model": model[:128],
@@ -60,8 +61,8 @@ async def add(
     )
 
 
-async def all_of(db: SQLDatabase, conversation_id: int) -> list[Summary]:
+async def all_of(db: SQLDatabase, conversation_pk: ConversationPk) -> list[Summary]:
     """Every summary of a conversation, oldest first (exports)."""
-    query = sa.select(S).where(S.c.conversation_id == conversation_id).order_by(S.c.id)
+    query = sa.select(S).where(S.c.conversation_id == conversation_pk).order_by(S.c.id)
     async with db.connect() as conn:
         return [_summary(r) for r in (await conn.execute(query)).all()]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from lumina_app.domain import ConversationInfo, Msg, RunRecord
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.sql import writes, writes_pg
 from lumina_app.storage.sql.database import SQLDatabase
 
@@ -43,13 +44,13 @@ class TransactionWrites:
 
     async def accept(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         msgs: Sequence[Msg],
         bump: dict[str, Any],
         run: RunRecord | None,
     ) -> None:
         """``msgs`` with the next seqs, and the run pointing at them."""
-        await self.transact(writes.append_messages, conversation_id, msgs, bump, run)
+        await self.transact(writes.append_messages, conversation_pk, msgs, bump, run)
 
     async def settle(
         self,
@@ -90,14 +91,14 @@ class PostgresWrites(TransactionWrites):
 
     async def accept(
         self,
-        conversation_id: int,
+        conversation_pk: ConversationPk,
         msgs: Sequence[Msg],
         bump: dict[str, Any],
         run: RunRecord | None,
     ) -> None:
         if run is None or not writes_pg.one_statement_accept(msgs, bump, run):
-            return await super().accept(conversation_id, msgs, bump, run)
-        await self.db.transact_autocommit(writes_pg.accept, conversation_id, msgs, bump, run)
+            return await super().accept(conversation_pk, msgs, bump, run)
+        await self.db.transact_autocommit(writes_pg.accept, conversation_pk, msgs, bump, run)
 
     async def settle(
         self,

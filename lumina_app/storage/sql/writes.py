@@ -33,6 +33,7 @@ from lumina_app.domain import (
     RunRecord,
     RunStatus,
 )
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
@@ -93,7 +94,7 @@ def start_conversation(
 
 def append_messages(
     conn: Connection,
-    conversation_id: int,
+    conversation_pk: ConversationPk,
     msgs: Sequence[Msg],
     bump: dict[str, Any],
     run: RunRecord | None,
@@ -101,11 +102,11 @@ def append_messages(
     """The next seqs for ``msgs``, taken under the conversation row's lock (so concurrent
     writers get strictly increasing, gapless seqs), then the rows and the run."""
     now = bump["updated_at"]
-    last = bump_last_seq(conn, conversation_id, bump)
+    last = bump_last_seq(conn, conversation_pk, bump)
     number(msgs, last - len(msgs) + 1, now)
-    insert_messages(conn, conversation_id, msgs)
+    insert_messages(conn, conversation_pk, msgs)
     if run is not None:
-        insert_run(conn, run, conversation_id, msgs, now)
+        insert_run(conn, run, conversation_pk, msgs, now)
 
 
 def update_message(
@@ -142,12 +143,12 @@ def settle_with_rows(
     answer row."""
     if not conn.execute(_UPDATE_STREAMING_MESSAGE, values).rowcount:
         return False
-    conversation_id = bump["_cid"]
+    conversation_pk = bump["_cid"]
     now = bump["updated_at"]
-    last = bump_last_seq(conn, conversation_id, bump)
+    last = bump_last_seq(conn, conversation_pk, bump)
     if rows:
         number(rows, last - len(rows) + 1, now)
-        insert_messages(conn, conversation_id, rows)
+        insert_messages(conn, conversation_pk, rows)
     if run is not None:
         answers = [r.id for r in rows if r.role is MsgRole.ASSISTANT]
         run.assistant_message_id = answers[-1] if answers else run.assistant_message_id
@@ -178,7 +179,7 @@ def number(msgs: Sequence[Msg], first_seq: int, now: datetime) -> None:
         msg.updated_at = msg.updated_at or msg.created_at
 
 
-def bump_last_seq(conn: Connection, conversation_id: int, params: dict[str, Any]) -> int:
+def bump_last_seq(conn: Connection, conversation_pk: ConversationPk, params: dict[str, Any]) -> int:
     """Advance ``last_seq`` and read it back (one statement where the backend has
     UPDATE … RETURNING; MariaDB needs a second)."""
     if conn.dialect.update_returning:
@@ -186,17 +187,17 @@ def bump_last_seq(conn: Connection, conversation_id: int, params: dict[str, Any]
     else:
         last = None
         if conn.execute(BUMP, params).rowcount:
-            last = conn.scalar(_LAST_SEQ, {"_cid": conversation_id})
+            last = conn.scalar(_LAST_SEQ, {"_cid": conversation_pk})
     if last is None:
-        raise ConversationNotFound(str(conversation_id))
+        raise ConversationNotFound(str(conversation_pk))
     return last
 
 
-def insert_messages(conn: Connection, conversation_id: int, msgs: Sequence[Msg]) -> None:
+def insert_messages(conn: Connection, conversation_pk: ConversationPk, msgs: Sequence[Msg]) -> None:
     """One INSERT … RETURNING for all rows (ids in parameter order) where supported."""
     rows = [
         {
-            "conversation_id": conversation_id,
+            "conversation_id": conversation_pk,
             "seq": msg.seq,
             "turn_id": msg.turn_id,
             "role": msg.role.value,
@@ -218,10 +219,14 @@ def insert_messages(conn: Connection, conversation_id: int, msgs: Sequence[Msg])
 
 
 def insert_run(
-    conn: Connection, run: RunRecord, conversation_id: int, msgs: Sequence[Msg], now: datetime
+    conn: Connection,
+    run: RunRecord,
+    conversation_pk: ConversationPk,
+    msgs: Sequence[Msg],
+    now: datetime,
 ) -> None:
     """The run record, pointing at the question (first) and the answer (last)."""
-    run.conversation_id = conversation_id
+    run.conversation_pk = conversation_pk
     run.user_message_id = msgs[0].id
     run.assistant_message_id = msgs[-1].id
     run.started_at = run.started_at or now

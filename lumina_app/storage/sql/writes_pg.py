@@ -20,6 +20,7 @@ from lumina_app.domain import (
     RunRecord,
     RunStatus,
 )
+from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
@@ -192,7 +193,7 @@ def start(
     ids = {seq: row_id for _, seq, row_id in result}
     for msg in msgs:
         msg.id = ids[msg.seq]
-    run.conversation_id = conversation.id
+    run.conversation_pk = conversation.id
     run.user_message_id = msgs[0].id
     run.assistant_message_id = msgs[-1].id
 
@@ -205,7 +206,7 @@ def one_statement_accept(msgs: Sequence[Msg], bump: dict[str, Any], run: RunReco
 
 def accept(
     conn: Connection,
-    conversation_id: int,
+    conversation_pk: ConversationPk,
     msgs: Sequence[Msg],
     bump: dict[str, Any],
     run: RunRecord,
@@ -217,10 +218,10 @@ def accept(
     statement = _ACCEPTS.get(count)
     if statement is None:
         statement = _ACCEPTS[count] = _accept(count)
-    run.conversation_id = conversation_id
+    run.conversation_pk = conversation_pk
     run.started_at = run.started_at or now
     params: dict[str, Any] = {
-        "_cid": conversation_id,
+        "_cid": conversation_pk,
         "_n": count,
         "_tools": bump["_tools"],
         "c_status": bump["status"],
@@ -242,7 +243,7 @@ def accept(
     params.update({f"r_{name}": value for name, value in run_values(run).items()})
     ids = dict(conn.execute(statement, params).all())
     if not ids:
-        raise ConversationNotFound(str(conversation_id))
+        raise ConversationNotFound(str(conversation_pk))
     number(msgs, min(ids), now)
     for msg in msgs:
         msg.id = ids[msg.seq]

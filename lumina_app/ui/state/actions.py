@@ -55,7 +55,7 @@ class MessageActions(AppState):
             fork = await services.conversations.fork(caller, self.conversation_id, at_seq=at_seq)
             if text:
                 await services.runs.start(
-                    caller, agent_id=fork.agent_id, message=text, conversation_id=fork.uuid
+                    caller, agent_id=fork.agent_id, message=text, conversation_uuid=fork.uuid
                 )
         except LuminaError as exc:
             self.failed = explain(exc)

@@ -114,7 +114,7 @@ class ChatState(StreamState):
         try:
             if text:
                 run = await runs.start(
-                    caller, agent_id=agent, message=text, conversation_id=conversation or None
+                    caller, agent_id=agent, message=text, conversation_uuid=conversation or None
                 )
             else:  # "" is a regenerate of the last question
                 run = await runs.regenerate(caller, conversation)

@@ -16,7 +16,7 @@ DEFAULT_AGENT = "assistant"
 
 def memory_row(memory: Memory) -> dict[str, str]:
     """A memory as the page shows it (strings only: Reflex vars)."""
-    source = chat_url(memory.agent_id, memory.conversation_id) if memory.conversation_id else ""
+    source = chat_url(memory.agent_id, memory.conversation_uuid) if memory.conversation_uuid else ""
     return {
         "id": str(memory.id),
         "text": memory.text,

@@ -175,8 +175,8 @@ def explain(exc: LuminaError) -> str:
 
 def hit_view(hit: SearchHit, agent_id: str) -> HitView:
     return HitView(
-        key=f"{hit.conversation_id}:{hit.seq}",
-        url=chat_url(agent_id, hit.conversation_id) + f"?seq={hit.seq}",
+        key=f"{hit.conversation_uuid}:{hit.seq}",
+        url=chat_url(agent_id, hit.conversation_uuid) + f"?seq={hit.seq}",
         title=hit.title or "Untitled",
         snippet=hit.snippet,
         role=hit.role.lower(),
