@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from lumina_app.domain import Msg
+from lumina_app.domain import ConversationUuid, Msg
 
 
 class DeferredWindow:
@@ -25,13 +25,18 @@ class DeferredWindow:
 
     def __init__(self, *, limit: int = 4096) -> None:
         self.limit = limit
-        self._held: OrderedDict[int, tuple[str, list[Msg], bool]] = OrderedDict()
+        self._held: OrderedDict[int, tuple[ConversationUuid, list[Msg], bool]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._held)
 
     def hold(
-        self, answer_id: int, conversation_uuid: str, msgs: Sequence[Msg], *, fresh: bool
+        self,
+        answer_id: int,
+        conversation_uuid: ConversationUuid,
+        msgs: Sequence[Msg],
+        *,
+        fresh: bool,
     ) -> None:
         """Hold ``msgs`` until answer ``answer_id`` is pushed (``fresh``: the conversation
         has no window yet, it starts with them)."""
@@ -42,10 +47,10 @@ class DeferredWindow:
     def take(self, answer_id: int) -> tuple[list[Msg], bool]:
         """What is held for the answer (and whether it starts its conversation's window),
         now no longer held; ``([], False)`` if nothing is."""
-        _uuid, msgs, fresh = self._held.pop(answer_id, ("", [], False))
+        _uuid, msgs, fresh = self._held.pop(answer_id, (ConversationUuid(""), [], False))
         return msgs, fresh
 
-    def drop_conversation(self, conversation_uuid: str) -> None:
+    def drop_conversation(self, conversation_uuid: ConversationUuid) -> None:
         """Forget what is held for a deleted conversation."""
         for answer_id in [k for k, (uuid, *_) in self._held.items() if uuid == conversation_uuid]:
             del self._held[answer_id]
