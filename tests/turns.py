@@ -17,16 +17,11 @@ from lumina_app.domain import (
 from lumina_app.memory import MemoryManager
 
 
-async def store_turn(
-    memory: MemoryManager,
-    conversation: ConversationInfo,
-    question: str,
-    answer: str,
-    *,
-    status: MessageStatus = MessageStatus.COMPLETE,
-) -> tuple[Msg, Msg]:
-    """A question and its answer as a run stores them: the accept transaction (question, a
-    ``streaming`` answer row and the run record), then the final answer write."""
+async def accept_turn(
+    memory: MemoryManager, conversation: ConversationInfo, question: str
+) -> tuple[Msg, Msg, RunRecord]:
+    """A turn's accept transaction alone: the question, a ``streaming`` answer row and the
+    run record (``begin_conversation`` for a conversation not stored yet)."""
     turn = new_turn_id()
     record = RunRecord(
         run_id="run-" + secrets.token_hex(8),
@@ -37,9 +32,23 @@ async def store_turn(
         provider="test",
         model="test",
     )
-    user, assistant = await memory.begin_turn(
+    begin = memory.begin_conversation if conversation.id is None else memory.begin_turn
+    user, assistant = await begin(
         conversation, Msg.user(question, turn_id=turn), Msg.assistant("", turn_id=turn), record
     )
+    return user, assistant, record
+
+
+async def finish_turn(
+    memory: MemoryManager,
+    conversation: ConversationInfo,
+    assistant: Msg,
+    record: RunRecord,
+    answer: str,
+    *,
+    status: MessageStatus = MessageStatus.COMPLETE,
+) -> bool:
+    """The turn's final answer write (fenced: False if the answer was closed meanwhile)."""
     assistant.content, assistant.status = answer, status
     record.status = RunStatus(status.value)
     ended = (
@@ -47,5 +56,21 @@ async def store_turn(
         if status in (MessageStatus.COMPLETE, MessageStatus.STOPPED)
         else ConversationStatus.FAILED
     )
-    await memory.finish_answer(conversation, assistant, conversation_status=ended, run=record)
+    return await memory.finish_answer(
+        conversation, assistant, conversation_status=ended, run=record
+    )
+
+
+async def store_turn(
+    memory: MemoryManager,
+    conversation: ConversationInfo,
+    question: str,
+    answer: str,
+    *,
+    status: MessageStatus = MessageStatus.COMPLETE,
+) -> tuple[Msg, Msg]:
+    """A question and its answer as a run stores them: the accept transaction (question, a
+    ``streaming`` answer row and the run record), then the final answer write."""
+    user, assistant, record = await accept_turn(memory, conversation, question)
+    await finish_turn(memory, conversation, assistant, record, answer, status=status)
     return user, assistant

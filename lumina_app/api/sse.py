@@ -269,6 +269,11 @@ class _Watch(Heartbeat):
     def stop(self) -> None:
         super().stop()
         self.task = None
+        # Granian's receive future keeps its callbacks once cancelled and is invisible to
+        # the garbage collector, so the cycle watch -> waiter -> callback -> watch was
+        # never freed: every stream left its watch, future and request protocol behind
+        # for the life of the process (the soak's RSS slope, docs/PERFORMANCE.md).
+        self.waiter.remove_done_callback(self._received)
         self.waiter.cancel()
 
     def _check(self) -> None:

@@ -28,6 +28,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.ids import ConversationUuid
 from lumina_app.domain.text import check_storable_text
+from lumina_app.memory.deferred_window import DeferredWindow
 from lumina_app.memory.views import MemoryView, WindowStats
 from lumina_app.memory.write_hooks import WriteHooks
 from lumina_app.storage.cold_store import ColdStore, Deleted
@@ -44,6 +45,7 @@ class MemoryManager:
         self.hot = hot
         self.window = window
         self.stats = WindowStats()
+        self._deferred = DeferredWindow()
         self.hooks = WriteHooks()  # told after the writes below: deletes, final rows
 
     # -- conversations -------------------------------------------------------------
@@ -94,6 +96,7 @@ class MemoryManager:
     async def delete(self, conversation: ConversationInfo) -> None:
         """Rows first (the record), then the hot key and whatever else registered."""
         run_ids = await self.cold.delete_conversation(conversation.id)
+        self._deferred.drop_conversation(conversation.uuid)
         await self._hot(self.hot.delete(conversation.uuid))
         await self.hooks.deleted(conversation, run_ids)
 
@@ -114,25 +117,27 @@ class MemoryManager:
         self, conversation: ConversationInfo, user: Msg, assistant: Msg, run: RunRecord
     ) -> tuple[Msg, Msg]:
         """Commit the question, a ``streaming`` answer row and the run record together;
-        then window the question (the answer follows once it is final)."""
+        the question joins the window with the answer, once that is final, in one round
+        trip (``deferred_window``)."""
         assistant.status = MessageStatus.STREAMING
         saved_user, saved_assistant = await self.cold.append_messages(
             conversation.id, [user, assistant], status=ConversationStatus.RUNNING, run=run
         )
-        await self._window(conversation, [saved_user])
+        self._deferred.hold(saved_assistant.id, conversation.uuid, [saved_user], fresh=False)
         return saved_user, saved_assistant
 
     async def begin_conversation(
         self, conversation: ConversationInfo, user: Msg, assistant: Msg, run: RunRecord
     ) -> tuple[Msg, Msg]:
         """``begin_turn`` for a conversation not stored yet (``ConversationInfo.new``): it
-        is inserted in the same transaction, and its window starts with the question."""
+        is inserted in the same transaction, and its window starts with the question and
+        the final answer."""
         check_storable_text(conversation.title, "title")
         assistant.status = MessageStatus.STREAMING
         saved_user, saved_assistant = await self.cold.start_conversation(
             conversation, [user, assistant], status=ConversationStatus.RUNNING, run=run
         )
-        await self._hot(self.hot.replace(conversation.uuid, [saved_user], saved_user.seq))
+        self._deferred.hold(saved_assistant.id, conversation.uuid, [saved_user], fresh=True)
         return saved_user, saved_assistant
 
     async def begin_regenerate(
@@ -211,9 +216,7 @@ class MemoryManager:
                 run=run,
                 only_streaming=True,
             )
-        if written:
-            await self._window(conversation, [assistant, *results])
-            await self.hooks.finalised(conversation, [assistant, *results])
+        await self._window_settled(conversation, [assistant, *results], written)
         return written
 
     async def finish_step(
@@ -235,9 +238,7 @@ class MemoryManager:
         written = await self.cold.settle_with_rows(
             conversation.id, assistant, [*results, next_answer], run=run
         )
-        if written:
-            await self._window(conversation, [assistant, *results])
-            await self.hooks.finalised(conversation, [assistant, *results])
+        await self._window_settled(conversation, [assistant, *results], written)
         return written
 
     async def append_history(
@@ -357,6 +358,21 @@ class MemoryManager:
     async def close(self) -> None:
         """Closes the hot tier (the database belongs to whoever opened it)."""
         await self.hot.close()
+
+    async def _window_settled(
+        self, conversation: ConversationInfo, settled: Sequence[Msg], written: bool
+    ) -> None:
+        """After a run's answer was settled (or fenced off: ``written`` False), push it
+        with the question its accept held back, and tell the observers."""
+        held, fresh = self._deferred.take(settled[0].id)
+        if not written:
+            return
+        if fresh:
+            msgs = [*held, *settled]
+            await self._hot(self.hot.replace(conversation.uuid, msgs, msgs[-1].seq))
+        else:
+            await self._window(conversation, [*held, *settled])
+        await self.hooks.finalised(conversation, settled)
 
     async def _window(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         """Push final messages to the hot window. One that is missing (expired, flushed,

@@ -7,7 +7,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from lumina_app.domain import ConversationStatus, Msg
+from lumina_app.domain import ConversationInfo, ConversationStatus, MessageStatus, Msg
 from lumina_app.memory import MemoryManager
 from lumina_app.storage.local.hot_window import LocalHotWindow
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
@@ -16,7 +16,7 @@ from lumina_app.storage.redis.hot_window import RedisHotWindow
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from tests.conftest import SHARED_REDIS_URL, forget_prefix
-from tests.turns import store_turn
+from tests.turns import accept_turn, finish_turn, store_turn
 
 
 def redis_window(url: str, prefix: str, window: int = 20) -> RedisHotWindow:
@@ -145,7 +145,7 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sent
 
 
-async def test_a_turn_is_two_transactions_and_two_redis_round_trips(
+async def test_a_turn_is_two_transactions_and_one_redis_round_trip(
     engine, redis_server, round_trips
 ) -> None:
     hot = redis_window(redis_server.url, "lumina")
@@ -166,11 +166,79 @@ async def test_a_turn_is_two_transactions_and_two_redis_round_trips(
     for sync_engine in store.db.engines:
         sa.event.remove(sync_engine, "commit", on_commit)
     # The accept (question + streaming answer + run record), then the final answer write:
-    # each one commit and one EVALSHA pushing its final rows into the window.
+    # one commit each; the question waits for the answer, one EVALSHA pushes both.
     assert len(commits) == 2
-    assert sent == 2
-    assert after["evalsha"] - before.get("evalsha", 0) == 2
+    assert sent == 1
+    assert after["evalsha"] - before.get("evalsha", 0) == 1
+    loaded = await memory.load(await fresh(memory, conv))
+    assert [m.content for m in loaded] == ["q0", "a0", "q1", "a1"]
+    assert memory.stats.hits == 1 and memory.stats.rebuilds == 0
     await hot.close()
+
+
+@pytest.fixture(params=["redis", "memory"])
+async def tiered(request, engine, redis_prefix):
+    """A MemoryManager over each hot tier: the Redis window and the in-process one."""
+    if request.param == "redis":
+        hot = redis_window(SHARED_REDIS_URL, redis_prefix)
+    else:
+        hot = LocalHotWindow(window=20, max_conversations=10)
+    yield MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    await hot.close()
+
+
+async def test_a_read_during_a_run_then_the_final_write_leave_the_window_whole(
+    tiered: MemoryManager,
+) -> None:
+    """The question is windowed with its answer: a read while the answer streams rebuilds
+    from SQL (as it always did: SQL counts the streaming row), and the final push then
+    adds only what the rebuilt window lacks — no second rebuild, nothing twice."""
+    memory = tiered
+    conv = await memory.create_conversation(agent_id="a")
+    await add_turns(memory, conv, 2)
+    _user, answer, record = await accept_turn(memory, conv, "q2")
+    during = await memory.load(await fresh(memory, conv))
+    assert [m.content for m in during] == ["q0", "a0", "q1", "a1", "q2"]
+    assert memory.stats.rebuilds == 1
+    assert await finish_turn(memory, conv, answer, record, "a2")
+    current = await fresh(memory, conv)
+    loaded = await memory.load(current)
+    assert shape(loaded) == await sql_tail(memory, conv, 20)
+    assert [m.content for m in loaded][-2:] == ["q2", "a2"]
+    assert memory.stats.rebuilds == 1 and memory.stats.hits == 1
+
+
+async def test_a_new_conversations_first_turn_starts_its_window_at_the_final_write(
+    tiered: MemoryManager,
+) -> None:
+    memory = tiered
+    hot = memory.hot
+    conv = ConversationInfo.new(agent_id="a", title="t")
+    _user, answer, record = await accept_turn(memory, conv, "first")
+    assert await hot.read(conv.uuid) is None  # nothing windowed before the answer is final
+    assert await finish_turn(memory, conv, answer, record, "reply")
+    window = await hot.read(conv.uuid)
+    assert [m.content for m in window.messages] == ["first", "reply"]
+    assert window.high_water == 2
+    loaded = await memory.load(await fresh(memory, conv))
+    assert [m.content for m in loaded] == ["first", "reply"] and memory.stats.hits == 1
+    assert len(memory._deferred) == 0
+
+
+async def test_a_fenced_off_final_write_pushes_nothing_and_holds_nothing(
+    memory: MemoryManager,
+) -> None:
+    conv = await memory.create_conversation(agent_id="a")
+    await add_turns(memory, conv, 1)
+    _user, answer, record = await accept_turn(memory, conv, "q1")
+    # a survivor closed the answer meanwhile: the fenced final write is refused
+    await memory.cold.update_message(answer.id, content="", status=MessageStatus.INTERRUPTED)
+    assert not await finish_turn(memory, conv, answer, record, "late")
+    window = await memory.hot.read(conv.uuid)
+    assert [m.content for m in window.messages] == ["q0", "a0"]
+    assert len(memory._deferred) == 0
+    loaded = await memory.load(await fresh(memory, conv))  # behind SQL: rebuilt
+    assert [m.content for m in loaded] == ["q0", "a0", "q1", ""]  # closed by the survivor
 
 
 async def test_hot_read_is_one_round_trip(engine, redis_server, round_trips) -> None:

@@ -37,9 +37,10 @@ class LocalHotWindow:
         if msgs[0].seq > high_water + 1:
             del self._entries[conversation_uuid]
             return False
-        if msgs[0].seq <= high_water:  # out of order: the window may lack them
+        if msgs[-1].seq <= high_water:  # out of order: the window may lack them
             return False
-        items.extend(msgs)
+        # rows at or below the mark are there already (a rebuild ran in between)
+        items.extend(m for m in msgs if m.seq > high_water)
         self._entries[conversation_uuid] = (items, msgs[-1].seq, summary)
         self._entries.move_to_end(conversation_uuid)
         return True

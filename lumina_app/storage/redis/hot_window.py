@@ -29,8 +29,9 @@ if first > hw + 1 then
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
   return -2
 end
-if first <= hw then return 0 end
-for i = 4, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+if last <= hw then return 0 end
+-- rows at or below the mark are there already (a rebuild ran in between): the rest follow
+for i = 4 + math.max(0, hw + 1 - first), #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('SET', KEYS[2], last, 'EX', ARGV[3])
@@ -132,7 +133,7 @@ class RedisHotWindow:
         args = [msgs[0].seq, self.window, self.ttl, *(_encode(m) for m in msgs)]
         keys = list(self.keys(conversation_uuid))
         outcome = await self._call(lambda: self._append(keys=keys, args=args))
-        # -1: no window, -2: a gap (window dropped), 0: at or below the mark (out of order)
+        # -1: no window, -2: a gap (window dropped), 0: all at or below the mark (out of order)
         return int(outcome) > 0
 
     async def replace(

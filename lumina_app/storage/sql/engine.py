@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -10,6 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from lumina_app.storage.sql.sqlite_inline import inline_creator
 
+# A server connection back in the pool for less than this is used without a ping first.
+PING_AFTER_IDLE_SECONDS = 1.0
+
 
 def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:
     """Create the engine. SQLite gets WAL, enforced foreign keys and statements run on the
@@ -17,7 +21,7 @@ def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:
     aiosqlite's thread, so the inline busy timeout is 0)."""
     url = make_url(async_url)
     backend = url.get_backend_name()
-    kwargs: dict = {"pool_pre_ping": backend != "sqlite"}
+    kwargs: dict = {}
     if backend == "sqlite":
         database = url.database or ""
         if database and database != ":memory:":
@@ -32,7 +36,37 @@ def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:
     engine = create_async_engine(url, **kwargs)
     if backend == "sqlite":
         sa.event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
+    else:
+        _ping_when_idle(engine.sync_engine)
     return engine
+
+
+def _ping_when_idle(engine: sa.Engine) -> None:
+    """Ping a pooled server connection at checkout only when it sat idle for
+    ``PING_AFTER_IDLE_SECONDS`` or more (SQLAlchemy's ``pool_pre_ping`` pings at every
+    checkout: a round trip before each statement of a turn's writes). A connection used
+    within the last second is live but for a server gone in that second, and then the
+    statement fails as unavailable, the pool is invalidated, and the next checkout
+    reconnects. A dead one found by the ping is replaced at once, as with pre-ping."""
+    dialect = engine.dialect
+
+    def fresh(_dbapi_connection, record) -> None:
+        record.info["lumina_idle_since"] = time.monotonic()
+
+    def checkout(dbapi_connection, record, _proxy) -> None:
+        since = record.info.get("lumina_idle_since")
+        if since is not None and time.monotonic() - since < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as exc:
+            if dialect.is_disconnect(exc, dbapi_connection, None):
+                raise sa.exc.DisconnectionError(str(exc)) from exc
+            raise
+
+    sa.event.listen(engine.pool, "connect", fresh)
+    sa.event.listen(engine.pool, "checkin", fresh)
+    sa.event.listen(engine.pool, "checkout", checkout)
 
 
 def create_sync_sqlite_engine(engine: AsyncEngine) -> sa.Engine:
