@@ -28,6 +28,7 @@ MAX_ITEMS = 10_000
 PARTS = "content parts must be input_text, output_text or input_image parts"
 IMAGE_URL = "image_url must be a data:image/... URL or an http(s) URL"
 IMAGE_SCHEMES = ("data:image/", "https://", "http://")
+IMAGE_URL_PATTERN = r"^(data:image/|https?://)"
 ITEM_TYPES = (
     "input items must be message, function_call, function_call_output, reasoning, "
     "compaction or compaction_trigger items (item_reference and other items are not supported)"
@@ -44,11 +45,19 @@ class ContentPart(BaseModel):
     text: Text
 
 
+def _image_schema(schema: dict[str, Any]) -> None:
+    schema["properties"]["image_url"] = {"type": "string", "pattern": IMAGE_URL_PATTERN}
+    schema["properties"]["file_id"] = {"type": "null"}
+    schema["required"] = ["type", "image_url"]
+
+
 class ImagePart(BaseModel):
     """An ``input_image`` part: ``image_url`` a ``data:image/…`` URL or an http(s) URL,
     passed on to a vision agent's model as it is (Lumina never fetches a URL)."""
 
-    model_config = ConfigDict(extra="allow")
+    # The schema says what ``_url_only`` accepts, so a client (or a fuzzer) reading it
+    # never sends a part it would refuse: an image_url of those schemes, no file_id.
+    model_config = ConfigDict(extra="allow", json_schema_extra=_image_schema)
 
     type: Literal["input_image"]
     image_url: str | None = None
