@@ -89,7 +89,12 @@ async def list_memories(
     return MemoryList(items=[MemoryOut.of(m) for m in found])
 
 
-@router.post("", status_code=201, response_model=MemoryOut)
+@router.post(
+    "",
+    status_code=201,
+    response_model=MemoryOut,
+    responses={200: {"model": MemoryOut, "description": "the same fact was already known"}},
+)
 async def create_memory(
     body: CreateMemory, services: ServicesDep, caller: Caller, response: Response
 ) -> MemoryOut:

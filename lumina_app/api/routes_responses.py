@@ -15,7 +15,7 @@ from fastapi import Header, Path, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
-from lumina_app.api.deps import ServicesDep, stream_response
+from lumina_app.api.deps import ServicesDep
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
 from lumina_app.api.openai_errors import openai_router
 from lumina_app.api.responses_wire import (
@@ -25,6 +25,7 @@ from lumina_app.api.responses_wire import (
     response_object,
     usage,
 )
+from lumina_app.api.run_stream import Started, stream_run
 from lumina_app.api.schemas import error_responses
 from lumina_app.api.schemas_responses import CompactRequest, CreateResponse
 from lumina_app.api.stream_slots import take_stream_slot
@@ -103,26 +104,47 @@ async def create_response(
         answer.headers[CONVERSATION_HEADER] = done["metadata"]["lumina_conversation_id"]
         return answer
     slot = await take_stream_slot(services, caller)
+    try:
+        return await stream_run(
+            services,
+            caller,
+            slot,
+            _opened(services, caller, turn, body, shown, idempotency_key, fingerprint),
+        )
+    except _Retried as retried:
+        return _replayed(retried.view, shown)
+
+
+class _Retried(Exception):
+    """A retry of a streamed request whose Idempotency-Key started a response already:
+    that response is answered again (once it has ended), nothing new is started."""
+
+    def __init__(self, view: ResponseView) -> None:
+        super().__init__(view.id)
+        self.view = view
+
+
+async def _opened(
+    services: Services,
+    caller: Principal,
+    turn: ResponseTurn,
+    body: CreateResponse,
+    shown: dict[str, Any],
+    idempotency_key: str | None,
+    fingerprint: dict[str, Any],
+) -> Started:
+    """The response this request starts, framed as the Responses API's events."""
     first: list[GatewayRun] = []
 
     async def start() -> dict[str, Any]:
         first.append(await services.responses.start(caller, turn))
         return {"id": response_id(first[0].run.run_id)}
 
-    try:
-        accepted = await idempotent(
-            services, caller.owner, idempotency_key, "response-stream", fingerprint, start
-        )
-        # A retry: the response the first request started, again, once it has ended.
-        replay = None if first else await services.responses.get(caller, accepted["id"])
-        if replay is None:
-            events = await services.runs.events(caller, first[0].run.run_id)
-    except BaseException:
-        slot.release()
-        raise
-    if replay is not None:
-        slot.release()
-        return _replayed(replay, shown)
+    accepted = await idempotent(
+        services, caller.owner, idempotency_key, "response-stream", fingerprint, start
+    )
+    if not first:
+        raise _Retried(await services.responses.get(caller, accepted["id"]))
     started = first[0]
     record = started.run.record
     opening = ResponseView(
@@ -144,11 +166,8 @@ async def create_response(
         return response_object(view, **shown)
 
     framer = ResponseFramer(response_object(opening, **shown), opening.message_id, finish)
-    stream = stream_response(services, events, framer, slot.release)
-    stream.raw_headers.append(
-        (CONVERSATION_HEADER.lower().encode(), started.conversation_uuid.encode())
-    )
-    return stream
+    headers = {CONVERSATION_HEADER: started.conversation_uuid}
+    return Started(started.run.run_id, framer, headers=headers)
 
 
 @router.post("/responses/compact")
