@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import TypeVar
 
 import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
@@ -24,9 +25,13 @@ from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.recall_rows import PendingRow
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BATCH = 64
 RETRY_SECONDS = 5.0
+# After a wake, how long the worker lets more conversations become due, so the turns that
+# end together share one read, one embedding call and one write.
+GATHER_SECONDS = 0.05
 
 
 def unit_vectors(embedder_rows: np.ndarray, with_previous: np.ndarray) -> np.ndarray:
@@ -75,20 +80,16 @@ class EmbedWorker:
     async def run_forever(self) -> None:
         while True:
             await self._wake.wait()
+            await asyncio.sleep(GATHER_SECONDS)  # turns ending together: one batch
             self._wake.clear()
             due, self._due = self._due, set()
-            for conversation_pk in sorted(due):
-                try:
-                    await self._finishing(self.embed_pending(conversation_pk))
-                except (EmbeddingError, StoreUnavailable, SQLAlchemyError, OSError) as exc:
-                    log.warning("embedding conversation %s failed, retrying: %s",
-                                conversation_pk, exc)  # fmt: skip
-                    self._due.add(conversation_pk)
-            if self._due:
+            failed = await self._finishing(self.embed_due(due))
+            if failed:  # what arrived meanwhile waits with them; it is due anyway
+                self._due |= failed
                 await asyncio.sleep(self.retry_seconds)
                 self._wake.set()
 
-    async def _finishing(self, work: Awaitable[int]) -> int:
+    async def _finishing(self, work: Awaitable[T]) -> T:
         """Run ``work``; cancelled (shutdown), let its batch land first: a write running in
         a thread cannot be cut short, and must not outlive the services."""
         job = asyncio.ensure_future(work)
@@ -100,6 +101,32 @@ class EmbedWorker:
             if not job.cancelled() and job.exception():
                 log.warning("embedding at shutdown failed: %s", job.exception())
             raise
+
+    async def embed_due(self, conversation_pks: Collection[ConversationPk]) -> set[int]:
+        """Embed these conversations' rows that have no vector, one batch per embedder
+        (the conversations' agents read at once): the conversations that failed, to retry."""
+        if not conversation_pks:
+            return set()
+        try:
+            agents = await recall_rows.agents_of(self.db, conversation_pks)
+        except (StoreUnavailable, SQLAlchemyError, OSError) as exc:
+            log.warning(
+                "embedding conversations %s failed, retrying: %s", sorted(conversation_pks), exc
+            )
+            return set(conversation_pks)
+        by_embedder: dict[int, tuple[Embedder, list[ConversationPk]]] = {}
+        for conversation_pk, agent_id in sorted(agents.items()):
+            embedder = self.choice.for_agent(agent_id) if self.choice else self.embedder
+            if embedder is not None:  # None: the agent's embeddings are off
+                by_embedder.setdefault(id(embedder), (embedder, []))[1].append(conversation_pk)
+        failed: set[int] = set()
+        for embedder, pks in by_embedder.values():
+            try:
+                await self._embed(embedder, conversation_pks=pks)
+            except (EmbeddingError, StoreUnavailable, SQLAlchemyError, OSError) as exc:
+                log.warning("embedding conversations %s failed, retrying: %s", pks, exc)
+                failed.update(pks)
+        return failed
 
     async def embed_pending(self, conversation_pk: ConversationPk | None = None) -> int:
         """Embed what has no vector of its agent's embedder yet (one conversation, or all):

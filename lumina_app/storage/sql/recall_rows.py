@@ -117,6 +117,17 @@ async def agent_of(db: SQLDatabase, conversation_pk: ConversationPk) -> str:
         return (await conn.execute(query)).scalar() or ""
 
 
+async def agents_of(
+    db: SQLDatabase, conversation_pks: Collection[ConversationPk]
+) -> dict[ConversationPk, str]:
+    """:func:`agent_of` for many conversations in one query (a conversation gone is absent)."""
+    if not conversation_pks:
+        return {}
+    query = sa.select(C.c.id, C.c.agent_id).where(C.c.id.in_(list(conversation_pks)))
+    async with db.connect() as conn:
+        return {r.id: r.agent_id for r in (await conn.execute(query)).all()}
+
+
 async def version(
     db: SQLDatabase, conversation_pk: ConversationPk, model: str
 ) -> tuple[object, ...]:
@@ -144,6 +155,7 @@ async def pending(
     model: str,
     *,
     conversation_pk: ConversationPk | None = None,
+    conversation_pks: Collection[ConversationPk] | None = None,
     limit: int = 256,
     chars: int = 8000,
     dimension: int | None = None,
@@ -153,22 +165,34 @@ async def pending(
     """Recalled rows with no vector of ``model`` yet (or, ``dimension`` given, one of
     another size: the model's server changed), oldest first, with the text before each:
     the first ``chars`` characters of each, what an embedding reads (a message of megabytes
-    is not fetched whole to embed its start). ``agents``/``not_agents``: only the
-    conversations of those agents / of the others."""
+    is not fetched whole to embed its start). ``conversation_pk``/``conversation_pks``:
+    only that conversation / those; ``agents``/``not_agents``: only the conversations of
+    those agents / of the others. One query, the row before found through the
+    (conversation, seq) index."""
     missing = M.outerjoin(V, sa.and_(V.c.message_id == M.c.id, V.c.model == model))
+    P = M.alias("said_before")
+    before = sa.and_(
+        P.c.conversation_id == M.c.conversation_id,
+        P.c.seq == M.c.seq - 1,
+        P.c.status.not_in(_NOT_RECALLED),
+        P.c.role.in_(RECALLED_ROLES),
+    )
     content = sa.func.substr(M.c.content, 1, chars).label("content")
+    previous = sa.func.substr(P.c.content, 1, chars).label("previous")
     absent = V.c.message_id.is_(None)
     if dimension is not None:
         absent = sa.or_(absent, sa.func.length(V.c.vector) != stored_chars(dimension))
     query = (
-        sa.select(M.c.id, M.c.conversation_id, M.c.seq, content)
-        .select_from(missing)
+        sa.select(M.c.id, M.c.conversation_id, content, previous)
+        .select_from(missing.outerjoin(P, before))
         .where(_recalled(), absent)
         .order_by(M.c.id)
         .limit(limit)
     )
     if conversation_pk is not None:
         query = query.where(M.c.conversation_id == conversation_pk)
+    if conversation_pks is not None:
+        query = query.where(M.c.conversation_id.in_(list(conversation_pks)))
     if agents is not None or not_agents:
         owned = sa.select(C.c.id)
         if agents is not None:
@@ -179,20 +203,7 @@ async def pending(
     with offloaded():
         async with db.connect() as conn:
             rows = (await conn.execute(query)).all()
-            wanted = {(r.conversation_id, r.seq - 1) for r in rows}
-            before: dict[tuple[int, int], str] = {}
-            for cid in {c for c, _ in wanted}:
-                seqs = [s for c, s in wanted if c == cid]
-                prev = sa.select(M.c.seq, content).where(
-                    M.c.conversation_id == cid, M.c.seq.in_(seqs), _recalled()
-                )
-                before |= {(cid, p.seq): p.content for p in (await conn.execute(prev)).all()}
-    return [
-        PendingRow(
-            r.id, r.conversation_id, r.content, before.get((r.conversation_id, r.seq - 1), "")
-        )
-        for r in rows
-    ]
+    return [PendingRow(r.id, r.conversation_id, r.content, r.previous or "") for r in rows]
 
 
 async def write_vectors(
