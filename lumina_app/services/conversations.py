@@ -6,7 +6,7 @@ Every method takes the calling :class:`Principal` and goes through the one visib
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -121,8 +121,8 @@ class ConversationService:
         conversation = await self.get(principal, conversation_uuid)
         if not await self.memory.rename(conversation, title[:255], replacing=replacing):
             return False
-        renamed = await self.get(principal, conversation_uuid)
-        await self._announce(principal.owner, "renamed", renamed)
+        # the conditional UPDATE changed the title alone: the notice needs no second read
+        await self._announce(principal.owner, "renamed", replace(conversation, title=title[:255]))
         return True
 
     async def fork(
