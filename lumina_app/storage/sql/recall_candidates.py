@@ -124,7 +124,7 @@ async def _windows(
     """Each arm's window, newest first, all read by one statement."""
     kinds = tuple(_kind(dialect, arm) for arm in arms)
     agent = scope.agent_id is not None
-    if SCAN in kinds:  # a pattern of the word itself: built for this call
+    if any(k.startswith(SCAN) for k in kinds):  # the word in a pattern: built per call
         query = _statement(dialect, kinds, agent, tuple(arm.part for arm in arms))
     else:  # built once per shape: building it costs more than SQLite takes to run it
         query = _cached_statement(dialect, kinds, agent)

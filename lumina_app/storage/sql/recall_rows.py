@@ -87,7 +87,8 @@ class Candidate:
 async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Candidate]:
     """Recalled rows by message id (found by the full-text index), each with the recalled
     text just before it ("" if none) and its conversation's uuid and title: one query, the
-    row before found through the (conversation, seq) index."""
+    row before found through the (conversation, seq) index; the vector and the
+    conversation looked up per row (a join may hash every vector or conversation)."""
     if not ids:
         return []
     P = M.alias("said_before")
@@ -98,16 +99,30 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
         P.c.role.in_(RECALLED_ROLES),
     )
     query = (
-        _rows_query(model)
-        .outerjoin(P, before)
-        .join(C, C.c.id == M.c.conversation_id)
-        .add_columns(P.c.content.label("previous"), C.c.uuid, C.c.title)
-        .where(M.c.id.in_(list(ids)))
+        sa.select(
+            M.c.id,
+            M.c.conversation_id,
+            M.c.seq,
+            M.c.role,
+            M.c.content,
+            M.c.created_at,
+            _per_row(V.c.vector, V.c.message_id == M.c.id, V.c.model == model),
+            P.c.content.label("previous"),
+            _per_row(C.c.uuid, C.c.id == M.c.conversation_id),
+            _per_row(C.c.title, C.c.id == M.c.conversation_id),
+        )
+        .select_from(M.outerjoin(P, before))
+        .where(_recalled(), M.c.id.in_(list(ids)))
     )
     with offloaded():  # up to a few thousand texts
         async with db.connect() as conn:
             found = (await conn.execute(query)).all()
     return [Candidate(_row(r), r.previous or "", r.uuid, r.title) for r in found]
+
+
+def _per_row(column: sa.Column, *where: sa.ColumnElement[bool]) -> sa.Label:
+    """``column`` of the one row matching ``where`` for each message (an index lookup)."""
+    return sa.select(column).where(*where).correlate(M).scalar_subquery().label(column.name)
 
 
 async def agent_of(db: SQLDatabase, conversation_pk: ConversationPk) -> str:
