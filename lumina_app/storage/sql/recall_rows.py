@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from lumina_app.domain import MessageStatus, MsgRole, utcnow
 from lumina_app.domain.ids import ConversationPk
@@ -112,12 +113,20 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
             _per_row(C.c.title, C.c.id == M.c.conversation_id),
         )
         .select_from(M.outerjoin(P, before))
-        .where(_recalled(), M.c.id.in_(list(ids)))
+        .where(_recalled(), _among(db.dialect, ids))
     )
     with offloaded():  # up to a few thousand texts
         async with db.connect() as conn:
             found = (await conn.execute(query)).all()
     return [Candidate(_row(r), r.previous or "", r.uuid, r.title) for r in found]
+
+
+def _among(dialect: str, ids: Sequence[int]) -> sa.ColumnElement[bool]:
+    """``M.id`` among ``ids``: on PostgreSQL one array parameter, not one per id (binding
+    and parsing hundreds of placeholders cost more than the query)."""
+    if dialect == "postgresql":
+        return M.c.id == sa.any_(sa.bindparam("ids", list(ids), type_=ARRAY(sa.Integer)))
+    return M.c.id.in_(list(ids))
 
 
 def _per_row(column: sa.Column, *where: sa.ColumnElement[bool]) -> sa.Label:
