@@ -53,10 +53,12 @@ def _recalled() -> sa.ColumnElement[bool]:
     return sa.and_(M.c.status.not_in(_NOT_RECALLED), M.c.role.in_(RECALLED_ROLES))
 
 
+_COLUMNS = (M.c.id, M.c.conversation_id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
+
+
 def _rows_query(model: str) -> sa.Select:
     joined = M.outerjoin(V, sa.and_(V.c.message_id == M.c.id, V.c.model == model))
-    columns = (M.c.id, M.c.conversation_id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
-    return sa.select(*columns, V.c.vector).select_from(joined).where(_recalled())
+    return sa.select(*_COLUMNS, V.c.vector).select_from(joined).where(_recalled())
 
 
 def _row(r: sa.Row) -> RecallRow:
@@ -88,8 +90,8 @@ class Candidate:
 async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Candidate]:
     """Recalled rows by message id (found by the full-text index), each with the recalled
     text just before it ("" if none) and its conversation's uuid and title: one query, the
-    row before found through the (conversation, seq) index; the vector and the
-    conversation looked up per row (a join may hash every vector or conversation)."""
+    row before found through the (conversation, seq) index; on PostgreSQL the vector and
+    the conversation looked up per row, not joined."""
     if not ids:
         return []
     P = M.alias("said_before")
@@ -99,22 +101,22 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
         P.c.status.not_in(_NOT_RECALLED),
         P.c.role.in_(RECALLED_ROLES),
     )
-    query = (
-        sa.select(
-            M.c.id,
-            M.c.conversation_id,
-            M.c.seq,
-            M.c.role,
-            M.c.content,
-            M.c.created_at,
+    if db.dialect == "postgresql":  # its planner may hash every vector or conversation
+        query = sa.select(
+            *_COLUMNS,
             _per_row(V.c.vector, V.c.message_id == M.c.id, V.c.model == model),
             P.c.content.label("previous"),
             _per_row(C.c.uuid, C.c.id == M.c.conversation_id),
             _per_row(C.c.title, C.c.id == M.c.conversation_id),
+        ).select_from(M.outerjoin(P, before))
+    else:
+        query = (
+            _rows_query(model)
+            .outerjoin(P, before)
+            .join(C, C.c.id == M.c.conversation_id)
+            .add_columns(P.c.content.label("previous"), C.c.uuid, C.c.title)
         )
-        .select_from(M.outerjoin(P, before))
-        .where(_recalled(), _among(db.dialect, ids))
-    )
+    query = query.where(_recalled(), _among(db.dialect, ids))
     with offloaded():  # up to a few thousand texts
         async with db.connect() as conn:
             found = (await conn.execute(query)).all()
