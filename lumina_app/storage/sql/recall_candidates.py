@@ -124,7 +124,7 @@ async def _windows(
     """Each arm's window, newest first, all read by one statement."""
     kinds = tuple(_kind(dialect, arm) for arm in arms)
     agent = scope.agent_id is not None
-    if any(k.startswith(SCAN) for k in kinds):  # the word in a pattern: built per call
+    if any(k.startswith(_SCAN) for k in kinds):  # the word in a pattern: built per call
         query = _statement(dialect, kinds, agent, tuple(arm.part for arm in arms))
     else:  # built once per shape: building it costs more than SQLite takes to run it
         query = _cached_statement(dialect, kinds, agent)
@@ -140,13 +140,13 @@ async def _windows(
     return [sorted(ids, reverse=True) for ids in by_arm]
 
 
-SCAN = "scan"  # a word no index holds (InnoDB's short words, unspaced scripts)
+_SCAN = "scan"  # a word no index holds (InnoDB's short words, unspaced scripts)
 
 
 def _kind(dialect: str, arm: _Arm) -> str:
     """The shape of the arm's statement: how its window is read."""
     if not _split(dialect, [arm.part])[0]:
-        return SCAN + ("-prefix" if arm.prefix else "")
+        return _SCAN + ("-prefix" if arm.prefix else "")
     if dialect == "postgresql":
         return "backward" if arm.recent is None else "recent" if arm.recent else "gin"
     return dialect
@@ -173,7 +173,7 @@ def _statement(
     LIMIT: FTS5 reads newest first and stops in each) under one UNION ALL."""
     selects = []
     for i, kind in enumerate(kinds):
-        word = scanned[i] if kind.startswith(SCAN) else ""
+        word = scanned[i] if kind.startswith(_SCAN) else ""
         sub = _window(dialect, kind, i, agent, word).subquery(f"arm{i}")
         selects.append(sa.select(sub.c.arm, sub.c.id))
     return selects[0] if len(selects) == 1 else sa.union_all(*selects)
@@ -185,7 +185,7 @@ def _window(dialect: str, kind: str, i: int, agent: bool, word: str) -> sa.Selec
     match = sa.bindparam(f"match_{i}", type_=sa.String)
     columns = (M.c.id.label("id"), sa.literal_column(str(i)).label("arm"))
     newest = M.c.id.desc()
-    if kind.startswith(SCAN):
+    if kind.startswith(_SCAN):
         query = sa.select(*columns).where(_scan(word, kind.endswith("-prefix")), said)
     elif dialect == "sqlite":  # FTS5 reads its entries newest first and stops
         fts = sa.text(f"lumina_message_fts MATCH :match_{i}").bindparams(match)
