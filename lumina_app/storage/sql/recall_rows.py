@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from lumina_app.domain import MessageStatus, MsgRole, utcnow
 from lumina_app.domain.ids import ConversationPk
@@ -52,10 +53,12 @@ def _recalled() -> sa.ColumnElement[bool]:
     return sa.and_(M.c.status.not_in(_NOT_RECALLED), M.c.role.in_(RECALLED_ROLES))
 
 
+_COLUMNS = (M.c.id, M.c.conversation_id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
+
+
 def _rows_query(model: str) -> sa.Select:
     joined = M.outerjoin(V, sa.and_(V.c.message_id == M.c.id, V.c.model == model))
-    columns = (M.c.id, M.c.conversation_id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
-    return sa.select(*columns, V.c.vector).select_from(joined).where(_recalled())
+    return sa.select(*_COLUMNS, V.c.vector).select_from(joined).where(_recalled())
 
 
 def _row(r: sa.Row) -> RecallRow:
@@ -87,7 +90,8 @@ class Candidate:
 async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Candidate]:
     """Recalled rows by message id (found by the full-text index), each with the recalled
     text just before it ("" if none) and its conversation's uuid and title: one query, the
-    row before found through the (conversation, seq) index."""
+    row before found through the (conversation, seq) index; on PostgreSQL the vector and
+    the conversation looked up per row, not joined."""
     if not ids:
         return []
     P = M.alias("said_before")
@@ -97,17 +101,39 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
         P.c.status.not_in(_NOT_RECALLED),
         P.c.role.in_(RECALLED_ROLES),
     )
-    query = (
-        _rows_query(model)
-        .outerjoin(P, before)
-        .join(C, C.c.id == M.c.conversation_id)
-        .add_columns(P.c.content.label("previous"), C.c.uuid, C.c.title)
-        .where(M.c.id.in_(list(ids)))
-    )
+    if db.dialect == "postgresql":  # its planner may hash every vector or conversation
+        query = sa.select(
+            *_COLUMNS,
+            _per_row(V.c.vector, V.c.message_id == M.c.id, V.c.model == model),
+            P.c.content.label("previous"),
+            _per_row(C.c.uuid, C.c.id == M.c.conversation_id),
+            _per_row(C.c.title, C.c.id == M.c.conversation_id),
+        ).select_from(M.outerjoin(P, before))
+    else:
+        query = (
+            _rows_query(model)
+            .outerjoin(P, before)
+            .join(C, C.c.id == M.c.conversation_id)
+            .add_columns(P.c.content.label("previous"), C.c.uuid, C.c.title)
+        )
+    query = query.where(_recalled(), _among(db.dialect, ids))
     with offloaded():  # up to a few thousand texts
         async with db.connect() as conn:
             found = (await conn.execute(query)).all()
     return [Candidate(_row(r), r.previous or "", r.uuid, r.title) for r in found]
+
+
+def _among(dialect: str, ids: Sequence[int]) -> sa.ColumnElement[bool]:
+    """``M.id`` among ``ids``: on PostgreSQL one array parameter, not one per id (binding
+    and parsing hundreds of placeholders cost more than the query)."""
+    if dialect == "postgresql":
+        return M.c.id == sa.any_(sa.bindparam("ids", list(ids), type_=ARRAY(sa.Integer)))
+    return M.c.id.in_(list(ids))
+
+
+def _per_row(column: sa.Column, *where: sa.ColumnElement[bool]) -> sa.Label:
+    """``column`` of the one row matching ``where`` for each message (an index lookup)."""
+    return sa.select(column).where(*where).correlate(M).scalar_subquery().label(column.name)
 
 
 async def agent_of(db: SQLDatabase, conversation_pk: ConversationPk) -> str:
