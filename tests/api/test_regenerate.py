@@ -154,7 +154,9 @@ async def test_busy_while_a_run_is_active(api_on, fake_llm) -> None:
     )
     assert run_id in str(error)
     await wait_run(api_on, run_id, headers=ALICE)
-    # and a regenerate holds the conversation like any run
+    # and a regenerate holds the conversation like any run (~2 s of answer: long enough
+    # to be seen running on a loaded machine)
+    fake_llm.script.chunks = [f"w{i} " for i in range(40)]
     live = asyncio.create_task(regenerate(api_on, conv))
 
     async def held() -> bool:

@@ -10,13 +10,11 @@ from collections.abc import Mapping
 
 import reflex as rx
 
-from lumina_app.domain import (
-    AgentNotFound,
-    LuminaError,
-    NotFound,
-    utcnow,
-)
+from lumina_app.composition import Services
+from lumina_app.domain import AgentNotFound, LuminaError, NotFound, Principal, utcnow
 from lumina_app.domain.views import iso_ms
+from lumina_app.services.runs import ActiveRun
+from lumina_app.ui.draft import move_to
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.sidebar import SidebarState
@@ -32,6 +30,8 @@ class ChatState(StreamState):
     # nothing is read from or written to long-term memory for it.
     temporary: bool = False
     _send_text: str = ""
+    # The address of the new conversation this page's own redirect goes to (see load()).
+    _arriving: str = ""
 
     @rx.event
     async def load(self):
@@ -39,8 +39,11 @@ class ChatState(StreamState):
         ``?seq=`` a search hit links to), and a live run to re-attach to."""
         # The route's dynamic segments (/chat/[agent]/[conversation]); "" where absent.
         agent_id, conversation_id = self.agent or "", self.conversation or ""
-        if self.streaming and self.run_id and conversation_id == self.conversation_id:
-            return None  # the address of the run this page follows (a new conversation's)
+        arrived, self._arriving = self._arriving, ""
+        if conversation_id and conversation_id == arrived == self.conversation_id:
+            # The new conversation's address this page moved itself to: what it shows is
+            # current (its run followed or settled, perhaps a next question sent already).
+            return None
         services, caller = self._services(), self._caller()
         self._ticket += 1
         self._reset_stream()
@@ -124,16 +127,7 @@ class ChatState(StreamState):
         services = self._services()
         runs = services.runs
         try:
-            if text:
-                into = conversation or None
-                if into is None and temporary:  # made first, so its first run already skips
-                    made = await services.conversations.create(
-                        caller, agent_id=agent, temporary=True
-                    )
-                    into = made.uuid
-                run = await runs.start(caller, agent_id=agent, message=text, conversation_uuid=into)
-            else:  # "" is a regenerate of the last question
-                run = await runs.regenerate(caller, conversation)
+            run = await _start(services, caller, agent, conversation, text, temporary)
         except LuminaError as exc:
             async with self:
                 if self._ticket == ticket:
@@ -148,8 +142,10 @@ class ChatState(StreamState):
                 return
             self.run_id, self.conversation_id = run.run_id, run.conversation.uuid
             self.title = run.conversation.title
-        if not conversation:  # the new conversation's address; load() sees it is followed
-            yield rx.redirect(chat_url(agent, run.conversation.uuid), replace=True)
+            if not conversation:
+                self._arriving = run.conversation.uuid
+        if not conversation:  # the new conversation's address; load() sees it is current
+            yield move_to(chat_url(agent, run.conversation.uuid))
         yield SidebarState.refresh
         async for update in self._follow(runs.follow(run), ticket):
             yield update
@@ -158,6 +154,19 @@ class ChatState(StreamState):
             async with self:
                 if self._ticket == ticket:
                     self._rows = with_memories(self._rows, run.run_id, used)
+
+
+async def _start(
+    services: Services, caller: Principal, agent: str, conversation: str, text: str, temporary: bool
+) -> ActiveRun:
+    """Start the run a send (``text``) or a regenerate (``text`` "") asks for. A temporary
+    conversation is made first, so that its first run already skips long-term memory."""
+    if not text:
+        return await services.runs.regenerate(caller, conversation)
+    into = conversation or None
+    if into is None and temporary:
+        into = (await services.conversations.create(caller, agent_id=agent, temporary=True)).uuid
+    return await services.runs.start(caller, agent_id=agent, message=text, conversation_uuid=into)
 
 
 def _seq(query: Mapping[str, str]) -> int:
