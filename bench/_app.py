@@ -146,7 +146,7 @@ async def seed(
             stamp = {"created_at": stamps[i]} if stamps else {}
             chunk.append(make(texts[i], turn_id=f"msg-seed-{i // 2:06d}", **stamp))
         await cold.append_messages(conv.id, chunk, status=ConversationStatus.COMPLETED)
-    return await memory.get_conversation(conv.uuid)
+    return await cold.get_conversation(conv.uuid)
 
 
 def seed_sync(
@@ -182,7 +182,8 @@ class Archive:
         """Inside the running event loop."""
         self.store = Memory(sync_url, None)
         self.memory = self.store.memory
-        self.service = ArchiveService(self.memory, self.store.reads.archive, data_dir)
+        self.lookup = self.store.reads.lookup
+        self.service = ArchiveService(self.memory, self.lookup, self.store.reads.archive, data_dir)
 
     async def export(self, conversation: ConversationInfo, root: Path) -> Path:
         """The CLI's ``export --conversation ID --out ROOT``; returns the folder written."""
@@ -333,7 +334,7 @@ class App:
         )
 
     async def tool_calls(self, conversation: str) -> int:
-        return (await self.memory.get_conversation(conversation)).tool_call_count
+        return (await self.services.reads.lookup.get_conversation(conversation)).tool_call_count
 
     async def settle(self, conversation: str | None) -> None:
         """Wait until the conversation's run (if any) has fully finished."""
@@ -349,7 +350,7 @@ class App:
             await self.memory.hot.delete(conversation)
 
     async def message_count(self, conversation: str) -> int:
-        return (await self.memory.get_conversation(conversation)).message_count
+        return (await self.services.reads.lookup.get_conversation(conversation)).message_count
 
     def use_provider(self, provider: Any | None) -> None:
         """Every run gets ``provider`` (None: the configured one again)."""
@@ -408,7 +409,7 @@ class App:
         await self.services.chat.summaries.wait()
 
     async def summaries_of(self, conversation: str) -> int:
-        conv = await self.memory.get_conversation(conversation)
+        conv = await self.services.reads.lookup.get_conversation(conversation)
         return len(await self.services.reads.archive.summaries_of(conv))
 
     async def drop_runs(self, run_ids: Sequence[str]) -> None:

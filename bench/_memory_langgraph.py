@@ -65,7 +65,7 @@ async def langgraph_rows(
                 lt = await time_async(lumina_turn, Loop(turns, min(10, turns)))
                 grown = _langgraph.stored_bytes(engine, LUMINA_TABLES) - before
                 lumina_bytes = grown / (lt.n + min(10, turns))
-                fresh = await memory.get_conversation(conv.uuid)
+                fresh = await lumina.reads.lookup.get_conversation(conv.uuid)
                 ll = await time_async(lambda f=fresh: memory.load(f), Loop(turns, 20))
                 assert len(await memory.load(fresh)) == chat.window
                 t1 = time.perf_counter()

@@ -139,7 +139,7 @@ async def run(count: int, repeat: int, work: Path, sync_url: str) -> tuple[dict,
         added, errors = await archive.import_folder(folder)
         t["import"].append(time.perf_counter() - t0)
         assert errors == [] and added == count, (added, errors)
-        conv = await archive.memory.get_conversation(conv.uuid)
+        conv = await archive.lookup.get_conversation(conv.uuid)
         t["executemany"].append(executemany(db_file, rows))
     same = comparable(await archive.store.reads.archive.final_messages(conv)) == comparable(before)
     await archive.close()

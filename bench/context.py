@@ -69,14 +69,14 @@ def texts(size: int) -> list[str]:
 
 
 async def context_rows(app: _app.App, size: int, n: int) -> dict[str, Samples]:
-    memory = app.memory
+    memory, lookup = app.memory, app.services.reads.lookup
     agent = app.agent(MEMORY_AGENT)
     conv = await _app.seed(memory, texts(size), title=f"context {size}", agent_id=MEMORY_AGENT)
     await memory.write_summary(conv, covered_to_seq=max(0, size - 20), text=SUMMARY, model="bench")
     window = app.settings.context_window
 
     async def build() -> _app.BuiltContext:
-        fresh = await memory.get_conversation(conv.uuid)
+        fresh = await lookup.get_conversation(conv.uuid)
         view = await memory.load_view(fresh)
         return _app.build_context(
             agent.system_prompt,
@@ -101,7 +101,7 @@ async def context_rows(app: _app.App, size: int, n: int) -> dict[str, Samples]:
             rebuilt.ns.append(time.perf_counter_ns() - t0)
     assert memory.stats.rebuilds - rebuilds == len(rebuilt.ns) + 10
     out["rebuilt from SQL"] = rebuilt
-    fresh = await memory.get_conversation(conv.uuid)
+    fresh = await lookup.get_conversation(conv.uuid)
     view = await memory.load_view(fresh)
     summary = view.summary
 

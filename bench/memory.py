@@ -187,7 +187,7 @@ class Lumina:
         assert memory.stats.rebuilds == rebuilds, "a turn write found the window broken"
         assert memory.stats.fallbacks == 0, f"the hot tier fell back to SQL: {memory.stats}"
         if not first:  # the window followed every write
-            fresh = await memory.get_conversation(conv.uuid)
+            fresh = await self.store.reads.lookup.get_conversation(conv.uuid)
             hits = memory.stats.hits
             loaded = await memory.load(fresh)
             assert memory.stats.hits == hits + 1 and loaded[-1].seq == fresh.last_seq

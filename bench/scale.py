@@ -133,12 +133,12 @@ async def stage_ops(
         await reads.conversations.list_conversations(owner=OWNER, limit=20, cursor=cursor)
 
     async def open_one() -> None:
-        conv = await memory.get_conversation(rng.choice(loader.uuids))
+        conv = await reads.lookup.get_conversation(rng.choice(loader.uuids))
         msgs = await reads.conversations.history(conv, limit=40)
         assert len(msgs) == min(40, conv.message_count)
 
     async def send() -> None:
-        conv = await memory.get_conversation(rng.choice(loader.uuids))
+        conv = await reads.lookup.get_conversation(rng.choice(loader.uuids))
         turn = await _app.accept(memory, conv, QUESTION)
         await _app.finish(memory, turn, ANSWER)
 
@@ -155,8 +155,8 @@ async def stage_ops(
 
 async def search_ops(store, loader, engine, n, budget, out: dict, hits: dict) -> dict:
     """Recall over everything and inside one conversation, each beside its ILIKE scan."""
-    memory, reads = store.memory, store.reads
-    target = await memory.get_conversation(loader.uuids[len(loader.uuids) // 2])
+    reads = store.reads
+    target = await reads.lookup.get_conversation(loader.uuids[len(loader.uuids) // 2])
     for kind, words in QUERIES.items():
         found = await reads.search.search(words, owner=OWNER, limit=20)
         hits[f"recall: {kind}"] = len(found)

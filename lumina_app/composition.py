@@ -334,7 +334,9 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     providers = ProviderFactory(settings)
     events = _run_events(settings, hot)
     records = RunStore(db)
-    summaries = SummaryKeeper(memory, reads.summaries, providers, window=settings.context_window)
+    summaries = SummaryKeeper(
+        memory, reads.lookup, reads.summaries, providers, window=settings.context_window
+    )
     embeds = embedder(settings)
     retriever = Retriever(db, embeds)
     embeddings = None
@@ -350,12 +352,13 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         start_timeout=settings.mcp_start_timeout_seconds,
         retry_seconds=settings.mcp_retry_seconds,
         compute=ComputePool(workers=settings.tool_workers, deadline=settings.tool_cpu_seconds),
-        recall=Recall(memory, retriever),
+        recall=Recall(reads.lookup, retriever),
         memories=MemoryTools(long_term),
     )
     chat = ChatEngine(
         settings=settings,
         memory=memory,
+        lookup=reads.lookup,
         context=reads.context,
         runs=records,
         registry=registry,
@@ -377,6 +380,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     )
     archive = ArchiveService(
         memory,
+        reads.lookup,
         reads.archive,
         settings.data_dir,
         limits=ImportLimits.from_settings(settings),
@@ -389,13 +393,16 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     agents = AgentService(registry, settings, tools)
     live = _live_hub(settings, hot)
     auth, signin, accounts, users = _access(settings, db, slots, live)
-    conversations = ConversationService(memory, agents, archive, reads.conversations, live)
+    conversations = ConversationService(
+        memory, reads.lookup, agents, archive, reads.conversations, live
+    )
     titles = Titles(conversations, timeout=settings.title_timeout_seconds)
-    runs = RunService(chat, records, memory, reads.runs, live, titles)
+    runs = RunService(chat, records, reads.lookup, reads.runs, live, titles)
     gateway = OpenAIGateway(
         agents,
         runs,
         memory,
+        reads.lookup,
         reads.gateway,
         max_messages=settings.gateway_max_messages,
         max_chars=settings.max_task_chars,
@@ -407,8 +414,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         runs=runs,
         permissions=AgentPermissions(chat),
         health=HealthService(memory),
-        search=SearchService(memory, reads.search),
-        recall=RecallService(memory, retriever),
+        search=SearchService(reads.lookup, reads.search),
+        recall=RecallService(reads.lookup, retriever),
         auth=auth,
         signin=signin,
         accounts=accounts,
@@ -420,6 +427,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
             gateway,
             runs,
             memory,
+            reads.lookup,
             reads.runs,
             reads.conversations,
             ImageLimits(
@@ -429,7 +437,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
             ),
         ),
         openai_conversations=OpenAIConversations(
-            memory, agents, runs, reads.conversations, reads.gateway
+            memory, reads.lookup, agents, runs, reads.conversations, reads.gateway
         ),
         db=db,
         memory=memory,

@@ -49,6 +49,7 @@ from lumina_app.domain import (
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.context_reads import ContextReads
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.settings import Settings
 from lumina_app.storage.run_events import RunEventLog
@@ -74,6 +75,7 @@ class ChatEngine:
         *,
         settings: Settings,
         memory: MemoryManager,
+        lookup: ConversationLookup,
         context: ContextReads,
         runs: RunRecords,
         registry: AgentRegistry,
@@ -92,6 +94,7 @@ class ChatEngine:
         self.locks = locks
         self.tools = tools
         self.memory = memory
+        self.lookup = lookup
         self.runs = runs
         self.registry = registry
         self.providers = providers
@@ -207,7 +210,7 @@ class ChatEngine:
         a send (busy: ConversationBusy), the old answer kept as ``superseded``. When this
         returns the new answer row is committed and the run is on; shielded like
         :meth:`start`."""
-        conversation = await self.memory.find_visible(principal, conversation_uuid)
+        conversation = await self.lookup.find_visible(principal, conversation_uuid)
         agent = self._agent(conversation.agent_id)
         return await _shielded(self._begin(RunRequest(agent, principal, conversation.uuid)))
 
@@ -221,7 +224,7 @@ class ChatEngine:
     ) -> ActiveRun:
         """Go on with the last turn after a client ran the calls it was asked for
         (``outputs``, TOOL rows): same run slot, events and durability as :meth:`start`."""
-        conversation = await self.memory.find_visible(principal, conversation_uuid)
+        conversation = await self.lookup.find_visible(principal, conversation_uuid)
         agent = self._agent(conversation.agent_id)
         request = RunRequest(
             agent, principal, conversation.uuid, system_prompt=system_prompt, outputs=outputs
@@ -405,7 +408,7 @@ class ChatEngine:
     async def _visible(
         self, conversation_uuid: str, principal: Principal, agent: AgentDefinition
     ) -> ConversationInfo:
-        return await self.memory.find_visible(principal, conversation_uuid, agent_id=agent.id)
+        return await self.lookup.find_visible(principal, conversation_uuid, agent_id=agent.id)
 
     async def _take_stale_lock(self, conversation_uuid: str, holder: str, run_id: str) -> bool:
         """A lock whose run the store shows as ended was not released (Redis was away at

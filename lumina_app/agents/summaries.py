@@ -20,6 +20,7 @@ from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.summary import ExtractiveSummarizer, ModelSummarizer, SummaryFailed
 from lumina_app.domain import ConversationNotFound, StoreUnavailable, Summary
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.summary_store import SummaryStore
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ class SummaryKeeper:
     def __init__(
         self,
         memory: MemoryManager,
+        lookup: ConversationLookup,
         store: SummaryStore,
         providers: ProviderFactory,
         *,
@@ -39,6 +41,7 @@ class SummaryKeeper:
         attempts: int = 3,
     ) -> None:
         self.memory = memory
+        self.lookup = lookup
         self.store = store
         self.providers = providers
         self.window = window
@@ -91,7 +94,7 @@ class SummaryKeeper:
 
     async def catch_up(self, agent: AgentDefinition, conversation_uuid: str) -> Summary | None:
         """Summarize what left the window if ``every`` messages have; the new summary."""
-        conversation = await self.memory.get_conversation(conversation_uuid)
+        conversation = await self.lookup.get_conversation(conversation_uuid)
         view = await self.memory.load_view(conversation)
         used = usable_history(view.messages, self.window)
         boundary = used[0].seq - 1 if used else conversation.last_seq

@@ -25,6 +25,7 @@ from lumina_app.domain.access import is_safe_name
 from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.archive_rows import ArchiveRows
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.long_term import LongTermMemory
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class ArchiveService:
     def __init__(
         self,
         memory: MemoryManager,
+        lookup: ConversationLookup,
         rows: ArchiveRows,
         root: Path,
         *,
@@ -88,6 +90,7 @@ class ArchiveService:
         memories: LongTermMemory | None = None,
     ) -> None:
         self.memory = memory
+        self.lookup = lookup
         self.rows = rows
         self.root = root
         self.limits = limits
@@ -109,7 +112,7 @@ class ArchiveService:
         """Every owner's conversations, optionally one agent's or one by id."""
         if conversation_uuid is not None:
             uuid = parse_conversation_uuid(conversation_uuid)
-            return [await self.memory.get_conversation(uuid, agent_id=agent_id)]
+            return [await self.lookup.get_conversation(uuid, agent_id=agent_id)]
         found: list[ConversationInfo] = []
         cursor = None
         while True:
@@ -344,7 +347,7 @@ class ArchiveService:
         """Mirror one conversation's latest state (logs of ``turns`` only) under the lock;
         a conversation deleted meanwhile raises ``ConversationNotFound``."""
         async with self.lock:
-            conversation = await self.memory.get_conversation(conversation_uuid)
+            conversation = await self.lookup.get_conversation(conversation_uuid)
             await self.export_conversation(conversation, turns=turns)
 
 

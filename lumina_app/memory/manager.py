@@ -3,11 +3,9 @@
 SQL is the system of record; the hot window is a projection of its last N final rows.
 Writes commit to SQL first and then touch the hot tier in one round trip. Reads use the
 hot tier when its high-water mark has caught up with SQL, and rebuild it with one indexed
-query otherwise. When the hot tier is unavailable everything is served from SQL.
-
-What the services read of the cold store besides (search, history matching, archive
-rows, run inspection, summaries, pages, a run's context beyond the window) are the
-repositories beside this module.
+query otherwise. When the hot tier is unavailable everything is served from SQL. Every
+other read of the cold store (finding a conversation by id, search, pages...) is in the
+repositories beside this module (``reads.MemoryReads``).
 """
 
 from __future__ import annotations
@@ -21,12 +19,10 @@ from lumina_app.domain import (
     ConversationStatus,
     MessageStatus,
     Msg,
-    Principal,
     RunRecord,
     StoreUnavailable,
     Summary,
 )
-from lumina_app.domain.ids import ConversationUuid
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory.deferred_window import DeferredWindow
 from lumina_app.memory.views import MemoryView, WindowStats
@@ -60,34 +56,11 @@ class MemoryManager:
         await self._hot(self.hot.replace(conversation.uuid, [], 0))
         return conversation
 
-    async def get_conversation(
-        self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
-    ) -> ConversationInfo:
-        """A conversation by id; ``owner``/``agent_id`` narrow it (else not found). Callers
-        acting for someone use :meth:`find_visible`; this unscoped form is for the run
-        machinery and operator tools."""
-        return await self.cold.get_conversation(conversation_uuid, owner=owner, agent_id=agent_id)
-
-    async def find_visible(
-        self,
-        principal: Principal,
-        conversation_uuid: ConversationUuid,
-        *,
-        agent_id: str | None = None,
-    ) -> ConversationInfo:
-        """The one visibility rule: the principal's own conversation (of that agent, if
-        given). Someone else's or another agent's: ConversationNotFound. The id's shape was
-        checked where it came in (``parse_conversation_uuid``)."""
-        return await self.cold.get_conversation(
-            conversation_uuid, owner=principal.owner, agent_id=agent_id
-        )
-
     async def rename(
         self, conversation: ConversationInfo, title: str, *, replacing: str | None = None
     ) -> bool:
-        """A new title; the conversation keeps its place in lists (ordered by activity).
-        With ``replacing``, only while the stored title is still that one: whether it was
-        renamed."""
+        """A new title, the conversation's place in lists kept; with ``replacing``, only
+        while the stored title is still that one: whether it was renamed."""
         check_storable_text(title, "title")
         return await self.cold.update_conversation(
             conversation.id, title=title, touch=False, only_if_title=replacing
@@ -104,8 +77,7 @@ class MemoryManager:
         self, source: ConversationInfo, at_seq: int, *, title: str, owner: str
     ) -> ConversationInfo:
         """A new conversation holding ``source`` up to ``at_seq`` (messages, and the
-        summaries covering no more): its own window from the first read on, its own
-        archive folder."""
+        summaries covering no more); its window is built on its first read."""
         check_storable_text(title, "title")
         fork = await self.cold.fork_conversation(source, at_seq, title=title, owner=owner)
         await self.hooks.finalised(fork, [])
@@ -151,10 +123,7 @@ class MemoryManager:
         await self.cold.answer_again(
             conversation.id, question, assistant, status=ConversationStatus.RUNNING, run=run
         )
-        view = await self._from_sql(conversation)
-        await self._hot(
-            self.hot.replace(conversation.uuid, view.messages, assistant.seq - 1, view.summary)
-        )
+        await self._reinstall(conversation, assistant.seq - 1)
         return assistant
 
     async def begin_continue(
@@ -170,9 +139,7 @@ class MemoryManager:
             conversation.id, [*results, assistant], status=ConversationStatus.RUNNING, run=run
         )
         outputs, answer = list(saved[:-1]), saved[-1]
-        if outputs:
-            await self._window(conversation, outputs)
-            await self.hooks.finalised(conversation, outputs)
+        await self._window_final(conversation, outputs)
         return outputs, answer
 
     async def flush_answer(self, message_id: int, content: str) -> bool:
@@ -190,13 +157,10 @@ class MemoryManager:
         run: RunRecord | None = None,
     ) -> bool:
         """Settle the answer's final text and status (and the run) in SQL, then window it.
-
-        ``results`` are the TOOL rows of calls the answer asked for that the run ends
-        without going further on (a stop during the calls, the step limit): stored after
-        it in the same transaction, so a call never stays without its results.
-        False if the answer had already been closed by someone else (fenced off): then
-        nothing is written.
-        """
+        ``results``: TOOL rows of calls the run ends without going on with (a stop, the
+        step limit), stored after it in the same transaction, so a call never stays
+        without its results. False (nothing written) if the answer had been closed by
+        someone else (fenced off)."""
         if results:
             written = await self.cold.settle_with_rows(
                 conversation.id,
@@ -230,10 +194,7 @@ class MemoryManager:
     ) -> bool:
         """A tool step ends, in one transaction: the answer that asked for tools settles,
         its TOOL rows follow it, and the next answer row opens ``streaming`` (the run's
-        record points at it). The settled rows — consecutive seqs — join the window.
-
-        False (nothing written) if the answer had been closed by someone else.
-        """
+        record points at it). The settled rows join the window. False as above."""
         next_answer.status = MessageStatus.STREAMING
         written = await self.cold.settle_with_rows(
             conversation.id, assistant, [*results, next_answer], run=run
@@ -250,26 +211,18 @@ class MemoryManager:
         for msg in msgs:
             check_storable_text(msg.content, "message")
         saved = await self.cold.append_messages(conversation.id, msgs)
-        if saved:
-            await self._window(conversation, saved)
-            await self.hooks.finalised(conversation, saved)
+        await self._window_final(conversation, saved)
         return list(saved or [])
 
     async def delete_message(self, conversation: ConversationInfo, message_id: int) -> Deleted:
-        """One message out of the conversation (an answer with its calls' results): SQL
-        first (``last_seq`` moves past it, so warm sessions and windows on every instance
-        see the change), then the window reinstalled from SQL, then the hooks (warm
-        sessions here, the archive mirror rewriting the conversation's files; the recall
-        index sees the conversation changed). Vectors go with the rows; summaries reaching
-        the row are dropped, and the summary keeper writes a new one after the next turn.
-        ``busy`` (nothing removed) while a run holds the conversation."""
+        """One message out (an answer with its calls' results): SQL first (``last_seq``
+        moves past it, so every instance sees the change; vectors and the summaries
+        reaching the row go too), then the window reinstalled, then the hooks (warm
+        sessions, the archive mirror). ``busy`` (nothing removed) while a run holds it."""
         deleted = await self.cold.delete_message(conversation.id, message_id)
         if not deleted.message_ids:
             return deleted
-        view = await self._from_sql(conversation)
-        await self._hot(
-            self.hot.replace(conversation.uuid, view.messages, deleted.last_seq, view.summary)
-        )
+        await self._reinstall(conversation, deleted.last_seq)
         await self.hooks.removed(conversation, deleted.turn_ids)
         return deleted
 
@@ -281,11 +234,9 @@ class MemoryManager:
 
     async def load_view(self, conversation: ConversationInfo) -> MemoryView:
         """The last N final messages and the rolling summary, from the hot window when
-        it is current (one round trip), else rebuilt from SQL.
-
-        ``conversation`` must be freshly read: its ``last_seq`` is what the window's
-        high-water mark is checked against.
-        """
+        it is current (one round trip), else rebuilt from SQL. ``conversation`` must be
+        freshly read: its ``last_seq`` is what the window's high-water mark is checked
+        against."""
         try:
             window = await self.hot.read(conversation.uuid)
         except HotWindowUnavailable:
@@ -297,7 +248,7 @@ class MemoryManager:
             self.stats.count("hit")
             return MemoryView(window.messages[-self.window :], window.summary)
         self.stats.count("rebuild")
-        return await self._rebuild(conversation)
+        return await self._reinstall(conversation)
 
     def _is_current(self, msgs: Sequence[Msg], high_water: int, conv: ConversationInfo) -> bool:
         if high_water < conv.last_seq:
@@ -313,11 +264,16 @@ class MemoryManager:
 
     async def rebuild(self, conversation: ConversationInfo) -> list[Msg]:
         """Reinstall the window (and its summary) from SQL and return the messages."""
-        return (await self._rebuild(conversation)).messages
+        return (await self._reinstall(conversation)).messages
 
-    async def _rebuild(self, conversation: ConversationInfo) -> MemoryView:
+    async def _reinstall(
+        self, conversation: ConversationInfo, high_water: int | None = None
+    ) -> MemoryView:
+        """Reinstall the window and its summary from SQL, the mark on ``high_water``
+        (default: the last row's seq); the view it holds."""
         view = await self._from_sql(conversation)
-        high_water = view.messages[-1].seq if view.messages else 0
+        if high_water is None:
+            high_water = view.messages[-1].seq if view.messages else 0
         await self._hot(
             self.hot.replace(conversation.uuid, view.messages, high_water, view.summary)
         )
@@ -373,6 +329,12 @@ class MemoryManager:
         else:
             await self._window(conversation, [*held, *settled])
         await self.hooks.finalised(conversation, settled)
+
+    async def _window_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
+        """Final rows just written (if any): into the window, then to the hooks."""
+        if msgs:
+            await self._window(conversation, msgs)
+            await self.hooks.finalised(conversation, msgs)
 
     async def _window(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         """Push final messages to the hot window. One that is missing (expired, flushed,

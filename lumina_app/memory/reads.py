@@ -1,5 +1,6 @@
-"""The memory layer's read repositories, one per consumer, built once over the cold store
-by the composition root, which hands each service its own."""
+"""The memory layer's read repositories, one per consumer (and the conversation lookup
+they share), built once over the cold store by the composition root, which hands each
+service its own."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 
 from lumina_app.memory.archive_rows import ArchiveRows
 from lumina_app.memory.context_reads import ContextReads
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.memory.run_inspection import RunInspection
@@ -18,6 +20,7 @@ from lumina_app.storage.sql.database import SQLDatabase
 
 @dataclass(frozen=True, slots=True)
 class MemoryReads:
+    lookup: ConversationLookup  # a conversation by id, and the one visibility rule
     conversations: ConversationReads
     search: SearchReads
     gateway: GatewayHistory
@@ -31,6 +34,7 @@ class MemoryReads:
         """Every repository over ``cold`` and, for the queries of their own, ``db``;
         ``window`` is N, the hot window's size, which a run's context reads also use."""
         return cls(
+            lookup=ConversationLookup(cold),
             conversations=ConversationReads(cold, db),
             search=SearchReads(db),
             gateway=GatewayHistory(db),

@@ -1,2 +1,2 @@
 """What the UI and the API both call: agents, conversations, runs, health. One visibility
-rule (``MemoryManager.find_visible``), one path for every way in."""
+rule (``ConversationLookup.find_visible``), one path for every way in."""

@@ -1,7 +1,7 @@
 """Conversations as a caller sees them: create, list, read (paged), rename, delete, export.
 
 Every method takes the calling :class:`Principal` and goes through the one visibility rule
-(``MemoryManager.find_visible``): someone else's conversation is simply not found.
+(``ConversationLookup.find_visible``): someone else's conversation is simply not found.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import ConversationInfo, InvalidInput, Msg, Principal
 from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.services.agents import AgentService
 from lumina_app.services.live import LiveHub, Notice
@@ -50,12 +51,14 @@ class ConversationService:
     def __init__(
         self,
         memory: MemoryManager,
+        lookup: ConversationLookup,
         agents: AgentService,
         archive: ArchiveService,
         reads: ConversationReads,
         live: LiveHub | None = None,
     ) -> None:
         self.memory = memory
+        self.lookup = lookup
         self.agents = agents
         self.archive = archive
         self.reads = reads
@@ -99,7 +102,7 @@ class ConversationService:
         self, principal: Principal, conversation_uuid: str, *, agent_id: str | None = None
     ) -> ConversationInfo:
         """The caller's conversation by its public id, whose shape is checked here once."""
-        return await self.memory.find_visible(
+        return await self.lookup.find_visible(
             principal, parse_conversation_uuid(conversation_uuid), agent_id=agent_id
         )
 

@@ -18,6 +18,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.transcript import Line
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.services.agents import AgentService
@@ -80,12 +81,14 @@ class OpenAIConversations:
     def __init__(
         self,
         memory: MemoryManager,
+        lookup: ConversationLookup,
         agents: AgentService,
         runs: RunService,
         reads: ConversationReads,
         gateway: GatewayHistory,
     ) -> None:
         self.memory = memory
+        self.lookup = lookup
         self.agents = agents
         self.runs = runs
         self.reads = reads
@@ -111,7 +114,7 @@ class OpenAIConversations:
         return ConversationView(conversation, metadata), saved
 
     async def get(self, principal: Principal, conversation: str) -> ConversationView:
-        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        found = await self.lookup.find_visible(principal, uuid_of(conversation))
         meta = await self.gateway.gateway_meta(found)
         return ConversationView(found, dict(meta.get("metadata") or {}))
 
@@ -134,7 +137,7 @@ class OpenAIConversations:
         return ConversationView(view.conversation, metadata)
 
     async def delete(self, principal: Principal, conversation: str) -> str:
-        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        found = await self.lookup.find_visible(principal, uuid_of(conversation))
         await self.memory.delete(found)
         return found.uuid
 
@@ -148,7 +151,7 @@ class OpenAIConversations:
         descending: bool,
     ) -> ItemPage:
         """A page of items, oldest first or newest first, after the item ``after``."""
-        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        found = await self.lookup.find_visible(principal, uuid_of(conversation))
         seq: int | None = None
         if after is not None:
             seq = (await self._message(found, after)).seq
@@ -162,7 +165,7 @@ class OpenAIConversations:
         return ItemPage(page, len(rows) > limit)
 
     async def add(self, principal: Principal, conversation: str, items: list[Line]) -> list[Msg]:
-        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        found = await self.lookup.find_visible(principal, uuid_of(conversation))
         # Never slip rows in beside a running turn: its answer's seq is already taken.
         running = await self.runs.running_in(principal, found.uuid)
         if running is not None:
@@ -170,7 +173,7 @@ class OpenAIConversations:
         return await self.memory.append_history(found, history_rows(items))
 
     async def item(self, principal: Principal, conversation: str, item: str) -> Msg:
-        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        found = await self.lookup.find_visible(principal, uuid_of(conversation))
         return await self._message(found, item)
 
     async def delete_item(
@@ -179,7 +182,7 @@ class OpenAIConversations:
         """Remove an item (a message; an answer with its tool calls' results): gone from
         SQL, the window, recall and the archive. While a turn runs in the conversation,
         409 (its rows are not settled yet); another owner's item is not found."""
-        found = await self.memory.find_visible(principal, uuid_of(conversation))
+        found = await self.lookup.find_visible(principal, uuid_of(conversation))
         running = await self.runs.running_in(principal, found.uuid)
         if running is not None:
             raise ConversationBusy(found.uuid, running)

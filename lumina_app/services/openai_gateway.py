@@ -33,6 +33,7 @@ from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.domain.text import check_storable_text
 from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.services.agents import AgentService, AgentView
 from lumina_app.services.runs import RunService
@@ -86,6 +87,7 @@ class OpenAIGateway:
         agents: AgentService,
         runs: RunService,
         memory: MemoryManager,
+        lookup: ConversationLookup,
         history: GatewayHistory,
         *,
         max_messages: int = 1000,
@@ -94,6 +96,7 @@ class OpenAIGateway:
         self.agents = agents
         self.runs = runs
         self.memory = memory
+        self.lookup = lookup
         self.history = history
         self.max_messages = max_messages
         self.max_chars = max_chars
@@ -123,7 +126,7 @@ class OpenAIGateway:
         found = Found.NEW
         key = session_hash(turn.session_key) if turn.session_key else None
         if turn.conversation_uuid is not None:
-            conversation = await self.memory.find_visible(
+            conversation = await self.lookup.find_visible(
                 principal, parse_conversation_uuid(turn.conversation_uuid), agent_id=agent.id
             )
             found = Found.NAMED
@@ -217,7 +220,7 @@ class OpenAIGateway:
         if found is None:
             return None
         uuid, rows = found
-        conversation = await self.memory.find_visible(principal, uuid, agent_id=agent_id)
+        conversation = await self.lookup.find_visible(principal, uuid, agent_id=agent_id)
         seen = visible(rows)
         rest = earlier[len(seen) :] if earlier[: len(seen)] == seen else []
         return await self._store(principal, conversation, rest)
@@ -233,7 +236,7 @@ class OpenAIGateway:
         if running is not None:
             raise ConversationBusy(conversation.uuid, running)
         await self.memory.append_history(conversation, history_rows(rest))
-        return await self.memory.find_visible(principal, conversation.uuid)
+        return await self.lookup.find_visible(principal, conversation.uuid)
 
     async def _continued(
         self, principal: Principal, agent_id: str, earlier: list[Line], question: str
@@ -250,7 +253,7 @@ class OpenAIGateway:
         best = longest_prefix({uuid: visible(rows) for uuid, rows in found.items()}, earlier)
         if best is not None:
             uuid, size = best
-            conversation = await self.memory.find_visible(principal, uuid, agent_id=agent_id)
+            conversation = await self.lookup.find_visible(principal, uuid, agent_id=agent_id)
             rest, found = earlier[size:], Found.MATCHED
         else:
             conversation = await self.memory.create_conversation(

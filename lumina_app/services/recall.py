@@ -5,21 +5,21 @@ from __future__ import annotations
 
 from lumina_app.domain import InvalidInput, Principal
 from lumina_app.domain.ids import parse_conversation_uuid
-from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.recall import text
 from lumina_app.recall.retriever import Recalled, Retriever
 from lumina_app.services.search import MAX_QUERY_CHARS, SearchHit, snippet
 
 
 class RecallService:
-    def __init__(self, memory: MemoryManager, retriever: Retriever) -> None:
-        self.memory = memory
+    def __init__(self, lookup: ConversationLookup, retriever: Retriever) -> None:
+        self.lookup = lookup
         self.retriever = retriever
 
     async def in_conversation(
         self, principal: Principal, conversation_uuid: str, query: str, *, limit: int = 10
     ) -> list[SearchHit]:
-        conversation = await self.memory.find_visible(
+        conversation = await self.lookup.find_visible(
             principal, parse_conversation_uuid(conversation_uuid)
         )
         if not _has_words(query):

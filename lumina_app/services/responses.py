@@ -44,6 +44,7 @@ from lumina_app.domain.ids import ConversationUuid, parse_conversation_uuid
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.domain.transcript import Line, longest_prefix, opening_hash, visible
 from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.memory.run_inspection import RunInspection
 from lumina_app.services.openai_gateway import (
@@ -197,6 +198,7 @@ class ResponsesService:
         gateway: OpenAIGateway,
         runs: RunService,
         memory: MemoryManager,
+        lookup: ConversationLookup,
         inspection: RunInspection,
         conversations: ConversationReads,
         images: ImageLimits | None = None,
@@ -204,6 +206,7 @@ class ResponsesService:
         self.gateway = gateway
         self.runs = runs
         self.memory = memory
+        self.lookup = lookup
         self.inspection = inspection
         self.conversations = conversations
         self.images = images or ImageLimits()
@@ -370,7 +373,7 @@ class ResponsesService:
 
     async def _with_agent(self, principal: Principal, uuid: str, agent_id: str) -> ConversationInfo:
         """The named conversation, which must be with the agent ``model`` names."""
-        conversation = await self.memory.find_visible(principal, uuid)
+        conversation = await self.lookup.find_visible(principal, uuid)
         if conversation.agent_id != agent_id:
             raise InvalidInput(
                 f"model: this conversation is with agent {conversation.agent_id!r}, "

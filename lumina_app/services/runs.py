@@ -30,7 +30,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.access import is_run_id
 from lumina_app.domain.ids import parse_conversation_uuid
-from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.long_term import context_message
 from lumina_app.memory.run_inspection import RunInspection
 from lumina_app.services.live import LiveHub
@@ -88,14 +88,14 @@ class RunService:
         self,
         engine: ChatEngine,
         records: RunRecords,
-        memory: MemoryManager,
+        lookup: ConversationLookup,
         inspection: RunInspection,
         live: LiveHub | None = None,
         titles: Titles | None = None,
     ) -> None:
         self.engine = engine
         self.records = records
-        self.memory = memory
+        self.lookup = lookup
         self.inspection = inspection
         self.live = live  # tells the owner's open pages that a run started
         self.titles = titles  # names a new conversation after its first answer
@@ -332,7 +332,7 @@ class RunService:
 
     async def running_in(self, principal: Principal, conversation_uuid: str) -> str | None:
         """The live run of one of the caller's conversations (any instance), if any."""
-        conversation = await self.memory.find_visible(
+        conversation = await self.lookup.find_visible(
             principal, parse_conversation_uuid(conversation_uuid)
         )
         return await self.engine.running_run_id(conversation.uuid)

@@ -13,7 +13,7 @@ from datetime import datetime
 from lumina_app.domain import InvalidInput, Principal
 from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.domain.search import UNSPACED, MessageHit, terms
-from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.search_reads import SearchReads
 
 MAX_QUERY_CHARS = 200
@@ -32,14 +32,14 @@ class SearchHit:
 
 
 class SearchService:
-    def __init__(self, memory: MemoryManager, reads: SearchReads) -> None:
-        self.memory = memory
+    def __init__(self, lookup: ConversationLookup, reads: SearchReads) -> None:
+        self.lookup = lookup
         self.reads = reads
 
     async def in_conversation(
         self, principal: Principal, conversation_uuid: str, query: str, *, limit: int = 20
     ) -> list[SearchHit]:
-        conversation = await self.memory.find_visible(
+        conversation = await self.lookup.find_visible(
             principal, parse_conversation_uuid(conversation_uuid)
         )
         words = _words(query)

@@ -68,7 +68,9 @@ async def test_one_process_keeps_the_context_and_a_new_one_loads_it(services, da
     assert "prompt 3 in session" in answer_of(third)  # the loaded session, whole
     assert "REPLAY" not in answer_of(third)  # what session/load replayed is not an answer
     assert received(folder, conv)[2] == "third question"
-    messages = await services.memory.load_view(await services.memory.find_visible(LOCAL, conv))
+    messages = await services.memory.load_view(
+        await services.reads.lookup.find_visible(LOCAL, conv)
+    )
     assert [m.content for m in messages.messages][::2] == [
         "first question",
         "second question",

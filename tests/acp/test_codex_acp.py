@@ -106,6 +106,6 @@ async def test_codex_acp_keeps_context_and_resumes_after_a_kill(
     assert len(sent) == 3, sent
     assert sent[0].endswith("first: remember 42") and "You are Codex behind Lumina." in sent[0]
     assert sent[1:] == ["second question", "third question"]
-    view = await services.memory.load_view(await services.memory.find_visible(LOCAL, conv))
+    view = await services.memory.load_view(await services.reads.lookup.find_visible(LOCAL, conv))
     users = [m.content for m in view.messages if m.role == "USER"]
     assert users == ["first: remember 42", "second question", "third question"]

@@ -136,7 +136,7 @@ async def test_resume_context_equals_warm_context(services, settings_factory, fa
 async def test_messages_are_stored_with_turn_ids_and_roles(services) -> None:
     events = await send(services, "你好 👋")
     session, result = events[0], events[-1]
-    conv = await services.memory.get_conversation(session.data["conversationId"])
+    conv = await services.reads.lookup.get_conversation(session.data["conversationId"])
     stored = await services.reads.conversations.history(conv)
     assert [(m.role, m.content, m.status) for m in stored] == [
         (MsgRole.USER, "你好 👋", MessageStatus.COMPLETE),
@@ -159,7 +159,7 @@ async def test_provider_error_fails_the_answer_with_the_message(services, fake_l
     errors = [e for e in events if e.type is EventType.ERROR]
     assert len(errors) == 1 and "context length exceeded" in errors[0].data["message"]
     assert events[-1].data["status"] == "failed"
-    conv = await services.memory.get_conversation(events[0].data["conversationId"])
+    conv = await services.reads.lookup.get_conversation(events[0].data["conversationId"])
     answer = (await services.reads.conversations.history(conv))[-1]
     assert answer.status is MessageStatus.FAILED
     assert "context length exceeded" in answer.meta["error"]
@@ -192,7 +192,7 @@ async def test_consumer_gone_the_answer_still_completes(services, fake_llm) -> N
     run = services.chat.active_run(session.data["runId"])
     assert run is not None
     await asyncio.wait_for(run.done.wait(), 5)
-    conv = await services.memory.get_conversation(session.data["conversationId"])
+    conv = await services.reads.lookup.get_conversation(session.data["conversationId"])
     answer = (await services.reads.conversations.history(conv))[-1]
     assert answer.status is MessageStatus.COMPLETE
     assert answer.content == "".join(f"w{i} " for i in range(20))
@@ -209,7 +209,7 @@ async def test_cancel_on_disconnect_interrupts(settings_factory, fake_llm) -> No
         run = services.chat.active_run(session.data["runId"])
         await gen.aclose()
         await asyncio.wait_for(run.done.wait(), 5)
-        conv = await services.memory.get_conversation(session.data["conversationId"])
+        conv = await services.reads.lookup.get_conversation(session.data["conversationId"])
         answer = (await services.reads.conversations.history(conv))[-1]
         assert answer.status is MessageStatus.INTERRUPTED
         assert answer.content.startswith("w0 ") and len(answer.content) < len("w0 ") * 50
@@ -227,7 +227,7 @@ async def test_stop_keeps_the_partial_text(services, fake_llm) -> None:
         if event.type is EventType.DELTA and sum(e.type is EventType.DELTA for e in seen) == 5:
             await services.chat.stop(run.run_id)
     assert seen[-1].type is EventType.RESULT and seen[-1].data["status"] == "stopped"
-    conv = await services.memory.get_conversation(run.conversation.uuid)
+    conv = await services.reads.lookup.get_conversation(run.conversation.uuid)
     answer = (await services.reads.conversations.history(conv))[-1]
     assert answer.status is MessageStatus.STOPPED
     assert (
@@ -259,7 +259,7 @@ async def test_crash_recovery_closes_streaming_answers(services, settings_factor
     )
     restarted = await open_services(settings_factory(run_lease_seconds=0.5))
     try:
-        current = await restarted.memory.get_conversation(conv.uuid)
+        current = await restarted.reads.lookup.get_conversation(conv.uuid)
         answer = (await restarted.reads.conversations.history(current))[-1]
         assert (answer.status, answer.content) == (MessageStatus.INTERRUPTED, "half of it")
         assert current.status is not ConversationStatus.RUNNING
@@ -295,6 +295,6 @@ async def test_delete_drops_the_run_event_buffers(services) -> None:
     events = await send(services, "to be deleted")
     run_id, conv_id = events[0].data["runId"], events[0].data["conversationId"]
     assert await services.events.known(run_id)
-    await services.memory.delete(await services.memory.get_conversation(conv_id))
+    await services.memory.delete(await services.reads.lookup.get_conversation(conv_id))
     assert not await services.events.known(run_id)
     assert await services.chat.runs.get_run(run_id) is None

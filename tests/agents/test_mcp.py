@@ -149,7 +149,7 @@ async def test_faults_are_results_for_the_model_and_the_server_survives(
 
 
 async def stored_rows(services, events):
-    conv = await services.memory.get_conversation(events[0].data["conversationId"])
+    conv = await services.reads.lookup.get_conversation(events[0].data["conversationId"])
     return conv, await services.reads.conversations.history(conv, limit=200)
 
 

@@ -53,7 +53,7 @@ async def test_a_summary_of_what_left_the_window_joins_every_later_context(
     for n in range(2, 9):  # 16 messages: 10+ have left a window of 4
         await turn(services, "keeper", f"question {n}", conv)
     summaries = await services.reads.archive.summaries_of(
-        await services.memory.get_conversation(conv)
+        await services.reads.lookup.get_conversation(conv)
     )
     assert summaries, "no summary was written"
     latest = summaries[-1]
@@ -145,7 +145,9 @@ async def test_the_offline_demo_model_writes_an_extractive_summary(memory_servic
     for n in range(8):
         await turn(services, "offline", f"next {n}", conv)
     (summary,) = (
-        await services.reads.archive.summaries_of(await services.memory.get_conversation(conv))
+        await services.reads.archive.summaries_of(
+            await services.reads.lookup.get_conversation(conv)
+        )
     )[-1:]
     assert summary.model == "demo-extractive"
     assert "The user said: “I live in Lisbon. I like trams.”" in summary.text
@@ -157,7 +159,7 @@ async def test_a_summary_that_fails_never_blocks_a_turn(memory_services, fake_ll
     conv = (await turn(services, "keeper", "one")).conversation_uuid
     for n in range(5):  # 12 messages: 8 left the window, not yet 10
         await turn(services, "keeper", f"q{n}", conv)
-    conversation = await services.memory.get_conversation(conv)
+    conversation = await services.reads.lookup.get_conversation(conv)
     assert await services.reads.archive.summaries_of(conversation) == []
     fake_llm.script.error_status = 503  # the model is down: answers and summaries fail
     for n in range(2):
@@ -203,7 +205,7 @@ async def test_delete_takes_the_summaries_and_export_import_carries_them(
     conv = (await turn(services, "offline", "remember the fig tree")).conversation_uuid
     for n in range(8):
         await turn(services, "offline", f"and then {n}", conv)
-    conversation = await services.memory.get_conversation(conv)
+    conversation = await services.reads.lookup.get_conversation(conv)
     kept = await services.reads.archive.summaries_of(conversation)
     assert kept
     folder = tmp_path / "export"  # not the data dir, whose copy goes with a delete
@@ -218,7 +220,7 @@ async def test_delete_takes_the_summaries_and_export_import_carries_them(
 
     imported = await services.archive.import_path(folder)
     assert imported.errors == []
-    again = await services.memory.get_conversation(conv)
+    again = await services.reads.lookup.get_conversation(conv)
     restored = await services.reads.archive.summaries_of(again)
     assert [(s.covered_to_seq, s.text, s.model) for s in restored] == [
         (s.covered_to_seq, s.text, s.model) for s in kept

@@ -119,7 +119,7 @@ async def test_a_sweep_during_accept_leaves_a_live_run_alone(settings_factory, m
         monkeypatch.setattr(memory, "begin_turn", begin_turn_then_sweep)
         result = await services.runs.execute_sync(LOCAL, agent_id="demo", message="hello")
         assert result.status == "complete"
-        conv = await memory.get_conversation(result.conversation_uuid)
+        conv = await services.reads.lookup.get_conversation(result.conversation_uuid)
         stored = await memory.cold.page_messages(conv.id, limit=10)
         assert [m.status.value for m in stored] == ["complete", "complete"]
     finally:

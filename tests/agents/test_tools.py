@@ -66,7 +66,7 @@ def as_sent(call: Call) -> dict:
 
 
 async def stored(services, conversation: str):
-    conv = await services.memory.get_conversation(conversation)
+    conv = await services.reads.lookup.get_conversation(conversation)
     return conv, await services.reads.conversations.history(conv, limit=200)
 
 

@@ -56,7 +56,7 @@ async def test_pop_item_with_the_agents_sdk(api_factory, database, data_dir) -> 
     await Runner.run(agent, "What is my name?", session=session)
 
     uuid = conversation.id.removeprefix("conv_")
-    found = await services.memory.get_conversation(uuid, owner="ada")
+    found = await services.reads.lookup.get_conversation(uuid, owner="ada")
     second_turn = (await services.memory.load(found))[-1].turn_id
     folder = conversation_dir(data_dir, "demo", uuid)
     assert await services.mirror.drain()
@@ -80,7 +80,7 @@ async def test_pop_item_with_the_agents_sdk(api_factory, database, data_dir) -> 
     # session of the two deleted rows dropped), not four.
     third = await Runner.run(agent, "Hello again.", session=session)
     assert "I can see 2 earlier messages" in third.final_output
-    found = await services.memory.get_conversation(uuid, owner="ada")
+    found = await services.reads.lookup.get_conversation(uuid, owner="ada")
     assert found.message_count == 4
     window = await services.memory.load(found)
     assert [m.content for m in window if m.role is MsgRole.USER] == [
@@ -99,7 +99,7 @@ async def test_items_delete_with_the_openai_sdk(site) -> None:
     page = await sdk.conversations.items.list(conversation.id, order="asc")
     question = next(item for item in page.data if "marmalade" in item.content[0].text)
     uuid = conversation.id.removeprefix("conv_")
-    found = await services.memory.get_conversation(uuid, owner="ada")
+    found = await services.reads.lookup.get_conversation(uuid, owner="ada")
     deleted_seq = next(
         m.seq for m in await services.memory.load(found) if m.id == int(question.id[4:])
     )
@@ -114,7 +114,7 @@ async def test_items_delete_with_the_openai_sdk(site) -> None:
     assert question.id not in [item.id for item in left.data]
     assert len(left.data) == 3
 
-    found = await services.memory.get_conversation(uuid, owner="ada")
+    found = await services.reads.lookup.get_conversation(uuid, owner="ada")
     # The hot window (Redis) holds what SQL holds, and is current: no rebuild needed.
     window = await services.memory.load(found)
     assert deleted_seq not in [m.seq for m in window]
@@ -141,7 +141,7 @@ async def test_an_answer_goes_with_its_tool_results(site) -> None:
     sdk = _sdk(client)
     conversation = await sdk.conversations.create(metadata={"agent": "tester"})
     uuid = conversation.id.removeprefix("conv_")
-    found = await services.memory.get_conversation(uuid, owner="ada")
+    found = await services.reads.lookup.get_conversation(uuid, owner="ada")
     # A stored tool step, as a run writes it: an answer asking, the TOOL row answering.
     asking = Msg(MsgRole.ASSISTANT, "", turn_id="msg-t1", meta={"toolCalls": [
         {"id": "call_1", "name": "calculator", "arguments": "{}"}]})  # fmt: skip
@@ -156,7 +156,7 @@ async def test_an_answer_goes_with_its_tool_results(site) -> None:
         f"msg_{saved[1].id}", conversation_id=conversation.id
     )
     assert answer.id == conversation.id
-    found = await services.memory.get_conversation(uuid, owner="ada")
+    found = await services.reads.lookup.get_conversation(uuid, owner="ada")
     left = await services.reads.context.rows_after(found, 0)
     assert [m.content for m in left] == ["Add these.", "It is 2."]
     assert found.message_count == 2

@@ -146,14 +146,14 @@ async def test_a_retry_with_the_same_key_makes_one_fork(api_on) -> None:
 
 async def test_summaries_that_fit_come_along(api_on) -> None:
     conv = await three_turns(api_on)
-    memory = current().memory
-    source = await memory.get_conversation(conv)
+    memory, lookup = current().memory, current().reads.lookup
+    source = await lookup.get_conversation(conv)
     await memory.write_summary(source, covered_to_seq=2, text="Lisbon first.", model="t")
     await memory.write_summary(source, covered_to_seq=4, text="Lisbon, Porto.", model="t")
     forked = (await fork(api_on, conv, atSeq=3))["uuid"]
-    copied = await current().reads.archive.summaries_of(await memory.get_conversation(forked))
+    copied = await current().reads.archive.summaries_of(await lookup.get_conversation(forked))
     assert [(s.covered_to_seq, s.text) for s in copied] == [(2, "Lisbon first.")]
-    view = await memory.load_view(await memory.get_conversation(forked))
+    view = await memory.load_view(await lookup.get_conversation(forked))
     assert view.summary.text == "Lisbon first." and [m.seq for m in view.messages] == [1, 2, 3]
 
 

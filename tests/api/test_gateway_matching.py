@@ -40,7 +40,8 @@ async def stored_conversation(services, owner: str = "alice"):
             Msg.assistant("boom", turn_id="t3", status=MessageStatus.FAILED),
         ],
     )
-    return await memory.find_visible(Principal(owner=owner, via=Via.API_KEY), conversation.uuid)
+    owned_by = Principal(owner=owner, via=Via.API_KEY)
+    return await services.reads.lookup.find_visible(owned_by, conversation.uuid)
 
 
 def history(*texts: str) -> list[Line]:
@@ -58,7 +59,7 @@ async def test_a_resent_history_continues_what_the_client_saw(services) -> None:
     await finish(started)
     assert started.found is Found.MATCHED
     assert started.conversation_uuid == conversation.uuid
-    after = await services.memory.find_visible(ALICE, conversation.uuid)
+    after = await services.reads.lookup.find_visible(ALICE, conversation.uuid)
     assert after.message_count == conversation.message_count + 2  # q4 and its answer only
 
 
@@ -69,7 +70,7 @@ async def test_messages_the_conversation_lacks_are_stored_first(services) -> Non
     await finish(started)
     assert started.found is Found.MATCHED
     msgs = await services.reads.archive.final_messages(
-        await services.memory.find_visible(ALICE, conversation.uuid)
+        await services.reads.lookup.find_visible(ALICE, conversation.uuid)
     )
     assert [m.content for m in msgs[-3:-1]] == ["an answer from elsewhere", "q4"]
     assert len(msgs) == conversation.message_count + 3  # that answer, q4, the new answer

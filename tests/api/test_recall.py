@@ -149,7 +149,7 @@ async def _vectors_of(services, conversation_id: int) -> int:
 async def test_vectors_go_with_a_delete_and_come_back_after_an_import(opened, tmp_path) -> None:
     services, api = opened
     conv = await three_facts(api)
-    row_id = (await services.memory.get_conversation(conv)).id
+    row_id = (await services.reads.lookup.get_conversation(conv)).id
     await _until(lambda: _vectors_of(services, row_id), lambda n: n == 6)
     exported = await services.archive.export_all(tmp_path / "out", conversation_uuid=conv)
     assert exported.messages == 6

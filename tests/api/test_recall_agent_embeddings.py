@@ -25,7 +25,7 @@ def _own(fake_url: str, model: str) -> dict:
 
 async def _models(services, uuid: str) -> dict[str, int]:
     """Stored vectors of the conversation, by the model that made them."""
-    row_id = (await services.memory.get_conversation(uuid)).id
+    row_id = (await services.reads.lookup.get_conversation(uuid)).id
     query = (
         sa.select(V.c.model, sa.func.count())
         .where(V.c.conversation_id == row_id)

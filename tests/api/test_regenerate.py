@@ -101,8 +101,8 @@ async def test_twice_then_a_send_sees_no_superseded_answer(api_on) -> None:
         rows[5]["content"],
         "third: Faro",
     ]
-    memory = current().memory
-    window = await memory.load(await memory.get_conversation(conv))
+    memory, lookup = current().memory, current().reads.lookup
+    window = await memory.load(await lookup.get_conversation(conv))
     assert MessageStatus.SUPERSEDED not in {m.status for m in window}
     assert [m.seq for m in window] == [1, 2, 3, 6, 7, 8]
 
@@ -240,8 +240,8 @@ async def test_after_a_tool_using_turn(api_on, fake_llm) -> None:
 async def test_the_hot_window_equals_a_rebuilt_one(api_on) -> None:
     conv = await two_turns(api_on)
     await regenerate(api_on, conv)
-    memory = current().memory
-    conversation = await memory.get_conversation(conv)
+    memory, lookup = current().memory, current().reads.lookup
+    conversation = await lookup.get_conversation(conv)
     hits = memory.stats.hits
     hot = await memory.load_view(conversation)
     again = await memory.load_view(conversation)
@@ -293,14 +293,14 @@ async def test_superseded_answers_survive_export_and_import(api_on, tmp_path) ->
 
 async def test_a_summary_reaching_the_question_goes(api_on) -> None:
     conv = await two_turns(api_on)
-    memory = current().memory
-    source = await memory.get_conversation(conv)
+    memory, lookup = current().memory, current().reads.lookup
+    source = await lookup.get_conversation(conv)
     await memory.write_summary(source, covered_to_seq=2, text="Lisbon.", model="t")
     await memory.write_summary(source, covered_to_seq=4, text="Lisbon, Porto: old.", model="t")
     await regenerate(api_on, conv)
-    kept = await current().reads.archive.summaries_of(await memory.get_conversation(conv))
+    kept = await current().reads.archive.summaries_of(await lookup.get_conversation(conv))
     assert [(s.covered_to_seq, s.text) for s in kept] == [(2, "Lisbon.")]
-    view = await memory.load_view(await memory.get_conversation(conv))
+    view = await memory.load_view(await lookup.get_conversation(conv))
     assert view.summary.text == "Lisbon."
 
 
@@ -311,9 +311,9 @@ async def test_the_in_process_window_too(api_factory, sqlite_database) -> None:
         await say(api, text, conv)
     resp = await api.post(f"/api/v1/conversations/{conv}/regenerate", json={"stream": False})
     assert resp.status_code == 200, resp.text
-    memory = current().memory
+    memory, lookup = current().memory, current().reads.lookup
     assert memory.hot_backend == "memory"
-    conversation = await memory.get_conversation(conv)
+    conversation = await lookup.get_conversation(conv)
     hits = memory.stats.hits
     hot = await memory.load(conversation)
     assert memory.stats.hits == hits + 1

@@ -34,11 +34,8 @@ TURNS = [
 def make_archive(engine, root: Path) -> ArchiveService:
     hot = LocalHotWindow(window=20, max_conversations=100)
     cold = ColdStore(SQLDatabase(engine))
-    return ArchiveService(
-        MemoryManager(cold, hot, window=20),
-        MemoryReads.over(cold, cold.db, window=20).archive,
-        root,
-    )
+    reads = MemoryReads.over(cold, cold.db, window=20)
+    return ArchiveService(MemoryManager(cold, hot, window=20), reads.lookup, reads.archive, root)
 
 
 @pytest.fixture

@@ -99,7 +99,7 @@ def test_export_then_import_round_trips(cli, settings_factory, sqlite_database, 
     async def read(services):
         views = {}
         for uuid in before:
-            conv = await services.memory.get_conversation(uuid)
+            conv = await services.reads.lookup.get_conversation(uuid)
             views[uuid] = message_view(await services.memory.cold.page_messages(conv.id, limit=100))
         return views
 
@@ -235,7 +235,7 @@ def test_sweep_closes_answers_left_streaming(cli, settings_factory) -> None:
     assert "Closed 1 answer(s) left streaming" in result.stdout
 
     async def statuses(services):
-        fresh = await services.memory.get_conversation(conv.uuid)
+        fresh = await services.reads.lookup.get_conversation(conv.uuid)
         msgs = await services.memory.cold.page_messages(fresh.id)
         return fresh.status.value, [m.status.value for m in msgs]
 
@@ -267,7 +267,7 @@ def test_the_cli_import_accepts_the_api_zip(cli, settings_factory, tmp_path: Pat
     result = cli("import", str(tmp_path / "c.zip"))
     assert result.exit_code == 0, result.output
     assert "1 created" in result.stdout
-    restored = with_services(settings_factory, lambda s: s.memory.get_conversation(conv.uuid))
+    restored = with_services(settings_factory, lambda s: s.reads.lookup.get_conversation(conv.uuid))
     assert restored.message_count == 8
 
 

@@ -197,5 +197,5 @@ async def test_a_temporary_conversation_stays_temporary(archive, tmp_path) -> No
 
     await archive.import_path(out)
 
-    assert (await archive.memory.get_conversation(conv.uuid)).temporary is True
-    assert (await archive.memory.get_conversation(plain.uuid)).temporary is False
+    assert (await archive.lookup.get_conversation(conv.uuid)).temporary is True
+    assert (await archive.lookup.get_conversation(plain.uuid)).temporary is False

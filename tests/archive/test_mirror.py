@@ -97,7 +97,7 @@ async def test_deleting_a_conversation_removes_its_archive(mirrored) -> None:
     assert await mirrored.mirror.drain()
     folder = conversation_folder(mirrored, result.conversation_uuid)
     assert folder.is_dir()
-    conv = await mirrored.memory.get_conversation(result.conversation_uuid)
+    conv = await mirrored.reads.lookup.get_conversation(result.conversation_uuid)
     await mirrored.memory.delete(conv)
     assert not folder.exists()
     assert await mirrored.mirror.drain()

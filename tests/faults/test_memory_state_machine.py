@@ -92,7 +92,7 @@ def test_memory_state_machine(machine_env) -> None:
         @rule(index=st.integers(0, 1))
         def load(self, index: int) -> None:
             conv = self.conversations[index]
-            fresh = self.run(self.memory.get_conversation(conv.uuid))
+            fresh = self.run(self.memory.cold.get_conversation(conv.uuid))
             loaded = self.run(self.memory.load(fresh))
             tail = self.run(self.memory.cold.page_messages(conv.id, limit=WINDOW))
             assert shape(loaded) == shape(tail)
@@ -134,7 +134,7 @@ def test_memory_state_machine(machine_env) -> None:
             if server.proc is None or server.proc.poll() is not None:
                 return
             for conv in getattr(self, "conversations", []):
-                fresh = self.run(self.memory.get_conversation(conv.uuid))
+                fresh = self.run(self.memory.cold.get_conversation(conv.uuid))
                 try:
                     window = self.run(self.hot.read(conv.uuid))
                 except Exception:

@@ -51,7 +51,7 @@ def shape(msgs) -> list[tuple[int, str, str]]:
 
 
 async def fresh(memory: MemoryManager, conv):
-    return await memory.get_conversation(conv.uuid)
+    return await memory.cold.get_conversation(conv.uuid)
 
 
 async def test_window_trims_to_the_last_twenty(memory: MemoryManager) -> None:

@@ -27,7 +27,7 @@ async def turn(memory: MemoryManager, conv, i: int) -> None:
 
 async def timed_load(memory: MemoryManager, conv) -> tuple[list, float]:
     started = time.perf_counter()
-    loaded = await memory.load(await memory.get_conversation(conv.uuid))
+    loaded = await memory.load(await memory.cold.get_conversation(conv.uuid))
     return loaded, time.perf_counter() - started
 
 
@@ -57,7 +57,7 @@ async def test_saves_survive_and_loads_come_from_sql(memory, redis_server, fault
     window = await memory.hot.read(conv.uuid)
     assert window is not None and shape(window.messages) == await sql_tail(memory, conv, 20)
     assert await memory.hot_status() == "ok"
-    assert (await memory.get_conversation(conv.uuid)).message_count == 38
+    assert (await memory.cold.get_conversation(conv.uuid)).message_count == 38
 
 
 async def test_flushall_mid_conversation_loses_nothing(memory, redis_server) -> None:

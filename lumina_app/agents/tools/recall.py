@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lumina_app.agents.tools.spec import Tool, ToolContext, ToolError, ToolOutput, ToolSpec
-from lumina_app.memory import MemoryManager
+from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.recall import text
 from lumina_app.recall.retriever import Recalled, Retriever
 
@@ -50,10 +50,10 @@ SPEC = ToolSpec(
 
 
 class Recall:
-    """Makes the ``recall`` tool over one memory manager and the retriever."""
+    """Makes the ``recall`` tool over the conversation lookup and the retriever."""
 
-    def __init__(self, memory: MemoryManager, retriever: Retriever) -> None:
-        self.memory = memory
+    def __init__(self, lookup: ConversationLookup, retriever: Retriever) -> None:
+        self.lookup = lookup
         self.retriever = retriever
 
     def tool(self) -> Tool:
@@ -73,7 +73,7 @@ class Recall:
 
     async def search(self, ctx: ToolContext, query: str, limit: int) -> list[Recalled]:
         """The ``limit`` earlier messages most relevant to ``query``."""
-        conversation = await self.memory.get_conversation(ctx.conversation_uuid, owner=ctx.owner)
+        conversation = await self.lookup.get_conversation(ctx.conversation_uuid, owner=ctx.owner)
         return await self.retriever.in_conversation(
             conversation.id, query, limit=limit, before_seq=ctx.turn_seq
         )
