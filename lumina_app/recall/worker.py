@@ -128,15 +128,9 @@ class EmbedWorker:
                 failed.update(pks)
         return failed
 
-    async def embed_pending(self, conversation_pk: ConversationPk | None = None) -> int:
-        """Embed what has no vector of its agent's embedder yet (one conversation, or all):
-        the count written."""
-        if conversation_pk is not None:
-            agent_id = await recall_rows.agent_of(self.db, conversation_pk)
-            embedder = self.choice.for_agent(agent_id) if self.choice else self.embedder
-            if embedder is None:  # the agent's embeddings are off
-                return 0
-            return await self._embed(embedder, conversation_pk=conversation_pk)
+    async def embed_pending(self) -> int:
+        """Embed everything that has no vector of its agent's embedder yet (the backfill of
+        ``python -m lumina_app embed``): the count written."""
         own = self.choice.own() if self.choice else {}
         written = await self._embed(self.embedder, not_agents=list(own))
         for agent_id, embedder in own.items():

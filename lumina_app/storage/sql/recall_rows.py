@@ -53,6 +53,18 @@ def _recalled() -> sa.ColumnElement[bool]:
     return sa.and_(M.c.status.not_in(_NOT_RECALLED), M.c.role.in_(RECALLED_ROLES))
 
 
+def _said_before() -> tuple[sa.Alias, sa.ColumnElement[bool]]:
+    """The recalled row just before each message, and how to join it (through the
+    (conversation, seq) index)."""
+    P = M.alias("said_before")
+    return P, sa.and_(
+        P.c.conversation_id == M.c.conversation_id,
+        P.c.seq == M.c.seq - 1,
+        P.c.status.not_in(_NOT_RECALLED),
+        P.c.role.in_(RECALLED_ROLES),
+    )
+
+
 _COLUMNS = (M.c.id, M.c.conversation_id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
 
 
@@ -94,13 +106,7 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
     the conversation looked up per row, not joined."""
     if not ids:
         return []
-    P = M.alias("said_before")
-    before = sa.and_(
-        P.c.conversation_id == M.c.conversation_id,
-        P.c.seq == M.c.seq - 1,
-        P.c.status.not_in(_NOT_RECALLED),
-        P.c.role.in_(RECALLED_ROLES),
-    )
+    P, before = _said_before()
     if db.dialect == "postgresql":  # its planner may hash every vector or conversation
         query = sa.select(
             *_COLUMNS,
@@ -180,7 +186,6 @@ async def pending(
     db: SQLDatabase,
     model: str,
     *,
-    conversation_pk: ConversationPk | None = None,
     conversation_pks: Collection[ConversationPk] | None = None,
     limit: int = 256,
     chars: int = 8000,
@@ -191,18 +196,12 @@ async def pending(
     """Recalled rows with no vector of ``model`` yet (or, ``dimension`` given, one of
     another size: the model's server changed), oldest first, with the text before each:
     the first ``chars`` characters of each, what an embedding reads (a message of megabytes
-    is not fetched whole to embed its start). ``conversation_pk``/``conversation_pks``:
-    only that conversation / those; ``agents``/``not_agents``: only the conversations of
+    is not fetched whole to embed its start). ``conversation_pks``: only those
+    conversations; ``agents``/``not_agents``: only the conversations of
     those agents / of the others. One query, the row before found through the
     (conversation, seq) index."""
     missing = M.outerjoin(V, sa.and_(V.c.message_id == M.c.id, V.c.model == model))
-    P = M.alias("said_before")
-    before = sa.and_(
-        P.c.conversation_id == M.c.conversation_id,
-        P.c.seq == M.c.seq - 1,
-        P.c.status.not_in(_NOT_RECALLED),
-        P.c.role.in_(RECALLED_ROLES),
-    )
+    P, before = _said_before()
     content = sa.func.substr(M.c.content, 1, chars).label("content")
     previous = sa.func.substr(P.c.content, 1, chars).label("previous")
     absent = V.c.message_id.is_(None)
@@ -215,8 +214,6 @@ async def pending(
         .order_by(M.c.id)
         .limit(limit)
     )
-    if conversation_pk is not None:
-        query = query.where(M.c.conversation_id == conversation_pk)
     if conversation_pks is not None:
         query = query.where(M.c.conversation_id.in_(list(conversation_pks)))
     if agents is not None or not_agents:
