@@ -97,6 +97,35 @@ SCALING_MAX = 1.2
 class Result:
     samples: Samples
     counts: Counts = field(default_factory=Counts)
+    cpu: Samples | None = None  # process CPU per op (time.process_time): load-independent
+
+
+class CpuClock:
+    """Process CPU time per call of an op (every thread: aiosqlite's too), so a loaded
+    machine's scheduling delays, which wall time includes, can be told apart."""
+
+    def __init__(self) -> None:
+        self.ns: list[int] = []
+
+    def wrap(self, op):
+        def timed():
+            t0 = time.process_time_ns()
+            out = op()
+            self.ns.append(time.process_time_ns() - t0)
+            return out
+
+        return timed
+
+    def wrap_async(self, op):
+        async def timed():
+            t0 = time.process_time_ns()
+            await op()
+            self.ns.append(time.process_time_ns() - t0)
+
+        return timed
+
+    def timed_part(self, loop: Loop, n: int) -> Samples:
+        return Samples(self.ns[loop.warmup : loop.warmup + n])
 
 
 @dataclass
@@ -175,7 +204,9 @@ class Lumina:
 
         rebuilds, warm = memory.stats.rebuilds, min(20, plan.turns)
         key = FIRST if first else TURN
-        out[key] = Result(await time_async(turn, Loop(plan.turns, warm)))
+        cpu, loop = CpuClock(), Loop(plan.turns, warm)
+        wall = await time_async(cpu.wrap_async(turn), loop)
+        out[key] = Result(wall, cpu=cpu.timed_part(loop, wall.n))
         split = split[warm:]
         out[ACCEPT] = Result(Samples([a for a, _ in split]))
         out[FINAL] = Result(Samples([f for _, f in split]))
@@ -269,7 +300,9 @@ def run_anchor(hist, fill, size: int, plan: Plan, probe: Probe) -> dict[str, Res
         out[REBUILD] = out[READ]  # no rebuild: the full read stands in
     before = None if size else new_session
     key = TURN if size else FIRST
-    out[key] = Result(time_sync(write, Loop(plan.turns, min(20, plan.turns), budget), before))
+    cpu, loop = CpuClock(), Loop(plan.turns, min(20, plan.turns), budget)
+    wall = time_sync(cpu.wrap(write), loop, before)
+    out[key] = Result(wall, cpu=cpu.timed_part(loop, wall.n))
     with probe:
         for _ in range(min(plan.count_ops, 5) if size else 0):
             with probe.into(out[READ].counts):
@@ -333,6 +366,17 @@ def report(sizes, lumina, anchors, control) -> Checks:
     print("\nWhat one operation sends (untimed pass; Lua's inner commands included):\n")
     heads = ["operation", "stored", "system", "round trips", "redis commands", "sql statements"]
     print(table(heads, counts))
+    print("\nTurn write, process CPU per turn in microseconds, p50 / p99 (wall in the table):\n")
+    cpu_rows = []
+    for size in [*sizes, 0]:
+        op = TURN if size else FIRST
+        lum, asq = lumina[size][op].cpu, anchors["sql"][size][op].cpu
+        ratio = fmt_ratio(lum.p50 / asq.p50)
+        wall = fmt_ratio(lumina[size][op].samples.p50 / anchors["sql"][size][op].samples.p50)
+        row = [op, f"{size:,}" if size else "new", f"{fmt_us(lum.p50)} / {fmt_us(lum.p99)}"]
+        cpu_rows.append([*row, f"{fmt_us(asq.p50)} / {fmt_us(asq.p99)}", ratio, wall])
+    heads = ["operation", "stored", "lumina cpu", "anchor(sql) cpu", "cpu lumina/anchor"]
+    print(table([*heads, "wall lumina/anchor"], cpu_rows))
 
     checks = Checks()
     small, large = sizes[0], sizes[-1]
