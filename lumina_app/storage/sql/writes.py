@@ -48,7 +48,9 @@ TEMPORARY = "temporary"
 
 _INSERT_CONVERSATION = sa.insert(C)
 _INSERT_MESSAGE = sa.insert(M)
-_INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, sort_by_parameter_order=True)
+# Rows come back matched by seq (unique in the conversation), not by parameter order:
+# asking for that order makes SQLite's insertmanyvalues send one INSERT per row.
+_INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, M.c.seq)
 _INSERT_RUN = sa.insert(R)
 BUMP = (
     sa.update(C)
@@ -194,7 +196,7 @@ def bump_last_seq(conn: Connection, conversation_pk: ConversationPk, params: dic
 
 
 def insert_messages(conn: Connection, conversation_pk: ConversationPk, msgs: Sequence[Msg]) -> None:
-    """One INSERT … RETURNING for all rows (ids in parameter order) where supported."""
+    """One INSERT … RETURNING for all rows where supported (ids matched by seq)."""
     rows = [
         {
             "conversation_id": conversation_pk,
@@ -209,13 +211,13 @@ def insert_messages(conn: Connection, conversation_pk: ConversationPk, msgs: Seq
         }
         for msg in msgs
     ]
-    if len(rows) == 1 or not conn.dialect.insert_executemany_returning_sort_by_parameter_order:
+    if len(rows) == 1 or not conn.dialect.insert_executemany_returning:
         for msg, row in zip(msgs, rows, strict=True):
             msg.id = conn.execute(_INSERT_MESSAGE, row).inserted_primary_key[0]
         return
-    ids = conn.execute(_INSERT_MESSAGES_RETURNING, rows).scalars().all()
-    for msg, new_id in zip(msgs, ids, strict=True):
-        msg.id = new_id
+    ids = {seq: new_id for new_id, seq in conn.execute(_INSERT_MESSAGES_RETURNING, rows)}
+    for msg in msgs:
+        msg.id = ids[msg.seq]
 
 
 def insert_run(
