@@ -233,22 +233,19 @@ async def write_vectors(
     db: SQLDatabase, model: str, vectors: Sequence[tuple[int, int, bytes]]
 ) -> None:
     """Store (message id, conversation id, vector) rows, replacing earlier ones; a message
-    deleted meanwhile is skipped (its row would have nothing to point at)."""
+    deleted meanwhile is skipped (its row would have nothing to point at): the INSERT
+    selects from the message rows themselves, so checking and writing are one statement."""
     if not vectors:
         return
     ids = [v[0] for v in vectors]
-    now = utcnow()
+    encoded = {m: base64.b64encode(v).decode("ascii") for m, _c, v in vectors}
+    vector = sa.case({m: sa.literal(text, sa.Text) for m, text in encoded.items()}, value=M.c.id)
+    alive = sa.select(
+        M.c.id, M.c.conversation_id, sa.literal(model, V.c.model.type), vector,
+        sa.literal(utcnow(), V.c.created_at.type),
+    ).where(M.c.id.in_(ids))  # fmt: skip
+    columns = ["message_id", "conversation_id", "model", "vector", "created_at"]
     with offloaded():
         async with db.begin() as conn:
-            alive = set(
-                (await conn.execute(sa.select(M.c.id).where(M.c.id.in_(ids)))).scalars().all()
-            )
             await conn.execute(sa.delete(V).where(V.c.message_id.in_(ids)))
-            rows = [
-                {"message_id": m, "conversation_id": c, "model": model,
-                 "vector": base64.b64encode(v).decode("ascii"), "created_at": now}
-                for m, c, v in vectors
-                if m in alive
-            ]  # fmt: skip
-            if rows:
-                await conn.execute(sa.insert(V), rows)
+            await conn.execute(sa.insert(V).from_select(columns, alive))
