@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from lumina_app.domain import MessageStatus, MsgRole, utcnow
 from lumina_app.domain.ids import ConversationPk
@@ -233,8 +236,9 @@ async def write_vectors(
     db: SQLDatabase, model: str, vectors: Sequence[tuple[int, int, bytes]]
 ) -> None:
     """Store (message id, conversation id, vector) rows, replacing earlier ones; a message
-    deleted meanwhile is skipped (its row would have nothing to point at): the INSERT
-    selects from the message rows themselves, so checking and writing are one statement."""
+    deleted meanwhile is skipped (its row would have nothing to point at). One statement:
+    the INSERT selects from the message rows themselves (so a row gone is not written) and
+    replaces a vector already there (an upsert on the message id)."""
     if not vectors:
         return
     ids = [v[0] for v in vectors]
@@ -244,8 +248,23 @@ async def write_vectors(
         M.c.id, M.c.conversation_id, sa.literal(model, V.c.model.type), vector,
         sa.literal(utcnow(), V.c.created_at.type),
     ).where(M.c.id.in_(ids))  # fmt: skip
-    columns = ["message_id", "conversation_id", "model", "vector", "created_at"]
     with offloaded():
         async with db.begin() as conn:
-            await conn.execute(sa.delete(V).where(V.c.message_id.in_(ids)))
-            await conn.execute(sa.insert(V).from_select(columns, alive))
+            await conn.execute(_upsert(db.dialect, alive))
+
+
+_REPLACED = ("conversation_id", "model", "vector", "created_at")
+
+
+def _upsert(dialect: str, rows: sa.Select) -> sa.Insert:
+    """INSERT … SELECT ``rows`` that replaces the columns of a vector already stored."""
+    columns = ["message_id", *_REPLACED]
+    if dialect in ("mysql", "mariadb"):
+        mysql = mysql_insert(V).from_select(columns, rows)
+        return mysql.on_duplicate_key_update({c: mysql.inserted[c] for c in _REPLACED})
+    dml = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = dml(V).from_select(columns, rows)
+    return statement.on_conflict_do_update(
+        index_elements=[V.c.message_id],
+        set_={c: statement.excluded[c] for c in _REPLACED},
+    )
