@@ -151,7 +151,9 @@ async def test_an_agent_that_ignores_cancel_is_ended(services, data_dir) -> None
     run = await services.runs.start(
         LOCAL, agent_id="echo", message="/stubborn", conversation_uuid=conv
     )
-    await asyncio.sleep(0.3)
+    async for event in services.runs.follow(run):  # the agent is in its prompt
+        if event is not None and event.type is EventType.DELTA:
+            break
     await services.chat.stop(run.run_id)
     assert run.result.status == "stopped"
     assert await wait_dead(pid_of(first))

@@ -5,12 +5,11 @@ owner's page hears nothing."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from lumina_app.composition import open_services
 from lumina_app.domain import EventType, Principal, Via
+from tests.waits import wait_until
 
 ANN = Principal(owner="ann", via=Via.API_KEY, name="ann")
 BOB = Principal(owner="bob", via=Via.API_KEY, name="bob")
@@ -20,10 +19,18 @@ BOB = Principal(owner="bob", via=Via.API_KEY, name="bob")
 async def pair(settings_factory):
     one = await open_services(settings_factory())
     two = await open_services(settings_factory(), recover=False)
-    await asyncio.sleep(0.2)  # both listeners subscribed
+    bus = one.live.bus
+    await wait_until(
+        lambda: _subscribers(bus), "both instances' listeners to subscribe to the live channel"
+    )
     yield one, two
     await one.close()
     await two.close()
+
+
+async def _subscribers(bus) -> bool:
+    [(_, count)] = await bus.client.pubsub_numsub(bus.channel)
+    return count >= 2
 
 
 async def next_kind(feed, kind: str):

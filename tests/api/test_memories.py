@@ -12,6 +12,7 @@ import pytest
 
 from tests.api.helpers import bearer, say
 from tests.conftest import ROOT
+from tests.waits import wait_until
 
 KEYS = "alice:ka,bob:kb"
 ALICE, BOB = bearer("ka"), bearer("kb")
@@ -44,6 +45,20 @@ async def remembered(api, count: int, headers=ALICE, **params) -> list[dict]:
             return found
         await asyncio.sleep(0.05)
     raise AssertionError(f"expected {count} memories, have {found}")
+
+
+def extractions(extractor) -> list[str]:
+    """The questions whose extraction has finished from now on (the extractor wrapped)."""
+    done: list[str] = []
+    extract = extractor.extract
+
+    async def recording(turn):
+        ops = await extract(turn)
+        done.append(turn.question)
+        return ops
+
+    extractor.extract = recording
+    return done
 
 
 async def context_of(api, run_id: str, headers=ALICE) -> dict:
@@ -178,7 +193,7 @@ async def test_the_memory_tools_keep_what_the_model_is_told(api) -> None:
     assert await memories(api) == []
 
 
-async def test_what_is_said_in_one_conversation_is_known_in_the_next(api) -> None:
+async def test_what_is_said_in_one_conversation_is_known_in_the_next(opened, api) -> None:
     """The demo model's extractor end to end: a name and a project told in conversation 1
     are memories; conversation 2's context holds them and its answer uses them; "call me"
     supersedes the name; a deleted memory is never used again."""
@@ -209,9 +224,11 @@ async def test_what_is_said_in_one_conversation_is_known_in_the_next(api) -> Non
     assert [m["text"] for m in names] == ["The user's name is Ada L."]
     [old] = await memories(api, status="superseded")
     assert old["text"] == "The user's name is Ada." and old["supersededBy"] == names[0]["id"]
-    # Said again: nothing new (no duplicate of the same fact).
+    # Said again: nothing new (no duplicate of the same fact), once that turn's extraction
+    # has been applied (not merely once the answer is in: the extractor runs after it).
+    extracted = extractions(opened[0].chat.extractor)
     await say(api, "My name is Ada L.", agent="assistant", headers=ALICE)
-    await asyncio.sleep(0.3)
+    await wait_until(lambda: "My name is Ada L." in extracted, "that turn's extraction")
     assert len(await memories(api)) == 2
 
     resp = await api.delete(f"/api/v1/memories/{names[0]['id']}", headers=ALICE)

@@ -49,13 +49,19 @@ def test_page_survives_its_instance_being_killed(browser, tmp_path, _databases) 
         conversation_url = page.url
         assert "/chat/assistant/" in conversation_url
 
+        sockets: list[list[str]] = []
+        page.on("websocket", lambda ws: listen(ws, sockets))
         one.kill()
         proxy.stop()
         proxy.target = ("127.0.0.1", two.port)
         proxy.start()
         # The browser notices the dead socket and reconnects (through the balancer) to
-        # instance two; give it that moment, as a person would see the page come back.
-        page.wait_for_timeout(3000)
+        # instance two: wait until that new socket's connection is acknowledged.
+        for _ in range(300):
+            if any(connected(frames) for frames in sockets):
+                break
+            page.wait_for_timeout(100)
+        assert any(connected(frames) for frames in sockets), sockets
 
         page.get_by_test_id("composer").fill("second, after instance one died")
         page.get_by_test_id("composer").press("Enter")
@@ -70,3 +76,15 @@ def test_page_survives_its_instance_being_killed(browser, tmp_path, _databases) 
         one.stop()
         two.stop()
         redis.kill()
+
+
+def listen(ws, sockets: list[list[str]]) -> None:
+    """Keep the frames a new page socket receives (registered as it opens: none missed)."""
+    frames: list[str] = []
+    sockets.append(frames)
+    ws.on("framereceived", lambda payload: frames.append(str(payload)))
+
+
+def connected(frames: list[str]) -> bool:
+    """Socket.IO acknowledged the connection (its "40" packet): the socket is usable."""
+    return any(frame.startswith("40") for frame in frames)
