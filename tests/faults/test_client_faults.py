@@ -163,7 +163,7 @@ def test_a_hang_up_while_the_model_is_quiet_is_noticed_at_once(tmp_path: Path) -
             with client.stream("GET", f"/api/v1/runs/{run_id}/stream") as resp:
                 assert resp.status_code == 200
                 assert b"event: session" in next(resp.iter_raw())
-                time.sleep(0.3)  # quiet: the stream waits on the model, not on a write
+                time.sleep(0.3)  # the point: a quiet while, the stream waits on the model
             left = time.monotonic()
             while (status := client.get(f"/api/v1/runs/{run_id}").json()["status"]) == "running":
                 assert time.monotonic() - left < 3, "the hang-up went unnoticed"

@@ -22,7 +22,7 @@ BOB = Principal(owner="bob", via=Via.SESSION, name="bob")
 async def hub():
     hub = LiveHub(LocalLiveBus(), per_owner=2, total=3)
     listening = asyncio.create_task(hub.run_forever())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the point: one turn of the loop so the listener task starts
     yield hub
     listening.cancel()
 

@@ -50,7 +50,7 @@ async def test_saves_survive_and_loads_come_from_sql(memory, redis_server, fault
         redis_server.start()  # same port, empty: like a restart without persistence
     else:
         redis_server.resume()
-    await asyncio.sleep(0.25)  # let the breaker's cool-down pass so the next call probes
+    await asyncio.sleep(0.25)  # the point: past the 0.2 s cool-down, the next call probes
     await turn(memory, conv, 18)
     loaded, _ = await timed_load(memory, conv)
     assert shape(loaded) == await sql_tail(memory, conv, 20)
