@@ -14,7 +14,7 @@ from lumina_app.ui.components.login import AUTH_SCRIPT, login_page
 from lumina_app.ui.components.memories import memories_page
 from lumina_app.ui.components.sidebar import drawer, sidebar
 from lumina_app.ui.components.sidebar_dialogs import delete_dialog, rename_dialog
-from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, CHAT_NEW, HOME, KEYS, LOGIN, MEMORIES
+from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, HOME, KEYS, LOGIN, MEMORIES
 from lumina_app.ui.state.account import AccountState
 from lumina_app.ui.state.admin import AdminState
 from lumina_app.ui.state.chat import ChatState
@@ -79,7 +79,6 @@ def chat_page() -> rx.Component:
 
 def add_pages(app: rx.App) -> None:
     app.add_page(chat_page, route=HOME, title="Lumina", on_load=ON_LOAD)
-    app.add_page(chat_page, route=CHAT_NEW, title="Lumina", on_load=ON_LOAD)
     app.add_page(chat_page, route=CHAT, title="Lumina", on_load=ON_LOAD)
     app.add_page(login_page, route=LOGIN, title="Sign in · Lumina", on_load=LoginState.load)
     app.add_page(account_page, route=ACCOUNT, title="Account · Lumina", on_load=AccountState.load)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from urllib.parse import quote
 
 HOME = "/"
-CHAT_NEW = "/chat/[agent]"
-CHAT = "/chat/[agent]/[conversation]"
+# One route for a new conversation and an open one: moving a new conversation to its
+# address (``/chat/<agent>`` → ``/chat/<agent>/<uuid>``) keeps the page mounted, so what
+# is being typed, the live follower and the sidebar stay as they are.
+CHAT = "/chat/[agent]/[[conversation]]"
 LOGIN = "/login"
 ACCOUNT = "/account"
 KEYS = "/keys"

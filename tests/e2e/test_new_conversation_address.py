@@ -57,17 +57,20 @@ def test_a_late_move_to_the_new_address_keeps_the_next_question(page: Page, app_
 
 
 def test_a_question_being_typed_survives_the_move(page: Page, app_server) -> None:
-    """The cause of a CI flake: the move landed between typing and Enter, and Enter
-    sent an empty composer (nothing)."""
+    """The cause of CI failures: the move remounted the page (two routes), and an Enter
+    pressed while it did sent nothing. One route keeps the same page: the composer is the
+    very same element after the move, with its text."""
     held = hold_redirects(page)
     open_new(page, app_server.url)
     send(page, "First: Lisbon")
     wait_idle(page)
     page.get_by_test_id("composer").fill("Second: Porto")
+    page.evaluate("document.getElementById('composer').dataset.before = 'move'")
     ws, frame = held.pop()
     ws.send(frame)
     expect(page).to_have_url(re.compile(r"/chat/assistant/[0-9a-f-]{36}$"))
     expect(page.get_by_test_id("composer")).to_have_value("Second: Porto")
+    expect(page.get_by_test_id("composer")).to_have_attribute("data-before", "move")
     page.get_by_test_id("composer").press("Enter")
     wait_idle(page)
     expect(page.locator("[data-testid=message][data-role=user]").nth(1)).to_contain_text(

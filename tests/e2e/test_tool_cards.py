@@ -86,10 +86,6 @@ def test_recall_reaches_back_and_the_context_shows_each_model_call(page: Page, a
     open_new(page, app_server.url)
     send(page, "My bike is a green Brompton.")
     wait_idle(page, 1)
-    # The new conversation's page moves to its own address (ui/draft.py); an Enter pressed
-    # while it remounts there is not sent (the text comes back), so let the move land first.
-    expect(page).to_have_url(re.compile(r"/chat/assistant/[0-9a-f-]{36}$"))
-    expect(page.get_by_test_id("composer")).to_be_editable()
     send(page, "What did I say about my bike?")
     wait_idle(page, 1)
     expect(cards(page)).to_have_count(1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui import draft
 from lumina_app.ui.components.message import bubble, message_item, steps_and_answer, user_text
 from lumina_app.ui.components.message_actions import edit_dialog
 from lumina_app.ui.state.chat import ChatState
@@ -262,7 +261,6 @@ def composer() -> rx.Component:
                 width="100%",
                 size="3",
                 custom_attrs={"data-testid": "composer"},
-                on_mount=draft.PUT_BACK,
             ),
             rx.cond(
                 ChatState.streaming,

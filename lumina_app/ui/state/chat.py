@@ -14,7 +14,6 @@ from lumina_app.composition import Services
 from lumina_app.domain import AgentNotFound, LuminaError, NotFound, Principal, utcnow
 from lumina_app.domain.views import iso_ms
 from lumina_app.services.runs import ActiveRun
-from lumina_app.ui.draft import move_to
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.sidebar import SidebarState
@@ -37,7 +36,7 @@ class ChatState(StreamState):
     async def load(self):
         """On page load: the agent, the conversation's page (the latest, or around the
         ``?seq=`` a search hit links to), and a live run to re-attach to."""
-        # The route's dynamic segments (/chat/[agent]/[conversation]); "" where absent.
+        # The route's segments (/chat/[agent]/[[conversation]], the last optional); "" if absent.
         agent_id, conversation_id = self.agent or "", self.conversation or ""
         arrived, self._arriving = self._arriving, ""
         if conversation_id and conversation_id == arrived == self.conversation_id:
@@ -145,7 +144,7 @@ class ChatState(StreamState):
             if not conversation:
                 self._arriving = run.conversation.uuid
         if not conversation:  # the new conversation's address; load() sees it is current
-            yield move_to(chat_url(agent, run.conversation.uuid))
+            yield rx.redirect(chat_url(agent, run.conversation.uuid), replace=True)
         yield SidebarState.refresh
         async for update in self._follow(runs.follow(run), ticket):
             yield update
