@@ -12,7 +12,7 @@ import time
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, WebSocketRoute, expect
 
 from lumina_app.ui.state.sidebar import LIST_PAGE
 from tests.conftest import SHARED_REDIS_URL, write_agent
@@ -128,6 +128,56 @@ def test_a_question_sent_in_one_tab_streams_in_the_other(people, live_server) ->
     # Bob saw nothing of it: not the conversation, not the run.
     expect(bob.get_by_test_id("conversation-item")).to_have_count(0)
     assert "Tell me a lot" not in bob.content()
+
+
+def hold_live_feed(page: Page) -> list[tuple[WebSocketRoute, str]]:
+    """Keep back the page's start of its live feed (the ``watch`` event it sends on the UI
+    socket, on every socket it opens); the caller releases one with ``server.send(frame)``."""
+    held: list[tuple[WebSocketRoute, str]] = []
+
+    def route(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+
+        def from_page(message: str | bytes) -> None:
+            if isinstance(message, str) and 'live_state.watch"' in message:
+                held.append((server, message))
+            else:
+                server.send(message)
+
+        ws.on_message(from_page)
+
+    page.route_web_socket(re.compile(r"/_event"), route)
+    return held
+
+
+def test_a_run_between_the_load_and_the_live_feed_is_not_missed(people, live_server) -> None:
+    """A page's feed comes on after its load (a CI failure at load: the other tab's run
+    started in between and this page never showed it). Held here until that run has
+    started and ended, the feed looks once when it comes on."""
+    base = live_server.url
+    one = signed_in(people.new(), base, "alice")
+    two = people.new()
+    held = hold_live_feed(two)
+    signed_in(two, base, "alice")
+    one.goto(f"{base}/chat/assistant")
+    send(one, "First question, to make the conversation")
+    wait_idle(one)
+    expect(one).to_have_url(re.compile(r"/chat/assistant/[0-9a-f-]{36}$"))
+    before = len(held)  # the signed-in page's: its socket closes with the next load
+    two.goto(one.url)
+    expect(answers(two)).to_have_count(1)
+    for _ in range(200):  # a poll that lets Playwright run the route's handler meanwhile
+        if len(held) > before:
+            break
+        two.wait_for_timeout(100)
+    assert len(held) > before, "the page never started its live feed"
+    send(one, "Asked while the other tab was not yet live")
+    wait_idle(one)
+    expect(two.locator(QUESTIONS)).to_have_count(1)  # nothing told it: the gap is real
+    server, frame = held[-1]
+    server.send(frame)
+    expect(two.locator(QUESTIONS).last).to_contain_text("Asked while the other tab")
+    expect(answers(two)).to_have_count(2)
 
 
 def test_stop_from_the_other_tab(people, live_server) -> None:

@@ -31,6 +31,8 @@ class ChatState(StreamState):
     _send_text: str = ""
     # The address of the new conversation this page's own redirect goes to (see load()).
     _arriving: str = ""
+    # The open conversation's last seq when load() read it (what LiveState checks against).
+    _loaded_seq: int = 0
 
     @rx.event
     async def load(self):
@@ -48,7 +50,7 @@ class ChatState(StreamState):
         self._reset_stream()
         self.error, self.not_found, self._rows = "", "", []
         self.has_older = self.has_newer = False
-        self.conversation_id, self.title, self.focus_seq = "", "", 0
+        self.conversation_id, self.title, self.focus_seq, self._loaded_seq = "", "", 0, 0
         self.parent_title = self.parent_url = ""
         self.temporary = False
         try:
@@ -73,7 +75,7 @@ class ChatState(StreamState):
             self.not_found = "This conversation does not exist (it may have been deleted)."
             return None
         self.conversation_id, self.title = conversation.uuid, conversation.title
-        self.temporary = conversation.temporary
+        self.temporary, self._loaded_seq = conversation.temporary, conversation.last_seq
         await self._link_parent(conversation)
         scroll = await self._open(conversation, _seq(self.router.url.query_parameters))
         run_id = await services.runs.running_in(caller, conversation.uuid)

@@ -11,7 +11,7 @@ import functools
 import reflex as rx
 from reflex.utils.prerequisites import get_and_validate_app
 
-from lumina_app.domain import utcnow
+from lumina_app.domain import NotFound, Principal, utcnow
 from lumina_app.domain.views import iso_ms
 from lumina_app.services.live import AlreadyLive, Notice, TooManyLivePages
 from lumina_app.ui.state.chat import ChatState
@@ -33,6 +33,8 @@ class LiveState(ChatState):
             caller, token = self._caller(), self.router.session.client_token
         try:
             async with self._services().live.page(caller, token) as feed:
+                if await self._changed_before_the_feed(caller):
+                    yield ChatState.load
                 while True:
                     notice = await feed.next()
                     if not _connected(token) or (notice is not None and notice.kind == "closed"):
@@ -47,6 +49,22 @@ class LiveState(ChatState):
                         yield update
         except (AlreadyLive, TooManyLivePages):
             return
+
+    async def _changed_before_the_feed(self, caller: Principal) -> bool:
+        """Whether the open conversation changed between the page's load and its feed
+        coming on (a run started, perhaps ended, in that gap was told to no feed of this
+        page; from now on every change is). One read of the conversation."""
+        async with self:
+            conversation, loaded = self.conversation_id, self._loaded_seq
+            if not conversation or self.streaming or self.has_newer:
+                return False
+        try:
+            now = (await self._services().conversations.get(caller, conversation)).last_seq
+        except NotFound:
+            now = -1  # deleted meanwhile: a load says so
+        async with self:
+            current = self.conversation_id == conversation and not self.streaming
+            return current and self._loaded_seq == loaded and now != loaded
 
     def _apply(self, notice: Notice) -> list:
         here = notice.conversation == self.conversation_id and self.conversation_id != ""
