@@ -221,6 +221,32 @@ def test_a_run_started_over_rest_shows_up_in_an_open_page(people, live_server) -
     expect(answers(page).nth(1)).to_contain_text("word399")
 
 
+def test_back_to_back_runs_from_elsewhere_are_each_shown(people, live_server) -> None:
+    """Runs started one right after another over REST (each notice soon after the page's
+    follower of the one before ended): the page shows each, and reads as a reload."""
+    base = live_server.url
+    page = signed_in(people.new(), base, "alice")
+    page.goto(f"{base}/chat/assistant")
+    send(page, "Opened in the browser")
+    wait_idle(page)
+    conversation = page.url.rsplit("/", 1)[1]
+    key = live_server.cli("keys", "create", "alice").strip()
+    with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=30) as rest:
+        for n in range(1, 5):
+            done = rest.post(
+                f"{base}/api/v1/agents/assistant/execute/sync",
+                json={"task": f"Back to back {n}", "conversationId": conversation},
+            )
+            assert done.status_code == 200, done.text
+    expect(answers(page)).to_have_count(5, timeout=20_000)
+    for n in range(1, 5):
+        expect(page.locator(QUESTIONS).nth(n)).to_contain_text(f"Back to back {n}")
+    shown = texts(page)
+    page.reload()
+    expect(answers(page)).to_have_count(5)
+    assert wait_until_sync(lambda: texts(page) == shown, "the reload to read as the live page")
+
+
 def test_the_sidebar_follows_renames_deletes_and_forks(people, live_server) -> None:
     base = live_server.url
     one, two, bob = two_tabs(people, base)
