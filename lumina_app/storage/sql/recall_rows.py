@@ -12,6 +12,7 @@ import base64
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import insert as mysql_insert
@@ -71,7 +72,7 @@ def _said_before() -> tuple[sa.Alias, sa.ColumnElement[bool]]:
 _COLUMNS = (M.c.id, M.c.conversation_id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
 
 
-def _rows_query(model: str) -> sa.Select:
+def _rows_query(model: str | sa.BindParameter) -> sa.Select:
     joined = M.outerjoin(V, sa.and_(V.c.message_id == M.c.id, V.c.model == model))
     return sa.select(*_COLUMNS, V.c.vector).select_from(joined).where(_recalled())
 
@@ -109,8 +110,20 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
     the conversation looked up per row, not joined."""
     if not ids:
         return []
+    params = {"ids": list(ids), "model": model}
+    with offloaded():  # up to a few thousand texts
+        async with db.connect() as conn:
+            found = (await conn.execute(_candidates_query(db.dialect), params)).all()
+    return [Candidate(_row(r), r.previous or "", r.uuid, r.title) for r in found]
+
+
+@lru_cache(maxsize=4)
+def _candidates_query(dialect: str) -> sa.Select:
+    """:func:`candidates`' statement, built once per dialect (building it took longer than
+    PostgreSQL takes to run it); ``ids`` and ``model`` are bound at each call."""
     P, before = _said_before()
-    if db.dialect == "postgresql":  # its planner may hash every vector or conversation
+    model = sa.bindparam("model", type_=sa.String)
+    if dialect == "postgresql":  # its planner may hash every vector or conversation
         query = sa.select(
             *_COLUMNS,
             _per_row(V.c.vector, V.c.message_id == M.c.id, V.c.model == model),
@@ -118,6 +131,9 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
             _per_row(C.c.uuid, C.c.id == M.c.conversation_id),
             _per_row(C.c.title, C.c.id == M.c.conversation_id),
         ).select_from(M.outerjoin(P, before))
+        # one array parameter, not one per id (binding and parsing hundreds of
+        # placeholders cost more than the query)
+        among = M.c.id == sa.any_(sa.bindparam("ids", type_=ARRAY(sa.Integer)))
     else:
         query = (
             _rows_query(model)
@@ -125,19 +141,8 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
             .join(C, C.c.id == M.c.conversation_id)
             .add_columns(P.c.content.label("previous"), C.c.uuid, C.c.title)
         )
-    query = query.where(_recalled(), _among(db.dialect, ids))
-    with offloaded():  # up to a few thousand texts
-        async with db.connect() as conn:
-            found = (await conn.execute(query)).all()
-    return [Candidate(_row(r), r.previous or "", r.uuid, r.title) for r in found]
-
-
-def _among(dialect: str, ids: Sequence[int]) -> sa.ColumnElement[bool]:
-    """``M.id`` among ``ids``: on PostgreSQL one array parameter, not one per id (binding
-    and parsing hundreds of placeholders cost more than the query)."""
-    if dialect == "postgresql":
-        return M.c.id == sa.any_(sa.bindparam("ids", list(ids), type_=ARRAY(sa.Integer)))
-    return M.c.id.in_(list(ids))
+        among = M.c.id.in_(sa.bindparam("ids", expanding=True))
+    return query.where(_recalled(), among)
 
 
 def _per_row(column: sa.Column, *where: sa.ColumnElement[bool]) -> sa.Label:
