@@ -13,7 +13,9 @@ with its own ORDER BY and LIMIT, so FTS5 still reads newest first and stops in e
 question costs one statement, a second for the words read again as prefixes, not two a
 word. On PostgreSQL the owner's scope is a per-row lookup of the matched row's
 conversation, never a join the planner may turn into a hash of all the owner's
-conversations, and each arm takes the path its word's share calls for (``_pg_order``).
+conversations, and each arm takes the path its word's share calls for (``_planned``); the
+words read backwards by id share one read (one agent's frequent words: 36.7 → 24.8 ms at a
+million messages), and a word it leaves short is read again alone.
 """
 
 from __future__ import annotations
@@ -119,6 +121,63 @@ async def _planned(conn: AsyncConnection, dialect: str, arm: _Arm, window: int) 
 
 
 async def _windows(
+    conn: AsyncConnection, dialect: str, arms: Sequence[_Arm], scope: _Scope, window: int
+) -> list[list[int]]:
+    """Each arm's window, newest first. On PostgreSQL the arms read backwards by id share
+    one such read (:func:`_shared_backward`); what it leaves short is read arm by arm."""
+    windows: dict[int, list[int]] = {}
+    backward = [i for i, arm in enumerate(arms) if _kind(dialect, arm) == "backward"]
+    if len(backward) > 1:
+        shared = await _shared_backward(conn, [arms[i] for i in backward], scope, window)
+        windows = {i: ids for i, ids in zip(backward, shared, strict=True) if ids is not None}
+    rest = [i for i in range(len(arms)) if i not in windows]
+    if rest:
+        read = await _arm_windows(conn, dialect, [arms[i] for i in rest], scope, window)
+        windows |= dict(zip(rest, read, strict=True))
+    return [windows[i] for i in range(len(arms))]
+
+
+async def _shared_backward(
+    conn: AsyncConnection, arms: Sequence[_Arm], scope: _Scope, window: int
+) -> list[list[int] | None]:
+    """PostgreSQL: the newest rows matching any of the arms' words, read backwards by id
+    once (a frequent word reads ~window / share rows: four of them read their rows four
+    times over, one agent's ten times as many each), each row marked with the words it
+    matches. An arm's window is its first ``window`` marked rows: exactly what its own
+    read finds, unless the shared read stopped first (None: read it alone)."""
+    query = _shared_statement(len(arms), scope.agent_id is not None)
+    params: dict[str, object] = {"owner": scope.owner, "limit": window * len(arms)}
+    if scope.agent_id is not None:
+        params["agent_id"] = scope.agent_id
+    for i, arm in enumerate(arms):
+        params[f"match_{i}"] = _match_text("postgresql", arm)
+    rows = (await conn.execute(query, params)).all()
+    complete = len(rows) < window * len(arms)  # every match of every word was read
+    out: list[list[int] | None] = []
+    for i in range(len(arms)):
+        ids = [row[0] for row in rows if row[i + 1]][:window]
+        out.append(ids if complete or len(ids) >= window else None)
+    return out
+
+
+@lru_cache(maxsize=64)
+def _shared_statement(count: int, agent: bool) -> sa.Select:
+    """``(id, matches word 0, matches word 1, …)`` of the newest rows matching any word."""
+    queries = [
+        sa.func.to_tsquery(_PG_CONFIG, sa.bindparam(f"match_{i}", type_=sa.String))
+        for i in range(count)
+    ]
+    matched = [_PG_DOCUMENT.op("@@")(q).label(f"m{i}") for i, q in enumerate(queries)]
+    either = queries[0]
+    for q in queries[1:]:
+        either = either.op("||")(q)  # a tsquery's OR
+    said = M.c.role.in_(RECALLED_ROLES)
+    query = sa.select(M.c.id, *matched).where(_PG_DOCUMENT.op("@@")(either), said)
+    limit = sa.bindparam("limit", type_=sa.Integer)
+    return _pg_scoped(query, agent).order_by(M.c.id.desc()).limit(limit)
+
+
+async def _arm_windows(
     conn: AsyncConnection, dialect: str, arms: Sequence[_Arm], scope: _Scope, window: int
 ) -> list[list[int]]:
     """Each arm's window, newest first, all read by one statement."""
