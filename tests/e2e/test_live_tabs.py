@@ -12,10 +12,11 @@ import time
 
 import httpx
 import pytest
-from playwright.sync_api import Page, WebSocketRoute, expect
+from playwright.sync_api import Page, expect
 
 from lumina_app.ui.state.sidebar import LIST_PAGE
 from tests.conftest import SHARED_REDIS_URL, write_agent
+from tests.e2e.socket_frames import LIVE_FEED, hold_frames
 from tests.e2e.test_accounts_ui import PASSWORD, Browsers, sign_in
 from tests.e2e.test_chat_ui import answers, send, shot, wait_idle
 from tests.fake_llm import FakeLLM
@@ -80,6 +81,11 @@ def assert_ends_as_a_reload(page: Page, *, answered: int) -> list[str]:
     reads exactly as a reload of it does; what it read."""
     expect(answers(page)).to_have_count(answered, timeout=20_000)
     expect(answers(page).nth(answered - 1)).to_contain_text("word399")
+    return assert_reads_as_a_reload(page, answered=answered)
+
+
+def assert_reads_as_a_reload(page: Page, *, answered: int) -> list[str]:
+    """The page, ``answered`` answers shown, reads exactly as a reload of it; what it read."""
     shown = texts(page)
     page.reload()
     expect(answers(page)).to_have_count(answered)
@@ -89,6 +95,16 @@ def assert_ends_as_a_reload(page: Page, *, answered: int) -> list[str]:
         lambda: texts(page) == shown, "the reloaded page to read as the live one", within=10
     )
     return shown
+
+
+def answered_once_with_a_key(people: Browsers, server: AppServer) -> tuple[Page, str, str]:
+    """Alice's page on a conversation answered once, its uuid, and an API key of hers."""
+    page = signed_in(people.new(), server.url, "alice")
+    page.goto(f"{server.url}/chat/assistant")
+    send(page, "Opened in the browser")
+    wait_idle(page)
+    key = server.cli("keys", "create", "alice").strip()
+    return page, page.url.rsplit("/", 1)[1], key
 
 
 def two_tabs(people: Browsers, base: str) -> tuple[Page, Page, Page]:
@@ -130,26 +146,6 @@ def test_a_question_sent_in_one_tab_streams_in_the_other(people, live_server) ->
     assert "Tell me a lot" not in bob.content()
 
 
-def hold_live_feed(page: Page) -> list[tuple[WebSocketRoute, str]]:
-    """Keep back the page's start of its live feed (the ``watch`` event it sends on the UI
-    socket, on every socket it opens); the caller releases one with ``server.send(frame)``."""
-    held: list[tuple[WebSocketRoute, str]] = []
-
-    def route(ws: WebSocketRoute) -> None:
-        server = ws.connect_to_server()
-
-        def from_page(message: str | bytes) -> None:
-            if isinstance(message, str) and 'live_state.watch"' in message:
-                held.append((server, message))
-            else:
-                server.send(message)
-
-        ws.on_message(from_page)
-
-    page.route_web_socket(re.compile(r"/_event"), route)
-    return held
-
-
 def test_a_run_between_the_load_and_the_live_feed_is_not_missed(people, live_server) -> None:
     """A page's feed comes on after its load (a CI failure at load: the other tab's run
     started in between and this page never showed it). Held here until that run has
@@ -157,7 +153,7 @@ def test_a_run_between_the_load_and_the_live_feed_is_not_missed(people, live_ser
     base = live_server.url
     one = signed_in(people.new(), base, "alice")
     two = people.new()
-    held = hold_live_feed(two)
+    held = hold_frames(two, LIVE_FEED, from_page=True)
     signed_in(two, base, "alice")
     one.goto(f"{base}/chat/assistant")
     send(one, "First question, to make the conversation")
@@ -199,12 +195,7 @@ def test_stop_from_the_other_tab(people, live_server) -> None:
 
 def test_a_run_started_over_rest_shows_up_in_an_open_page(people, live_server) -> None:
     base = live_server.url
-    page = signed_in(people.new(), base, "alice")
-    page.goto(f"{base}/chat/assistant")
-    send(page, "Opened in the browser")
-    wait_idle(page)
-    conversation = page.url.rsplit("/", 1)[1]
-    key = live_server.cli("keys", "create", "alice").strip()
+    page, conversation, key = answered_once_with_a_key(people, live_server)
     accepted = httpx.post(
         f"{base}/api/v1/agents/assistant/execute",
         json={"task": "Sent from a script /long", "conversationId": conversation},
@@ -225,12 +216,7 @@ def test_back_to_back_runs_from_elsewhere_are_each_shown(people, live_server) ->
     """Runs started one right after another over REST (each notice soon after the page's
     follower of the one before ended): the page shows each, and reads as a reload."""
     base = live_server.url
-    page = signed_in(people.new(), base, "alice")
-    page.goto(f"{base}/chat/assistant")
-    send(page, "Opened in the browser")
-    wait_idle(page)
-    conversation = page.url.rsplit("/", 1)[1]
-    key = live_server.cli("keys", "create", "alice").strip()
+    page, conversation, key = answered_once_with_a_key(people, live_server)
     with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=30) as rest:
         for n in range(1, 5):
             done = rest.post(
@@ -241,10 +227,7 @@ def test_back_to_back_runs_from_elsewhere_are_each_shown(people, live_server) ->
     expect(answers(page)).to_have_count(5, timeout=20_000)
     for n in range(1, 5):
         expect(page.locator(QUESTIONS).nth(n)).to_contain_text(f"Back to back {n}")
-    shown = texts(page)
-    page.reload()
-    expect(answers(page)).to_have_count(5)
-    assert wait_until_sync(lambda: texts(page) == shown, "the reload to read as the live page")
+    assert_reads_as_a_reload(page, answered=5)
 
 
 def test_the_sidebar_follows_renames_deletes_and_forks(people, live_server) -> None:

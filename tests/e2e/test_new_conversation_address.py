@@ -7,35 +7,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, WebSocketRoute, expect
+from playwright.sync_api import Page, expect
 
+from tests.e2e.socket_frames import REDIRECT, hold_frames
 from tests.e2e.test_chat_ui import answers, open_new, send, wait_idle
 
 pytestmark = pytest.mark.e2e
 
 
-def hold_redirects(page: Page) -> list[tuple[WebSocketRoute, str]]:
-    """Keep back the server's redirect frames on the UI socket (everything else passes);
-    the caller releases them with ``ws.send(frame)``."""
-    held: list[tuple[WebSocketRoute, str]] = []
-
-    def route(ws: WebSocketRoute) -> None:
-        server = ws.connect_to_server()
-
-        def from_server(message: str | bytes) -> None:
-            if isinstance(message, str) and '"_redirect"' in message:
-                held.append((ws, message))
-            else:
-                ws.send(message)
-
-        server.on_message(from_server)
-
-    page.route_web_socket(re.compile(r"/_event"), route)
-    return held
-
-
 def test_a_late_move_to_the_new_address_keeps_the_next_question(page: Page, app_server) -> None:
-    held = hold_redirects(page)
+    held = hold_frames(page, REDIRECT, from_page=False)
     open_new(page, app_server.url)
     send(page, "First: Lisbon")
     wait_idle(page)  # the first answer settled; the page has not moved yet
@@ -60,7 +41,7 @@ def test_a_question_being_typed_survives_the_move(page: Page, app_server) -> Non
     """The cause of CI failures: the move remounted the page (two routes), and an Enter
     pressed while it did sent nothing. One route keeps the same page: the composer is the
     very same element after the move, with its text."""
-    held = hold_redirects(page)
+    held = hold_frames(page, REDIRECT, from_page=False)
     open_new(page, app_server.url)
     send(page, "First: Lisbon")
     wait_idle(page)
