@@ -19,7 +19,8 @@ Two cases still use the worker thread, where blocking the loop would hurt:
 ``SyncSQLite`` goes one step further for the write path's short transactions
 (``writes``, run so by ``write_paths.InlineSQLiteWrites``): the whole transaction is one
 sync function on a plain pysqlite connection, so there is no greenlet switch or adapter
-layer per statement either.
+layer per statement either, and the write path's own statements skip SQLAlchemy's
+execution machinery (``sqlite_raw``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from typing import Any
 import aiosqlite
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import OperationalError
+
+from lumina_app.storage.sql.sqlite_raw import RawWrites
 
 BUSY_WAIT_MS = 10_000
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
@@ -83,7 +86,7 @@ class SyncSQLite:
         if not _offloaded.get():
             try:
                 with self.engine.begin() as conn:
-                    return body(conn, *args, **kwargs)
+                    return body(RawWrites(conn), *args, **kwargs)
             except OperationalError as exc:
                 if not _busy(exc.orig):
                     raise
@@ -92,7 +95,7 @@ class SyncSQLite:
     def _waiting(self, body: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         with self.engine.begin() as conn:
             driver = conn.connection.driver_connection
-            return _waiting(driver, partial(body, conn), args, kwargs)
+            return _waiting(driver, partial(body, RawWrites(conn)), args, kwargs)
 
     def checkpoint(self) -> None:
         """Copy the WAL into the database without waiting for anyone (PASSIVE); for a

@@ -8,7 +8,8 @@ Every chat turn runs these, so they are built for CPU:
   ``values()`` join the SET clause by key); building and cache-keying a statement per
   call cost more than running it;
 * a whole transaction is one sync function: on SQLite it runs inline on a plain pysqlite
-  connection (``sqlite_inline.SyncSQLite``), on MariaDB/PostgreSQL through the async
+  connection (``sqlite_inline.SyncSQLite``), where the statements marked ``fast`` go
+  straight to the cursor (``sqlite_raw``); on MariaDB/PostgreSQL through the async
   engine's ``run_sync`` (one greenlet per transaction instead of one per statement).
 
 The cold store calls them through its write strategy (``write_paths``), which runs each
@@ -38,6 +39,7 @@ from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
 from lumina_app.storage.sql.runs import run_values
+from lumina_app.storage.sql.sqlite_raw import fast
 
 # The gateway's own columns (history matching, client meta) are set by history_match.py.
 _GATEWAY_COLUMNS = ("opening_hash", "meta")
@@ -46,12 +48,12 @@ CONVERSATION_FIELDS = [c.name for c in C.columns if c.name not in ("id", *_GATEW
 # every gateway write reads the meta and keeps what it does not set).
 TEMPORARY = "temporary"
 
-_INSERT_CONVERSATION = sa.insert(C)
-_INSERT_MESSAGE = sa.insert(M)
+_INSERT_CONVERSATION = fast(sa.insert(C))
+_INSERT_MESSAGE = fast(sa.insert(M))
 # Rows come back matched by seq (unique in the conversation), not by parameter order:
 # asking for that order makes SQLite's insertmanyvalues send one INSERT per row.
-_INSERT_MESSAGES_RETURNING = sa.insert(M).returning(M.c.id, M.c.seq)
-_INSERT_RUN = sa.insert(R)
+_INSERT_MESSAGES_RETURNING = fast(sa.insert(M).returning(M.c.id, M.c.seq))
+_INSERT_RUN = fast(sa.insert(R))
 BUMP = (
     sa.update(C)
     .where(C.c.id == sa.bindparam("_cid"))
@@ -61,16 +63,16 @@ BUMP = (
         tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"),
     )
 )
-_BUMP_RETURNING = BUMP.returning(C.c.last_seq)
+_BUMP_RETURNING = fast(BUMP.returning(C.c.last_seq))
 _LAST_SEQ = sa.select(C.c.last_seq).where(C.c.id == sa.bindparam("_cid"))
-_UPDATE_MESSAGE = sa.update(M).where(M.c.id == sa.bindparam("_mid"))
-_UPDATE_STREAMING_MESSAGE = _UPDATE_MESSAGE.where(M.c.status == MessageStatus.STREAMING.value)
-_SETTLE_CONVERSATION = (
+_UPDATE_MESSAGE = fast(sa.update(M).where(M.c.id == sa.bindparam("_mid")))
+_UPDATE_STREAMING_MESSAGE = fast(_UPDATE_MESSAGE.where(M.c.status == MessageStatus.STREAMING.value))
+_SETTLE_CONVERSATION = fast(
     sa.update(C)
     .where(C.c.id == sa.bindparam("_cid"))
     .values(tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"))
 )
-_SETTLE_RUN = sa.update(R).where(R.c.run_id == sa.bindparam("_rid"))
+_SETTLE_RUN = fast(sa.update(R).where(R.c.run_id == sa.bindparam("_rid")))
 
 
 def insert_conversation(conn: Connection, conversation: ConversationInfo) -> None:
