@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -41,6 +42,18 @@ T = TypeVar("T")
 _MAX_INT = 2**31 - 1  # INTEGER columns; PostgreSQL refuses to compare with larger values
 # Rows no context holds: an answer still growing, and one a regenerated answer replaced.
 _OUT_OF_CONTEXT = (MessageStatus.STREAMING.value, MessageStatus.SUPERSEDED.value)
+
+
+@functools.cache
+def _conversation_by_uuid(owned: bool, of_agent: bool) -> sa.Select:
+    """A conversation by uuid (and owner, agent), built once per shape: every turn, title
+    and page load reads one, and building a statement cost more than running it."""
+    query = sa.select(C).where(C.c.uuid == sa.bindparam("_uuid"))
+    if owned:
+        query = query.where(C.c.owner == sa.bindparam("_owner"))
+    if of_agent:
+        query = query.where(C.c.agent_id == sa.bindparam("_agent"))
+    return query
 
 
 def _conversation(row: sa.Row) -> ConversationInfo:
@@ -170,13 +183,10 @@ class SQLColdStore:
         self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
     ) -> ConversationInfo:
         """Fetch one conversation; someone else's, or another agent's, is simply not found."""
-        query = sa.select(C).where(C.c.uuid == conversation_uuid)
-        if owner is not None:
-            query = query.where(C.c.owner == owner)
-        if agent_id is not None:
-            query = query.where(C.c.agent_id == agent_id)
+        query = _conversation_by_uuid(owner is not None, agent_id is not None)
+        params = {"_uuid": conversation_uuid, "_owner": owner, "_agent": agent_id}
         async with self.db.connect() as conn:
-            row = (await conn.execute(query)).first()
+            row = (await conn.execute(query, params)).first()
         if row is None:
             raise ConversationNotFound(conversation_uuid)
         return _conversation(row)
@@ -257,12 +267,10 @@ class SQLColdStore:
             values["updated_at"] = utcnow()
         if not values:
             return True
-        update = sa.update(C).where(C.c.id == conversation_pk)
-        if only_if_title is not None:
-            update = update.where(C.c.title == only_if_title)
-        async with self.db.begin() as conn:
-            result = await conn.execute(update.values(values))
-        if result.rowcount == 0:
+        changed = await self.write_path.transact(
+            writes.update_conversation, conversation_pk, values, only_if_title
+        )
+        if not changed:
             if only_if_title is not None:
                 return False
             raise ConversationNotFound(str(conversation_pk))

@@ -4,6 +4,7 @@ owner, so another owner's id finds nothing. Vectors are base64 text, as for mess
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
@@ -180,11 +181,18 @@ async def _with_vectors(
 async def version(db: SQLDatabase, *, owner: str, agent_id: str | None) -> tuple[object, ...]:
     """(active count, last change, last id) of an owner's memories: what a cached index of
     them must still match (any add, edit, pin, supersede or delete moves one of them)."""
-    query = sa.select(sa.func.count(), sa.func.max(T.c.updated_at), sa.func.max(T.c.id)).where(
-        _scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value
-    )
+    params = {"_owner": owner, "_agent": agent_id}
     async with db.connect() as conn:
-        return tuple((await conn.execute(query)).one())
+        return tuple((await conn.execute(_version_query(agent_id is not None), params)).one())
+
+
+@functools.cache
+def _version_query(of_agent: bool) -> sa.Select:
+    """Built once per shape: every turn of an agent with long-term memory reads it."""
+    query = sa.select(sa.func.count(), sa.func.max(T.c.updated_at), sa.func.max(T.c.id)).where(
+        T.c.owner == sa.bindparam("_owner"), T.c.status == MemoryStatus.ACTIVE.value
+    )
+    return query.where(T.c.agent_id == sa.bindparam("_agent")) if of_agent else query
 
 
 async def by_ids(db: SQLDatabase, ids: Sequence[int], *, owner: str) -> list[Memory]:

@@ -73,6 +73,10 @@ _SETTLE_CONVERSATION = fast(
     .values(tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"))
 )
 _SETTLE_RUN = fast(sa.update(R).where(R.c.run_id == sa.bindparam("_rid")))
+# A conversation's own columns (title, status, updated_at: those given); _RETITLE only
+# while the title is still the one a proposal replaces.
+_UPDATE_CONVERSATION = fast(sa.update(C).where(C.c.id == sa.bindparam("_cid")))
+_RETITLE = fast(_UPDATE_CONVERSATION.where(C.c.title == sa.bindparam("_was")))
 
 
 def insert_conversation(conn: Connection, conversation: ConversationInfo) -> None:
@@ -158,6 +162,22 @@ def settle_with_rows(
         run.assistant_message_id = answers[-1] if answers else run.assistant_message_id
         _settle_run(conn, run, now)
     return True
+
+
+def update_conversation(
+    conn: Connection,
+    conversation_pk: ConversationPk,
+    values: dict[str, Any],
+    only_if_title: str | None,
+) -> bool:
+    """Set ``values`` on the conversation (with ``only_if_title``: only while its title is
+    still that one); whether a row changed."""
+    if only_if_title is None:
+        return bool(
+            conn.execute(_UPDATE_CONVERSATION, {"_cid": conversation_pk, **values}).rowcount
+        )
+    params = {"_cid": conversation_pk, "_was": only_if_title, **values}
+    return bool(conn.execute(_RETITLE, params).rowcount)
 
 
 def _settle_run(conn: Connection, run: RunRecord, now: datetime) -> None:
