@@ -22,8 +22,10 @@ class AnswerFlusher:
         *,
         interval: float,
         chars: int,
+        withdraw: Callable[[], None] | None = None,
     ) -> None:
         self._write = write
+        self._withdraw = withdraw
         self.interval = interval
         self.chars = chars
         self._joined = ""
@@ -70,10 +72,13 @@ class AnswerFlusher:
 
     async def close(self) -> None:
         """Stop flushing, letting an UPDATE in flight finish (cancelling one mid-statement
-        would poison its connection); the caller writes the final text itself."""
+        would poison its connection); the caller writes the final text itself, so a flush
+        not sent yet (waiting for a group commit) is withdrawn rather than waited for."""
         if self._task is not None:
             self._closing = True
             self._wake.set()
             self._stopping.set()
+            if self._withdraw is not None:
+                self._withdraw()
             await self._task
             self._task = None

@@ -226,6 +226,7 @@ class RunDriver:
                 lambda text: self.memory.flush_answer(answer_id, text),
                 interval=self.settings.flush_interval_ms / 1000,
                 chars=self.settings.flush_chars,
+                withdraw=lambda: self.memory.withdraw_flush(answer_id),
             )
         )
         return run.step

@@ -147,6 +147,11 @@ class MemoryManager:
         other runs' flushes of the same moment (``storage.flush_batch``)."""
         return await self.cold.flush_answer(message_id, content)
 
+    def withdraw_flush(self, message_id: int) -> None:
+        """The answer's final write (or its step's) is next and stores the whole text: a
+        flush of it still waiting for the group commit is not needed, nor waited for."""
+        self.cold.withdraw_flush(message_id)
+
     async def finish_answer(
         self,
         conversation: ConversationInfo,

@@ -119,6 +119,9 @@ class ColdStore(Protocol):
     async def flush_answer(self, message_id: int, content: str) -> bool:
         """A growing answer's text, fenced on it still ``streaming``."""
 
+    def withdraw_flush(self, message_id: int) -> None:
+        """The answer's final write comes next: a flush of it not sent yet is dropped."""
+
     async def update_message(
         self,
         message_id: int,

@@ -52,3 +52,46 @@ async def test_a_failed_batch_fails_every_caller() -> None:
     later = FlushBatch(broken, window=0.01)
     with pytest.raises(StoreUnavailable):
         await later.write(3, "c")
+
+
+async def test_a_flush_still_in_the_window_is_withdrawn_for_the_final_write(engine) -> None:
+    """The final write stores the whole answer: it does not wait out the group commit's
+    window for a flush of the same answer, which is dropped (never sent); other answers'
+    flushes of that window are committed when it closes, as before."""
+    store = ColdStore(SQLDatabase(engine), flush_window=1.0)
+    mine, other = await _streaming_answers(store, 2)
+    sent: list[object] = []
+    for sync_engine in store.db.engines:
+        sa.event.listen(sync_engine, "before_cursor_execute", lambda *a: sent.append(a[3]))
+    flushing = asyncio.ensure_future(store.flush_answer(mine.id, "partial"))
+    theirs = asyncio.ensure_future(store.flush_answer(other.id, "theirs"))
+    await asyncio.sleep(0)  # both wait in the window
+    store.withdraw_flush(mine.id)
+    assert await asyncio.wait_for(flushing, 0.5) is True  # at once, not when the window ends
+    await store.update_message(mine.id, content="partial, then all", status=MessageStatus.COMPLETE)
+    assert not theirs.done()
+    assert await theirs is True
+    assert (await store.get_message(mine.id)).content == "partial, then all"
+    assert (await store.get_message(other.id)).content == "theirs"
+    assert "'partial'" not in repr(sent) and "'theirs'" in repr(sent)
+    await store.db.close()
+
+
+async def test_a_window_left_empty_by_withdrawals_sends_nothing() -> None:
+    sent: list[list] = []
+
+    async def transact(flushes):
+        sent.append(list(flushes))
+        return [True] * len(flushes)
+
+    batch = FlushBatch(transact, window=0.01)
+    first = asyncio.ensure_future(batch.write(7, "a"))
+    again = asyncio.ensure_future(batch.write(7, "ab"))  # replaces the waiting one
+    await asyncio.sleep(0)
+    batch.withdraw(7)
+    batch.withdraw(8)  # nothing of it waits: nothing happens
+    assert await first is True and await again is True
+    await asyncio.sleep(0.05)
+    assert sent == []
+    assert await batch.write(9, "c") is True  # the next window commits as before
+    assert sent == [[{"_mid": 9, "content": "c", "updated_at": sent[0][0]["updated_at"]}]]

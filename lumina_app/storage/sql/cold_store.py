@@ -339,6 +339,10 @@ class SQLColdStore:
         within the flush window (``flush_batch``); fenced like ``update_message``."""
         return await self._flushes.write(message_id, content)
 
+    def withdraw_flush(self, message_id: int) -> None:
+        """The final write takes the place of a flush still waiting for its window."""
+        self._flushes.withdraw(message_id)
+
     async def update_message(
         self,
         message_id: int,

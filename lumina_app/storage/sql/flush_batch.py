@@ -5,7 +5,9 @@ a hundred streams that was 400 transactions a second, each paying a commit. Flus
 arrive within ``window`` seconds of each other go out together in one transaction
 instead. Only intermediate flushes are batched: they are for crash recovery, a few ms of
 delay costs nothing, and each still gets its own fenced result. The final write of an
-answer is never batched.
+answer is never batched, and it does not wait for a flush of the same answer still in the
+window: that flush is withdrawn (:meth:`FlushBatch.withdraw`), the final write stores
+everything it held.
 """
 
 from __future__ import annotations
@@ -38,9 +40,21 @@ class FlushBatch:
             self._task = asyncio.create_task(self._commit_soon(), name="answer-flush-batch")
         return await future
 
+    def withdraw(self, message_id: int) -> None:
+        """The answer's final write is about to store all of it: its flush still waiting
+        here is dropped (its callers get True, as for a commit: the text is about to be
+        stored), so the final write does not wait out the window. A flush already being
+        committed is not touched; the caller waits for it as before."""
+        waiting = self._pending.pop(message_id, None)
+        for future in waiting[1] if waiting else ():
+            if not future.done():
+                future.set_result(True)
+
     async def _commit_soon(self) -> None:
         await asyncio.sleep(self.window)
         batch, self._pending, self._task = self._pending, {}, None
+        if not batch:  # every flush of the window was withdrawn
+            return
         flushes = [flush for flush, _ in batch.values()]
         try:
             results = await self._transact(flushes)
