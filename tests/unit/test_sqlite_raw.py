@@ -139,23 +139,9 @@ def test_a_driver_error_is_raised_as_sqlalchemys(sync_engine) -> None:
     twice.seq, twice.created_at, twice.updated_at = 1, AT, AT  # seq 1 is taken
     with pytest.raises(sa.exc.IntegrityError), sync_engine.begin() as conn:
         raw = RawWrites(conn)
-        raw.execute(writes._INSERT_MESSAGE, _message_row(pk, twice))
+        raw.execute(writes._INSERT_MESSAGE, writes.message_row(pk, twice))
     with pytest.raises(sa.exc.StatementError, match="_mid"), sync_engine.begin() as conn:
         RawWrites(conn).execute(writes._UPDATE_MESSAGE, {"content": "no id"})
-
-
-def _message_row(pk: int, msg: Msg) -> dict:
-    return {
-        "conversation_id": pk,
-        "seq": msg.seq,
-        "turn_id": msg.turn_id,
-        "role": msg.role.value,
-        "content": msg.content,
-        "status": msg.status.value,
-        "created_at": msg.created_at,
-        "updated_at": msg.updated_at,
-        "meta": msg.meta,
-    }
 
 
 def test_statements_not_marked_fast_are_sqlalchemys(sync_engine) -> None:

@@ -54,7 +54,6 @@ class _Plan:
     processors: tuple[Callable[[Any], Any] | None, ...]
     literals: Mapping[str, Any]  # values the statement binds itself (``status_1``)
     returns: bool
-    rows: int
 
     def values(self, params: Sequence[Mapping[str, Any]]) -> list[Any]:
         out: list[Any] = []
@@ -82,9 +81,6 @@ class _Result:
 
     def __iter__(self):
         return iter(self._rows)
-
-    def all(self) -> list[tuple]:
-        return list(self._rows)
 
     def scalar(self) -> Any:
         return self._rows[0][0] if self._rows else None
@@ -119,12 +115,11 @@ class RawWrites:
 
     def _plan(self, statement: UpdateBase, rows: list[Mapping[str, Any]]) -> _Plan | None:
         keys = tuple(sorted(rows[0]))
-        many = len(rows) if len(rows) > 1 else 1
-        key = (id(statement), keys, many)
+        key = (id(statement), keys, len(rows))
         try:
             return _PLANS[key]
         except KeyError:
-            plan = _PLANS[key] = _compile(statement, keys, many, self.dialect)
+            plan = _PLANS[key] = _compile(statement, keys, len(rows), self.dialect)
             return plan
 
     def _run(self, plan: _Plan, rows: list[Mapping[str, Any]]) -> _Result:
@@ -181,5 +176,4 @@ def _compile(statement: UpdateBase, keys: tuple[str, ...], rows: int, dialect) -
         processors=tuple(processors.get(n) for n in names),
         literals=literals,
         returns=bool(returning),
-        rows=rows,
     )

@@ -219,20 +219,7 @@ def bump_last_seq(conn: Connection, conversation_pk: ConversationPk, params: dic
 
 def insert_messages(conn: Connection, conversation_pk: ConversationPk, msgs: Sequence[Msg]) -> None:
     """One INSERT … RETURNING for all rows where supported (ids matched by seq)."""
-    rows = [
-        {
-            "conversation_id": conversation_pk,
-            "seq": msg.seq,
-            "turn_id": msg.turn_id,
-            "role": msg.role.value,
-            "content": msg.content,
-            "status": msg.status.value,
-            "created_at": msg.created_at,
-            "updated_at": msg.updated_at,
-            "meta": msg.meta,
-        }
-        for msg in msgs
-    ]
+    rows = [message_row(conversation_pk, msg) for msg in msgs]
     if len(rows) == 1 or not conn.dialect.insert_executemany_returning:
         for msg, row in zip(msgs, rows, strict=True):
             msg.id = conn.execute(_INSERT_MESSAGE, row).inserted_primary_key[0]
@@ -240,6 +227,21 @@ def insert_messages(conn: Connection, conversation_pk: ConversationPk, msgs: Seq
     ids = {seq: new_id for new_id, seq in conn.execute(_INSERT_MESSAGES_RETURNING, rows)}
     for msg in msgs:
         msg.id = ids[msg.seq]
+
+
+def message_row(conversation_pk: ConversationPk, msg: Msg) -> dict[str, Any]:
+    """A numbered message as ``lumina_message`` column values."""
+    return {
+        "conversation_id": conversation_pk,
+        "seq": msg.seq,
+        "turn_id": msg.turn_id,
+        "role": msg.role.value,
+        "content": msg.content,
+        "status": msg.status.value,
+        "created_at": msg.created_at,
+        "updated_at": msg.updated_at,
+        "meta": msg.meta,
+    }
 
 
 def insert_run(
