@@ -62,9 +62,9 @@ class MemoryManager:
         """A new title, the conversation's place in lists kept; with ``replacing``, only
         while the stored title is still that one: whether it was renamed."""
         check_storable_text(title, "title")
-        return await self.cold.update_conversation(
-            conversation.id, title=title, touch=False, only_if_title=replacing
-        )
+        if replacing is not None:
+            return await self.cold.retitle(conversation.uuid, title, replacing=replacing)
+        return await self.cold.update_conversation(conversation.id, title=title, touch=False)
 
     async def delete(self, conversation: ConversationInfo) -> None:
         """Rows first (the record), then the hot key and whatever else registered."""

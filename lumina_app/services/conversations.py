@@ -117,11 +117,12 @@ class ConversationService:
         return renamed
 
     async def propose_title(
-        self, principal: Principal, conversation_uuid: str, title: str, *, replacing: str
+        self, principal: Principal, conversation: ConversationInfo, title: str, *, replacing: str
     ) -> bool:
-        """A title from the model, stored only while the title is still ``replacing`` (a
-        rename by the person in the meantime wins); whether it was stored."""
-        conversation = await self.get(principal, conversation_uuid)
+        """A title from the model for a conversation a run of ``principal`` just answered
+        (so not read again), stored only while the title is still ``replacing``: a rename
+        by the person in the meantime wins, and a deleted conversation takes nothing.
+        Whether it was stored."""
         if not await self.memory.rename(conversation, title[:255], replacing=replacing):
             return False
         # the conditional UPDATE changed the title alone: the notice needs no second read

@@ -54,7 +54,8 @@ class Titles:
         await run.done.wait()
         if run.result is None or run.result.status is not RunStatus.COMPLETE:
             return
-        uuid, replacing = run.conversation.uuid, run.conversation.title
+        conversation = run.conversation
+        uuid, replacing = conversation.uuid, conversation.title
         try:
             async with asyncio.timeout(self.timeout):
                 reply = await propose(run.user.content, run.result.content, run.agent.title_prompt)
@@ -62,7 +63,9 @@ class Titles:
             if title is None:
                 raise TitleFailed(f"an unusable reply: {reply!r:.80}")
             if title != replacing:
-                await self.conversations.propose_title(principal, uuid, title, replacing=replacing)
+                await self.conversations.propose_title(
+                    principal, conversation, title, replacing=replacing
+                )
         except TimeoutError:
             log.warning("no title for %s: no proposal within %.0f s", uuid, self.timeout)
         except TitleFailed as exc:

@@ -90,9 +90,12 @@ class ColdStore(Protocol):
         title: str | None = None,
         status: ConversationStatus | None = None,
         touch: bool = True,
-        only_if_title: str | None = None,
     ) -> bool:
-        """False when ``only_if_title`` is given and the title is no longer that one."""
+        """True; a conversation that is not there: ConversationNotFound."""
+
+    async def retitle(self, conversation_uuid: str, title: str, *, replacing: str) -> bool:
+        """``title`` only while the title is still ``replacing`` (a proposal: a rename by
+        the person meanwhile wins); whether it was stored. ``updated_at`` is left alone."""
 
     async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         """The conversation with its messages, summaries and runs; returns the run ids."""

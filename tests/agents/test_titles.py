@@ -145,3 +145,15 @@ async def test_a_failed_run_is_not_named(services, fake_llm) -> None:
     await services.runs.result(run)
     assert await title_of(services, run.conversation.uuid) == QUESTION
     assert fake_llm.title_requests == []
+
+
+async def test_a_proposal_for_a_deleted_conversation_lands_nowhere(services, fake_llm) -> None:
+    """Deleted while the model thinks, then a new conversation with the same first message
+    (on SQLite it takes the deleted one's primary key): the late proposal names neither."""
+    fake_llm.script.titles, fake_llm.script.title_delay = ["Model's idea"], 1.0
+    gone = await services.runs.execute_sync(LOCAL, agent_id="tester", message=QUESTION)
+    await wait_until(lambda: fake_llm.title_requests, "the title request to be sent")
+    await services.conversations.delete(LOCAL, gone.conversation_uuid)
+    fresh = await services.conversations.create(LOCAL, agent_id="tester", title=QUESTION)
+    assert await title_of(services, fresh.uuid) == QUESTION
+    assert len(fake_llm.title_requests) == 1

@@ -32,9 +32,9 @@ async def test_conversation_lifecycle(engine) -> None:
     await store.update_conversation(conv.id, title="Renamed")
     assert (await store.get_conversation(conv.uuid)).title == "Renamed"
     # A compare and set (a proposed title): only while the title is still the one expected.
-    assert not await store.update_conversation(conv.id, title="Model's", only_if_title="First")
+    assert not await store.retitle(conv.uuid, "Model's", replacing="First")
     assert (await store.get_conversation(conv.uuid)).title == "Renamed"
-    assert await store.update_conversation(conv.id, title="Model's", only_if_title="Renamed")
+    assert await store.retitle(conv.uuid, "Model's", replacing="Renamed")
     assert (await store.get_conversation(conv.uuid)).title == "Model's"
     await store.update_conversation(conv.id, title="Renamed")
 

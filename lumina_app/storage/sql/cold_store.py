@@ -254,10 +254,7 @@ class SQLColdStore:
         title: str | None = None,
         status: ConversationStatus | None = None,
         touch: bool = True,
-        only_if_title: str | None = None,
     ) -> bool:
-        """With ``only_if_title``: only while the title is still that one (a compare and
-        set in one statement); False when it no longer was."""
         values: dict[str, Any] = {}
         if title is not None:
             values["title"] = title[:255]
@@ -267,14 +264,16 @@ class SQLColdStore:
             values["updated_at"] = utcnow()
         if not values:
             return True
-        changed = await self.write_path.transact(
-            writes.update_conversation, conversation_pk, values, only_if_title
-        )
-        if not changed:
-            if only_if_title is not None:
-                return False
+        if not await self.write_path.transact(writes.update_conversation, conversation_pk, values):
             raise ConversationNotFound(str(conversation_pk))
         return True
+
+    async def retitle(self, conversation_uuid: str, title: str, *, replacing: str) -> bool:
+        """A compare and set in one statement: False when the title was no longer
+        ``replacing`` (or the conversation is gone)."""
+        return await self.write_path.transact(
+            writes.retitle, conversation_uuid, title[:255], replacing
+        )
 
     async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         """Delete the conversation with its messages and runs; returns the run ids."""

@@ -73,10 +73,14 @@ _SETTLE_CONVERSATION = fast(
     .values(tool_call_count=C.c.tool_call_count + sa.bindparam("_tools"))
 )
 _SETTLE_RUN = fast(sa.update(R).where(R.c.run_id == sa.bindparam("_rid")))
-# A conversation's own columns (title, status, updated_at: those given); _RETITLE only
-# while the title is still the one a proposal replaces.
+# A conversation's own columns (title, status, updated_at: those given).
 _UPDATE_CONVERSATION = fast(sa.update(C).where(C.c.id == sa.bindparam("_cid")))
-_RETITLE = fast(_UPDATE_CONVERSATION.where(C.c.title == sa.bindparam("_was")))
+# A proposed title, only while the title is still the one it replaces. By public id, not
+# primary key: SQLite gives a deleted conversation's key to the next one, and a proposal
+# can land seconds after its run, long enough for that.
+_RETITLE = fast(
+    sa.update(C).where(C.c.uuid == sa.bindparam("_uuid"), C.c.title == sa.bindparam("_was"))
+)
 
 
 def insert_conversation(conn: Connection, conversation: ConversationInfo) -> None:
@@ -165,18 +169,16 @@ def settle_with_rows(
 
 
 def update_conversation(
-    conn: Connection,
-    conversation_pk: ConversationPk,
-    values: dict[str, Any],
-    only_if_title: str | None,
+    conn: Connection, conversation_pk: ConversationPk, values: dict[str, Any]
 ) -> bool:
-    """Set ``values`` on the conversation (with ``only_if_title``: only while its title is
-    still that one); whether a row changed."""
-    if only_if_title is None:
-        return bool(
-            conn.execute(_UPDATE_CONVERSATION, {"_cid": conversation_pk, **values}).rowcount
-        )
-    params = {"_cid": conversation_pk, "_was": only_if_title, **values}
+    """Set ``values`` on the conversation; whether a row changed."""
+    return bool(conn.execute(_UPDATE_CONVERSATION, {"_cid": conversation_pk, **values}).rowcount)
+
+
+def retitle(conn: Connection, conversation_uuid: str, title: str, replacing: str) -> bool:
+    """``title`` on the conversation while its title is still ``replacing``; whether it
+    was stored (its place in lists kept: ``updated_at`` is not touched)."""
+    params = {"_uuid": conversation_uuid, "_was": replacing, "title": title}
     return bool(conn.execute(_RETITLE, params).rowcount)
 
 
