@@ -106,3 +106,34 @@ async def test_the_wal_is_checkpointed_by_the_store_not_by_commits(
     await store.db.checkpoint()
     assert _in_database_file(path, tmp_path, conv.id) == 20
     await store.db.close()
+
+
+async def test_inline_writes_hold_one_connection_and_a_failed_one_leaves_nothing(
+    sqlite_engine,
+) -> None:
+    """The write path keeps one connection out of the pool (no checkout per transaction);
+    a transaction that fails gives it back, rolled back, and the next one starts clean."""
+    db = SQLDatabase(sqlite_engine)
+    store = ColdStore(db)
+    conv = await store.create_conversation(agent_id="assistant")
+    (sync_engine,) = [e for e in db.engines if e is not sqlite_engine.sync_engine]
+    checkouts: list[int] = []
+    sa.event.listen(sync_engine, "engine_connect", lambda conn: checkouts.append(1))
+    for i in range(5):
+        await store.append_messages(conv.id, [Msg.user(f"kept {i}", turn_id=new_turn_id())])
+    assert len(checkouts) <= 1
+
+    def half_then_fail(conn, conversation_pk: int) -> None:
+        conn.execute(
+            sa.text("UPDATE lumina_conversation SET title = 'half' WHERE id = :id"),
+            {"id": conversation_pk},
+        )
+        raise RuntimeError("the body fails after a statement")
+
+    with pytest.raises(RuntimeError):
+        await db.transact_inline(half_then_fail, conv.id)
+    await store.append_messages(conv.id, [Msg.user("after", turn_id=new_turn_id())])
+    assert (await store.get_conversation(conv.uuid)).title != "half"
+    contents = [m.content for m in await store.last_messages(conv.id, 10)]
+    assert contents == [f"kept {i}" for i in range(5)] + ["after"]
+    await db.close()

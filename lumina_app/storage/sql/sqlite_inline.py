@@ -34,7 +34,7 @@ from functools import partial
 from typing import Any
 
 import aiosqlite
-from sqlalchemy.engine import URL, Engine
+from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 from lumina_app.storage.sql.sqlite_raw import RawWrites
@@ -77,20 +77,43 @@ class InlineConnection(aiosqlite.Connection):
 
 class SyncSQLite:
     """Runs a transaction body ``body(conn, *args)`` on a plain pysqlite engine: inline,
-    or on a worker thread (waiting for the lock) when another process holds it."""
+    or on a worker thread (waiting for the lock) when another process holds it.
+
+    Inline transactions share one connection held for good: a body is one sync call, so
+    two can never overlap on it, and checking a connection out of the pool and back in
+    (with its reset) cost more than a short transaction's statements. The worker thread
+    takes its own from the pool: a cancelled caller leaves that thread running. After a
+    failed transaction the held connection goes back to the pool, whose reset rolls back
+    whatever SQLite may still hold open (a COMMIT that failed can leave it so)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._held: Connection | None = None
 
     async def transact(self, body: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not _offloaded.get():
             try:
-                with self.engine.begin() as conn:
-                    return body(RawWrites(conn), *args, **kwargs)
+                return self._inline(body, args, kwargs)
             except OperationalError as exc:
                 if not _busy(exc.orig):
                     raise
         return await asyncio.to_thread(self._waiting, body, args, kwargs)
+
+    def _inline(self, body: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        if self._held is None:
+            self._held = self.engine.connect()
+        conn = self._held
+        try:
+            with conn.begin():
+                return body(RawWrites(conn), *args, **kwargs)
+        except BaseException:
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        if self._held is not None:
+            self._held.close()  # back to the pool (reset there; closed there on dispose)
+            self._held = None
 
     def _waiting(self, body: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         with self.engine.begin() as conn:
@@ -108,6 +131,7 @@ class SyncSQLite:
                 raise
 
     def dispose(self) -> None:
+        self._release()
         self.engine.dispose()
 
 
