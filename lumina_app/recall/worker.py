@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -56,7 +56,8 @@ class EmbedWorker:
         self.embedder = embedder
         self.choice = choice  # the agents' own embedders (config.json "embeddings")
         self.retry_seconds = retry_seconds
-        self._due: set[int] = set()
+        self._due: set[ConversationPk] = set()  # whole conversations
+        self._due_turns: dict[ConversationPk, set[str]] = {}  # only these turns' rows
         self._wake = asyncio.Event()
         self._stopping = False
         self.listeners: list[Callable[[int], None]] = []  # vectors written (tests, metrics)
@@ -69,8 +70,15 @@ class EmbedWorker:
             log.warning("the embedder did not load at start: %s", exc)
 
     async def on_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
-        """``WriteHooks.on_final`` hook: the conversation has new final rows."""
-        self.due(conversation.id)
+        """``WriteHooks.on_final`` hook: the conversation has new final rows. Looked for
+        by their turns (the question shares its answer's turn), not by reading the whole
+        conversation for rows without a vector: that grew with every turn of a long one."""
+        turns = {m.turn_id for m in msgs}
+        if not msgs or "" in turns:
+            self.due(conversation.id)
+            return
+        self._due_turns.setdefault(conversation.id, set()).update(turns)
+        self._wake.set()
 
     def due(self, conversation_pk: ConversationPk) -> None:
         """Embed this conversation's rows that have no vector (new, imported, forked)."""
@@ -83,7 +91,8 @@ class EmbedWorker:
             await asyncio.sleep(GATHER_SECONDS)  # turns ending together: one batch
             self._wake.clear()
             due, self._due = self._due, set()
-            failed = await self._finishing(self.embed_due(due))
+            turns, self._due_turns = self._due_turns, {}
+            failed = await self._finishing(self.embed_due(due, turns))
             if failed:  # what arrived meanwhile waits with them; it is due anyway
                 self._due |= failed
                 await asyncio.sleep(self.retry_seconds)
@@ -102,18 +111,23 @@ class EmbedWorker:
                 log.warning("embedding at shutdown failed: %s", job.exception())
             raise
 
-    async def embed_due(self, conversation_pks: Collection[ConversationPk]) -> set[int]:
-        """Embed these conversations' rows that have no vector, one batch per embedder
-        (the conversations' agents read at once): the conversations that failed, to retry."""
-        if not conversation_pks:
+    async def embed_due(
+        self,
+        conversation_pks: Collection[ConversationPk],
+        turns: Mapping[ConversationPk, Collection[str]] | None = None,
+    ) -> set[int]:
+        """Embed the rows that have no vector of these conversations (whole), and of these
+        turns of others; one batch per embedder and scope (the conversations' agents read
+        at once): the conversations that failed, to retry whole."""
+        turns = {pk: t for pk, t in (turns or {}).items() if pk not in conversation_pks}
+        if not conversation_pks and not turns:
             return set()
         try:
-            agents = await recall_rows.agents_of(self.db, conversation_pks)
+            agents = await recall_rows.agents_of(self.db, {*conversation_pks, *turns})
         except (StoreUnavailable, SQLAlchemyError, OSError) as exc:
-            log.warning(
-                "embedding conversations %s failed, retrying: %s", sorted(conversation_pks), exc
-            )
-            return set(conversation_pks)
+            everything = sorted({*conversation_pks, *turns})
+            log.warning("embedding conversations %s failed, retrying: %s", everything, exc)
+            return set(everything)
         by_embedder: dict[int, tuple[Embedder, list[ConversationPk]]] = {}
         for conversation_pk, agent_id in sorted(agents.items()):
             embedder = self.choice.for_agent(agent_id) if self.choice else self.embedder
@@ -121,8 +135,14 @@ class EmbedWorker:
                 by_embedder.setdefault(id(embedder), (embedder, []))[1].append(conversation_pk)
         failed: set[int] = set()
         for embedder, pks in by_embedder.values():
+            whole = [pk for pk in pks if pk not in turns]
+            some = [pk for pk in pks if pk in turns]
             try:
-                await self._embed(embedder, conversation_pks=pks)
+                if whole:
+                    await self._embed(embedder, conversation_pks=whole)
+                if some:
+                    their_turns = {t for pk in some for t in turns[pk]}
+                    await self._embed(embedder, conversation_pks=some, turns=their_turns)
             except (EmbeddingError, StoreUnavailable, SQLAlchemyError, OSError) as exc:
                 log.warning("embedding conversations %s failed, retrying: %s", pks, exc)
                 failed.update(pks)

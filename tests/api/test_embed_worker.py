@@ -83,3 +83,35 @@ async def test_a_conversation_due_while_the_worker_works_is_not_held_back(opened
     await say(api, FACTS[1])  # due while the first batch waits at the gate
     gate.set()
     await _until(lambda: count(services, V), lambda n: n == 4, seconds=5.0)
+
+
+async def test_a_turn_embeds_its_own_rows_not_the_conversations_backlog(opened) -> None:
+    """A finished turn is looked for by its turn, not by reading the whole conversation:
+    older rows without a vector (a backlog, say an embedder that was off) wait for an
+    explicit due(), which embeds the whole conversation."""
+    services, api = opened
+    conv = (await say(api, FACTS[0]))["conversationId"]
+    await say(api, FACTS[1], conv)
+    await _until(lambda: count(services, V), lambda n: n == 4)
+    async with services.db.begin() as conn:
+        await conn.execute(sa.delete(V))
+    calls = record_embeds(services)
+    last = await say(api, FACTS[2], conv)
+    # one batch writes everything it found at once: 2 (the turn) or 6 (the backlog too)
+    assert await _until(lambda: count(services, V), lambda n: n >= 2) == 2
+    async with services.db.connect() as conn:
+        embedded = (
+            (
+                await conn.execute(
+                    sa.select(M.c.turn_id).join(V, V.c.message_id == M.c.id).distinct()
+                )
+            )
+            .scalars()
+            .all()
+        )
+        pk = (await conn.execute(sa.select(M.c.conversation_id).distinct())).scalar_one()
+    assert len(embedded) == 1 and len(calls) == 1
+    assert FACTS[2] in calls[0] and FACTS[0] not in calls[0]
+    assert last["conversationId"] == conv
+    services.embeddings.due(pk)
+    await _until(lambda: count(services, V), lambda n: n == 6)

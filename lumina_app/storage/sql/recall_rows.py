@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Collection, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -195,6 +196,7 @@ async def pending(
     model: str,
     *,
     conversation_pks: Collection[ConversationPk] | None = None,
+    turns: Collection[str] | None = None,
     limit: int = 256,
     chars: int = 8000,
     dimension: int | None = None,
@@ -205,36 +207,71 @@ async def pending(
     another size: the model's server changed), oldest first, with the text before each:
     the first ``chars`` characters of each, what an embedding reads (a message of megabytes
     is not fetched whole to embed its start). ``conversation_pks``: only those
-    conversations; ``agents``/``not_agents``: only the conversations of
-    those agents / of the others. One query, the row before found through the
-    (conversation, seq) index."""
+    conversations; ``turns``: only the rows of those turns (through the turn index: what a
+    turn just wrote, however long its conversation); ``agents``/``not_agents``: only the
+    conversations of those agents / of the others. One query, the row before found
+    through the (conversation, seq) index."""
+    params: dict[str, object] = {"model": model, "chars": chars, "limit": limit}
+    if dimension is not None:
+        params["size"] = stored_chars(dimension)
+    scope = {"pks": conversation_pks, "turns": turns, "agents": agents}
+    scope["not_agents"] = not_agents or None
+    params.update({k: list(v) for k, v in scope.items() if v is not None})
+    query = _pending_query(dimension is not None, *(scope[k] is not None for k in _SCOPES))
+    # Whole conversations may be long: off the event loop's thread on SQLite. A few turns'
+    # rows are a few index lookups, cheaper inline than the hand-over to the thread.
+    with nullcontext() if turns is not None else offloaded():
+        async with db.connect() as conn:
+            rows = (await conn.execute(query, params)).all()
+    return [PendingRow(r.id, r.conversation_id, r.content, r.previous or "") for r in rows]
+
+
+_SCOPES = ("pks", "turns", "agents", "not_agents")
+
+
+@lru_cache(maxsize=32)
+def _pending_query(
+    sized: bool, pks: bool, turns: bool, agents: bool, not_agents: bool
+) -> sa.Select:
+    """:func:`pending`'s statement, built once per shape (building it took longer than
+    running it for one turn's rows); the values are bound at each call."""
+    model, chars = sa.bindparam("model", type_=sa.String), sa.bindparam("chars", type_=sa.Integer)
     missing = M.outerjoin(V, sa.and_(V.c.message_id == M.c.id, V.c.model == model))
     P, before = _said_before()
-    content = sa.func.substr(M.c.content, 1, chars).label("content")
-    previous = sa.func.substr(P.c.content, 1, chars).label("previous")
     absent = V.c.message_id.is_(None)
-    if dimension is not None:
-        absent = sa.or_(absent, sa.func.length(V.c.vector) != stored_chars(dimension))
+    if sized:
+        absent = sa.or_(
+            absent, sa.func.length(V.c.vector) != sa.bindparam("size", type_=sa.Integer)
+        )
     query = (
-        sa.select(M.c.id, M.c.conversation_id, content, previous)
+        sa.select(
+            M.c.id,
+            M.c.conversation_id,
+            sa.func.substr(M.c.content, 1, chars).label("content"),
+            sa.func.substr(P.c.content, 1, chars).label("previous"),
+        )
         .select_from(missing.outerjoin(P, before))
         .where(_recalled(), absent)
         .order_by(M.c.id)
-        .limit(limit)
+        .limit(sa.bindparam("limit", type_=sa.Integer))
     )
-    if conversation_pks is not None:
-        query = query.where(M.c.conversation_id.in_(list(conversation_pks)))
-    if agents is not None or not_agents:
+    in_ = {k: sa.bindparam(k, expanding=True) for k in _SCOPES}
+    if turns:
+        # Through the turn index: "+ 0" keeps SQLite's planner off the conversation index,
+        # which it prefers without statistics and which reads the whole conversation.
+        query = query.where(M.c.turn_id.in_(in_["turns"]))
+        if pks:  # a fork copies its source's turn ids
+            query = query.where((M.c.conversation_id + 0).in_(in_["pks"]))
+    elif pks:
+        query = query.where(M.c.conversation_id.in_(in_["pks"]))
+    if agents or not_agents:
         owned = sa.select(C.c.id)
-        if agents is not None:
-            owned = owned.where(C.c.agent_id.in_(list(agents)))
+        if agents:
+            owned = owned.where(C.c.agent_id.in_(in_["agents"]))
         if not_agents:
-            owned = owned.where(C.c.agent_id.not_in(list(not_agents)))
+            owned = owned.where(C.c.agent_id.not_in(in_["not_agents"]))
         query = query.where(M.c.conversation_id.in_(owned))
-    with offloaded():
-        async with db.connect() as conn:
-            rows = (await conn.execute(query)).all()
-    return [PendingRow(r.id, r.conversation_id, r.content, r.previous or "") for r in rows]
+    return query
 
 
 async def write_vectors(
