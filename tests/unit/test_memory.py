@@ -302,3 +302,30 @@ async def test_conversation_status_follows_turns(memory: MemoryManager) -> None:
 def test_hot_entries_are_compact_json(memory: MemoryManager) -> None:
     entry = json.loads(json.dumps(Msg.user("x", seq=3, turn_id="t").to_hot()))
     assert Msg.from_hot(entry).seq == 3
+
+
+async def test_a_window_is_replaced_in_one_round_trip_every_key_expiring(
+    redis_server, round_trips
+) -> None:
+    """Rebuilds and a new conversation's first turn install a window with one script call
+    (atomic, as the MULTI/EXEC it replaced): the list, its mark and its summary slot, each
+    with the window's TTL; an empty window leaves no list behind."""
+    hot = redis_window(redis_server.url, "lumina", window=3)
+    msgs = [Msg.user(f"m{i}", turn_id=f"t{i}") for i in range(1, 6)]
+    for seq, msg in enumerate(msgs, 1):
+        msg.seq = seq
+    await hot.replace("c1", [], 0)  # the script is now cached server-side
+    sent = len(round_trips)
+    await hot.replace("c1", msgs, 5)
+    assert len(round_trips) - sent == 1
+    window = await hot.read("c1")
+    assert [m.content for m in window.messages] == ["m3", "m4", "m5"]
+    assert window.high_water == 5 and window.summary is None
+    raw = redis.Redis.from_url(redis_server.url)
+    keys = hot.keys("c1")
+    assert all(0 < raw.ttl(key) <= 600 for key in keys)
+    await hot.replace("c1", [], 7)
+    assert raw.exists(keys[0]) == 0 and int(raw.get(keys[1])) == 7
+    assert (await hot.read("c1")).messages == []
+    raw.close()
+    await hot.close()
