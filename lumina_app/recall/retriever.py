@@ -41,6 +41,9 @@ SEMANTIC_WEIGHT = 0.1
 DEPTH = 200  # how deep each ranking goes into the fusion
 RANKED_CANDIDATES = 300  # across conversations: rows fetched and ranked, at most
 VECTOR_DTYPE = np.float16
+# Rows the cached conversation indexes may hold in all, besides at most ``cache_size``
+# conversations: ~3.5 KB a row (its vector, text, postings), so ~175 MB at most.
+CACHE_ROWS = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +144,7 @@ class Retriever:
         units: Units | None = None,
         weights: tuple[float, float] = (LEXICAL_WEIGHT, SEMANTIC_WEIGHT),
         cache_size: int = 256,
+        cache_rows: int = CACHE_ROWS,
     ) -> None:
         self.db = db
         self.embedder = embedder
@@ -148,6 +152,8 @@ class Retriever:
         self.weights = weights
         self._cache: OrderedDict[int, tuple[tuple[object, ...], UnitIndex]] = OrderedDict()
         self._cache_size = cache_size
+        self._cache_rows = cache_rows
+        self._cached_rows = 0  # rows held by the cached indexes, all together
         self._agents: OrderedDict[ConversationPk, str] = OrderedDict()  # a conversation's agent
         # told of a conversation read with rows lacking vectors (imported, forked, failed)
         self.on_missing: Callable[[ConversationPk], None] | None = None
@@ -252,10 +258,22 @@ class Retriever:
         index = UnitIndex(rows, self.units)
         if self.on_missing and embedder is not None and len(index.vector_rows) < len(rows):
             self.on_missing(conversation_pk)
-        self._cache[conversation_pk] = (key, index)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._keep(conversation_pk, key, index)
         return index
+
+    def _keep(self, conversation_pk: ConversationPk, key: tuple, index: UnitIndex) -> None:
+        """Cache ``index``, then drop the least recently used until both bounds hold: a
+        count of conversations alone let the cache grow with its conversations' length."""
+        replaced = self._cache.pop(conversation_pk, None)
+        if replaced is not None:
+            self._cached_rows -= len(replaced[1].rows)
+        if len(index.rows) > self._cache_rows:
+            return  # alone over the budget: built for this read only
+        self._cache[conversation_pk] = (key, index)
+        self._cached_rows += len(index.rows)
+        while len(self._cache) > self._cache_size or self._cached_rows > self._cache_rows:
+            _pk, (_key, dropped) = self._cache.popitem(last=False)
+            self._cached_rows -= len(dropped.rows)
 
 
 def _name(embedder: Embedder | None) -> str:
