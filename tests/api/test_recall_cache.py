@@ -35,3 +35,32 @@ async def test_the_index_cache_holds_a_bounded_number_of_rows(opened) -> None:
     found = await retriever.in_conversation(long_pk, "herons")
     assert found and long_pk not in retriever._cache  # 8 rows: over the budget alone
     assert list(retriever._cache) == pks[1:] and retriever._cached_rows == 6
+
+
+async def test_a_long_conversations_index_is_built_off_the_event_loop(opened, monkeypatch) -> None:
+    """Seconds of work at 10,000 messages: over BUILD_IN_THREAD_ROWS rows the index is
+    built on a worker thread, and ranks the same."""
+    import threading
+
+    from lumina_app.recall import retriever as recall_retriever
+
+    services, api = opened
+    built_on: list[int] = []
+    original = recall_retriever.UnitIndex
+
+    class Recorded(original):
+        def __init__(self, *args, **kwargs) -> None:
+            built_on.append(threading.get_ident())
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(recall_retriever, "UnitIndex", Recorded)
+    uuid = (await say(api, "the blue heron nests by the lake"))["conversationId"]
+    pk = (await services.conversations.get(LOCAL, uuid)).id
+    retriever = services.recall.retriever
+    inline = await retriever.in_conversation(pk, "heron lake")
+    assert built_on == [threading.get_ident()]  # two rows: inline
+    await say(api, "and the grey heron too", uuid)
+    monkeypatch.setattr(recall_retriever, "BUILD_IN_THREAD_ROWS", 2)
+    threaded = await retriever.in_conversation(pk, "heron lake")
+    assert len(built_on) == 2 and built_on[1] != threading.get_ident()
+    assert [h.seq for h in threaded][: len(inline)] == [h.seq for h in inline]

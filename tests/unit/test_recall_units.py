@@ -135,3 +135,31 @@ def test_stems_from_the_table_equal_the_stemmers() -> None:
     first = text.terms(" ".join(words))
     text._STEMS.clear()
     assert first == text.terms(" ".join(words)) == text._stemmer().stemWords(words)
+
+
+def test_an_index_rebuilt_from_an_earlier_one_ranks_as_one_built_afresh() -> None:
+    """A turn rebuilds its conversation's index reusing the earlier index's terms: the
+    result ranks exactly as a fresh build, an edited row's new words included."""
+    from datetime import UTC, datetime
+
+    from lumina_app.domain import MsgRole
+    from lumina_app.recall.retriever import UnitIndex, Units
+    from lumina_app.storage.sql.recall_rows import RecallRow
+
+    def row(i: int, content: str) -> RecallRow:
+        role = MsgRole.USER if i % 2 else MsgRole.ASSISTANT
+        return RecallRow(i, 1, i, role, content, datetime(2026, 12, i, tzinfo=UTC), None)
+
+    said = ["my sister moves to Lisbon", "how nice", "the budget review is Friday", "ok"]
+    earlier = UnitIndex([row(i + 1, t) for i, t in enumerate(said)], Units())
+    now = [row(i + 1, t) for i, t in enumerate(said)]
+    now[1] = row(2, "how nice, Lisbon in spring")  # an edited row keeps its id
+    now.append(row(5, "a parents support group on Tuesday"))
+    reused = UnitIndex(now, Units(), reuse=earlier)
+    fresh = UnitIndex(now, Units())
+    assert reused.own_terms == fresh.own_terms and "spring" in reused.own_terms[1]
+    everything = np.ones(len(now), dtype=bool)
+    for query in ("when is the budget review", "Lisbon in spring", "support group Tuesday"):
+        assert reused.ranked(query, None, (1.0, 0.0), everything) == fresh.ranked(
+            query, None, (1.0, 0.0), everything
+        )
