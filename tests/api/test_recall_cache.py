@@ -39,10 +39,11 @@ async def test_the_index_cache_holds_a_bounded_number_of_rows(opened) -> None:
 
 async def test_a_long_conversations_index_is_built_off_the_event_loop(opened, monkeypatch) -> None:
     """Seconds of work at 10,000 messages: over BUILD_IN_THREAD_ROWS rows the index is
-    built on a worker thread, and ranks the same."""
+    built (and over ROWS_IN_THREAD its rows decoded) on a worker thread; it ranks the same."""
     import threading
 
     from lumina_app.recall import retriever as recall_retriever
+    from lumina_app.storage.sql import recall_rows
 
     services, api = opened
     built_on: list[int] = []
@@ -61,6 +62,7 @@ async def test_a_long_conversations_index_is_built_off_the_event_loop(opened, mo
     assert built_on == [threading.get_ident()]  # two rows: inline
     await say(api, "and the grey heron too", uuid)
     monkeypatch.setattr(recall_retriever, "BUILD_IN_THREAD_ROWS", 2)
+    monkeypatch.setattr(recall_rows, "ROWS_IN_THREAD", 2)
     threaded = await retriever.in_conversation(pk, "heron lake")
     assert len(built_on) == 2 and built_on[1] != threading.get_ident()
     assert [h.seq for h in threaded][: len(inline)] == [h.seq for h in inline]

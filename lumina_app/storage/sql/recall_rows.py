@@ -8,6 +8,7 @@ superseded one was replaced, tool output and system notes are not what was said.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Collection, Sequence
 from contextlib import nullcontext
@@ -42,6 +43,10 @@ class RecallRow:
     content: str
     created_at: datetime
     vector: bytes | None
+
+
+# A conversation's rows beyond this many are turned into RecallRows on a worker thread.
+ROWS_IN_THREAD = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +96,10 @@ async def conversation_rows(
     query = _rows_query(model).where(M.c.conversation_id == conversation_pk).order_by(M.c.seq)
     with offloaded():  # the whole conversation: keep it off the event loop's thread
         async with db.connect() as conn:
-            return [_row(r) for r in (await conn.execute(query)).all()]
+            found = (await conn.execute(query)).all()
+    if len(found) > ROWS_IN_THREAD:  # decoding 10,000 rows' vectors takes ~0.15 s
+        return await asyncio.to_thread(lambda: [_row(r) for r in found])
+    return [_row(r) for r in found]
 
 
 @dataclass(frozen=True, slots=True)
