@@ -42,7 +42,7 @@ DEPTH = 200  # how deep each ranking goes into the fusion
 RANKED_CANDIDATES = 300  # across conversations: rows fetched and ranked, at most
 VECTOR_DTYPE = np.float16
 # Rows the cached conversation indexes may hold in all, besides at most ``cache_size``
-# conversations: ~3.5 KB a row (its vector, text, postings), so ~175 MB at most.
+# conversations: ~4 KB a row (its vector, text, terms, postings), so ~200 MB at most.
 CACHE_ROWS = 50_000
 # A conversation's index over more rows than this is built on a worker thread.
 BUILD_IN_THREAD_ROWS = 2_000
