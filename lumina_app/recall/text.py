@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from datetime import datetime
 from functools import lru_cache
 
@@ -23,9 +24,16 @@ _STOPWORD_TEXT = """a about above after again against all am an and any are aren
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
-@lru_cache(maxsize=1)
+_PER_THREAD = threading.local()
+
+
 def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
+    """This thread's stemmer: PyStemmer's are not safe to share between threads, and a long
+    conversation's index is built on a worker thread while the loop stems queries."""
+    stemmer = getattr(_PER_THREAD, "stemmer", None)
+    if stemmer is None:
+        stemmer = _PER_THREAD.stemmer = Stemmer.Stemmer("english")
+    return stemmer
 
 
 # Stems by word: a dict lookup is ~20x cheaper than the stemmer's call, and recall stems
