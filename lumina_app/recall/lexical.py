@@ -11,6 +11,8 @@ import numpy as np
 K1 = 1.2
 B = 0.75
 
+Postings = dict[str, tuple[np.ndarray, np.ndarray]]  # term -> (document indexes, counts)
+
 
 class Bm25:
     """Postings built once; a query costs its terms' postings, not the corpus."""
@@ -18,25 +20,53 @@ class Bm25:
     def __init__(self, docs: Sequence[Sequence[str]], only: Collection[str] | None = None) -> None:
         """``only``: the terms that will be asked for (one query's): postings for those
         alone, the same scores for a fraction of the cost."""
-        self.size = len(docs)
-        lengths = np.array([len(d) for d in docs], dtype=np.float32)
-        average = float(lengths.mean()) if self.size else 0.0
-        self._norm = K1 * (1 - B + B * lengths / average) if average else lengths + K1
-        postings: dict[str, tuple[list[int], list[int]]] = {}
-        if only is not None:
+        if only is None:
+            postings = _postings(docs, 0)
+        else:
+            postings = {}
             for term in set(only):
                 counts = [(i, n) for i, doc in enumerate(docs) if (n := doc.count(term))]
                 if counts:
-                    postings[term] = ([i for i, _ in counts], [n for _, n in counts])
-        for i, doc in enumerate(docs if only is None else ()):
-            for term, count in Counter(doc).items():
-                idx, tfs = postings.setdefault(term, ([], []))
-                idx.append(i)
-                tfs.append(count)
-        self._postings = {
-            t: (np.array(i, dtype=np.int32), np.array(f, dtype=np.float32))
-            for t, (i, f) in postings.items()
-        }
+                    postings[term] = (
+                        np.array([i for i, _ in counts], dtype=np.int32),
+                        np.array([n for _, n in counts], dtype=np.float32),
+                    )
+        self._set(np.array([len(d) for d in docs], dtype=np.float32), postings)
+
+    def _set(self, lengths: np.ndarray, postings: Postings) -> None:
+        self.size = len(lengths)
+        self._lengths = lengths
+        average = float(lengths.mean()) if self.size else 0.0
+        self._norm = K1 * (1 - B + B * lengths / average) if average else lengths + K1
+        self._postings = postings
+
+    def extended(self, keep: int, docs: Sequence[Sequence[str]]) -> Bm25:
+        """A new index of this one's first ``keep`` documents followed by ``docs``, scoring
+        exactly as one built from them all. Only the added documents are counted: a
+        conversation's next turn adds two, and rebuilding the postings of 10,000 took
+        most of a second. This index is left as it was (a query may still be reading it)."""
+        postings = dict(self._postings)
+        if keep < self.size:  # documents dropped from the end (a replaced or deleted row)
+            for term, (idx, tf) in self._postings.items():
+                if idx[-1] >= keep:
+                    cut = int(np.searchsorted(idx, keep))
+                    if cut:
+                        postings[term] = (idx[:cut], tf[:cut])
+                    else:
+                        del postings[term]
+        for term, (idx, tf) in _postings(docs, keep).items():
+            before = postings.get(term)
+            postings[term] = (
+                (idx, tf)
+                if before is None
+                else (np.concatenate([before[0], idx]), np.concatenate([before[1], tf]))
+            )
+        lengths = np.concatenate(
+            [self._lengths[:keep], np.array([len(d) for d in docs], dtype=np.float32)]
+        )
+        out = Bm25.__new__(Bm25)
+        out._set(lengths, postings)
+        return out
 
     def scores(self, query: Sequence[str]) -> np.ndarray:
         """One score per document (0 where no query term occurs)."""
@@ -49,3 +79,17 @@ class Bm25:
             idf = math.log(1 + (self.size - len(idx) + 0.5) / (len(idx) + 0.5))
             out[idx] += idf * tf * (K1 + 1) / (tf + self._norm[idx])
         return out
+
+
+def _postings(docs: Sequence[Sequence[str]], first: int) -> Postings:
+    """Each term's (document index, count) pairs, the documents numbered from ``first``."""
+    found: dict[str, tuple[list[int], list[int]]] = {}
+    for i, doc in enumerate(docs, start=first):
+        for term, count in Counter(doc).items():
+            idx, tfs = found.setdefault(term, ([], []))
+            idx.append(i)
+            tfs.append(count)
+    return {
+        t: (np.array(i, dtype=np.int32), np.array(f, dtype=np.float32))
+        for t, (i, f) in found.items()
+    }

@@ -8,15 +8,23 @@ the date it was said (people ask "when"). The weights were measured on LoCoMo's 
 
 One conversation's index (terms, postings, vectors) is built from one indexed read and
 kept while the conversation's last seq and vector count stay the same, so a question asked
-again costs a version check. Across conversations, candidates come from the full-text
-index: each query word's newest matches (a prefix of its stem; a bounded window,
-``storage/sql/recall_candidates.py``), ranked the same way.
+again costs a version check. After a turn, only what changed is read and indexed: the
+rows after the seq the index's rows were fingerprinted through (``recall_rows.said``:
+counted by the database, nothing fetched) and the vectors embedded since; a change below
+it (a row deleted, replaced, made final) reads the conversation whole again.
+
+Across conversations, candidates come from the full-text index: each query word's newest
+matches (a prefix of its stem; a bounded window, ``storage/sql/recall_candidates.py``),
+ranked the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
+import dataclasses
 import logging
+import operator
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -31,7 +39,7 @@ from lumina_app.recall.embedders import Embedder, EmbedderChoice, EmbeddingError
 from lumina_app.recall.lexical import Bm25
 from lumina_app.storage.sql import recall_candidates, recall_rows
 from lumina_app.storage.sql.database import SQLDatabase
-from lumina_app.storage.sql.recall_rows import RecallRow
+from lumina_app.storage.sql.recall_rows import RecallRow, Said
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +54,8 @@ VECTOR_DTYPE = np.float16
 CACHE_ROWS = 50_000
 # A conversation's index over more rows than this is built on a worker thread.
 BUILD_IN_THREAD_ROWS = 2_000
+# A cached index lacking more vectors than this (an import being embedded) is read again whole.
+MAX_VECTORS_LOOKED_UP = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,30 +90,34 @@ class UnitIndex:
     ) -> None:
         """``previous``: the text said before each row (default: the row before it here);
         ``query``: the one query this index will rank for (its terms alone are indexed);
-        ``reuse``: an earlier index of the same conversation, whose rows' terms are taken
-        where the row is unchanged (stemming was two thirds of a rebuild, and a turn
-        rebuilds its conversation's index)."""
+        ``reuse``: an earlier index of the same conversation. Its leading rows that are
+        still said the same (id, text, date) keep their terms and postings, and only the
+        rows after them are indexed (a turn adds two rows to a conversation of thousands);
+        a later row that is unchanged keeps its terms (stemming was most of a rebuild)."""
         self.rows = list(rows)
-        known = reuse.terms_by_id() if reuse is not None else {}
-        self.own_terms = [
-            found[1]
-            if (found := known.get(r.message_id)) and found[0] == r.content
-            else text.terms(r.content)
-            for r in self.rows
-        ]
+        self.seqs = [r.seq for r in self.rows]
+        self.units = units
+        self._whole = previous is None and query is None  # every term, rows in order
+        kept = reuse._same_start(self.rows) if reuse and reuse._extends(self) else 0
+        self.own_terms = _own_terms(self.rows, reuse, kept)
         if previous is None:  # the row before it here (a conversation's first has none)
             before_terms = [[], *self.own_terms[:-1]][: len(self.rows)]
         else:
             before_terms = [text.terms(before) if before else [] for before in previous]
         docs = []
-        for row, own, before in zip(self.rows, self.own_terms, before_terms, strict=True):
+        for row, own, before in zip(
+            self.rows[kept:], self.own_terms[kept:], before_terms[kept:], strict=True
+        ):
             doc = list(own)
             if units.date:
                 doc += text.date_terms(row.created_at)
             if units.previous:
                 doc += before
             docs.append(doc)
-        self.bm25 = Bm25(docs, None if query is None else text.query_terms(query))
+        if kept:
+            self.bm25 = reuse.bm25.extended(kept, docs)  # type: ignore[union-attr]
+        else:
+            self.bm25 = Bm25(docs, None if query is None else text.query_terms(query))
         sizes = Counter(len(r.vector) for r in self.rows if r.vector)
         size = sizes.most_common(1)[0][0] if sizes else 0  # one size: never mix models' sizes
         with_vector = [i for i, r in enumerate(self.rows) if r.vector and len(r.vector) == size]
@@ -116,11 +130,25 @@ class UnitIndex:
             else None
         )
 
-    def terms_by_id(self) -> dict[int, tuple[str, list[str]]]:
-        """Each row's text and its own terms, by message id."""
+    def terms_by_id(self, start: int = 0) -> dict[int, tuple[str, list[str]]]:
+        """Each row's text and its own terms, by message id (from row ``start`` on)."""
         return {
-            r.message_id: (r.content, t) for r, t in zip(self.rows, self.own_terms, strict=True)
+            r.message_id: (r.content, t)
+            for r, t in zip(self.rows[start:], self.own_terms[start:], strict=True)
         }
+
+    def _extends(self, later: UnitIndex) -> bool:
+        """Whether ``later`` may take this index's leading documents as they are: both
+        index every term of a conversation's rows in order, each unit made the same way."""
+        return self._whole and later._whole and self.units == later.units
+
+    def _same_start(self, rows: Sequence[RecallRow]) -> int:
+        """How many leading ``rows`` are this index's, said the same (id, text, date): a
+        row's unit holds its own words, its date and the words of the row before it."""
+        n = min(len(rows), len(self.rows))
+        if list(map(_said_as, rows[:n])) == list(map(_said_as, self.rows[:n])):
+            return n
+        return next(i for i in range(n) if _said_as(rows[i]) != _said_as(self.rows[i]))
 
     def ranked(
         self,
@@ -170,7 +198,8 @@ class Retriever:
         self.embedder = embedder
         self.units = units or Units()
         self.weights = weights
-        self._cache: OrderedDict[int, tuple[tuple[object, ...], UnitIndex]] = OrderedDict()
+        # a conversation's index, under its version, and what its rows were fingerprinted as
+        self._cache: OrderedDict[int, tuple[tuple[object, ...], UnitIndex, Said]] = OrderedDict()
         self._cache_size = cache_size
         self._cache_rows = cache_rows
         self._cached_rows = 0  # rows held by the cached indexes, all together
@@ -201,7 +230,7 @@ class Retriever:
         index = await self._index(conversation_pk, embedder)
         if not index.rows:
             return []
-        seqs = np.array([r.seq for r in index.rows])
+        seqs = np.array(index.seqs)
         allowed = ~np.isin(seqs, np.fromiter(exclude_seqs, dtype=np.int64))
         if before_seq is not None:
             allowed &= seqs < before_seq
@@ -274,7 +303,16 @@ class Retriever:
         if cached and cached[0] == key:
             self._cache.move_to_end(conversation_pk)
             return cached[1]
-        rows = await recall_rows.conversation_rows(self.db, conversation_pk, model)
+        last_seq = int(key[1]) if len(key) > 1 else 0  # type: ignore[call-overload]
+        rows, said = None, None
+        if cached is not None and cached[0][0] == model:
+            rows, said = await self._changed_rows(
+                conversation_pk, model, cached[1], cached[2], last_seq
+            )
+        if rows is None:  # read whole; what it reads is fingerprinted first (it may change)
+            if said is None:
+                said = (await recall_rows.said(self.db, conversation_pk, last_seq))[0]
+            rows = await recall_rows.conversation_rows(self.db, conversation_pk, model)
         reuse = cached[1] if cached else None
         if len(rows) > BUILD_IN_THREAD_ROWS:  # seconds of work at 10,000: not on the loop
             index = await asyncio.to_thread(UnitIndex, rows, self.units, reuse=reuse)
@@ -282,10 +320,41 @@ class Retriever:
             index = UnitIndex(rows, self.units, reuse=reuse)
         if self.on_missing and embedder is not None and len(index.vector_rows) < len(rows):
             self.on_missing(conversation_pk)
-        self._keep(conversation_pk, key, index)
+        self._keep(conversation_pk, key, index, said)
         return index
 
-    def _keep(self, conversation_pk: ConversationPk, key: tuple, index: UnitIndex) -> None:
+    async def _changed_rows(
+        self,
+        conversation_pk: ConversationPk,
+        model: str,
+        earlier: UnitIndex,
+        said: Said,
+        last_seq: int,
+    ) -> tuple[list[RecallRow] | None, Said]:
+        """The conversation's rows now, read as what changed since ``earlier`` was read:
+        the rows after the seq it was fingerprinted through, and the vectors its rows
+        lacked (embedded since). None if anything up to that seq changed (a row replaced,
+        deleted or made final), or too many vectors are missing: then it is read whole.
+        A turn at 10,000 messages read all 10,000 rows again to add two."""
+        fresh, now = await recall_rows.said(self.db, conversation_pk, last_seq, said.through)
+        if now != said:
+            return None, fresh
+        kept = earlier.rows[: bisect.bisect_right(earlier.seqs, said.through)]
+        lacking = [r.message_id for r in kept if r.vector is None]
+        if len(lacking) > MAX_VECTORS_LOOKED_UP:
+            return None, fresh
+        added = await recall_rows.vectors_of(self.db, lacking, model)
+        after = await recall_rows.rows_after(self.db, conversation_pk, model, said.through)
+        if added:
+            kept = [
+                dataclasses.replace(r, vector=added[r.message_id]) if r.message_id in added else r
+                for r in kept
+            ]
+        return [*kept, *after], fresh
+
+    def _keep(
+        self, conversation_pk: ConversationPk, key: tuple, index: UnitIndex, said: Said
+    ) -> None:
         """Cache ``index``, then drop the least recently used until both bounds hold: a
         count of conversations alone let the cache grow with its conversations' length."""
         replaced = self._cache.pop(conversation_pk, None)
@@ -293,11 +362,27 @@ class Retriever:
             self._cached_rows -= len(replaced[1].rows)
         if len(index.rows) > self._cache_rows:
             return  # alone over the budget: built for this read only
-        self._cache[conversation_pk] = (key, index)
+        self._cache[conversation_pk] = (key, index, said)
         self._cached_rows += len(index.rows)
         while len(self._cache) > self._cache_size or self._cached_rows > self._cache_rows:
-            _pk, (_key, dropped) = self._cache.popitem(last=False)
+            _pk, (_key, dropped, _print) = self._cache.popitem(last=False)
             self._cached_rows -= len(dropped.rows)
+
+
+def _own_terms(rows: Sequence[RecallRow], reuse: UnitIndex | None, kept: int) -> list[list[str]]:
+    """Each row's own terms: the first ``kept`` as ``reuse`` has them, a later row's taken
+    from it where its text is unchanged, the rest stemmed."""
+    if reuse is None:
+        return [text.terms(r.content) for r in rows]
+    known = reuse.terms_by_id(start=kept)
+    out = reuse.own_terms[:kept]
+    for r in rows[kept:]:
+        found = known.get(r.message_id)
+        out.append(found[1] if found and found[0] == r.content else text.terms(r.content))
+    return out
+
+
+_said_as = operator.attrgetter("message_id", "content", "created_at")
 
 
 def _name(embedder: Embedder | None) -> str:

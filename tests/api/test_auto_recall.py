@@ -83,3 +83,26 @@ async def test_the_recorded_context_is_what_the_model_received(
         (m["role"], m["content"]) for m in received
     ]
     assert any(m["content"].startswith("Earlier in this conversation:") for m in received)
+
+
+async def test_each_turns_auto_recall_reads_only_what_came_after(api_on, monkeypatch) -> None:
+    """Auto-recall runs before each turn is stored; only the first reads the conversation
+    whole: each later one reads the rows after what its index was fingerprinted through
+    (the turns said since), however long the conversation."""
+    from lumina_app.storage.sql import recall_rows
+
+    whole = []
+    read_whole = recall_rows.conversation_rows
+
+    async def counted(*args, **kwargs):
+        whole.append(args[1])
+        return await read_whole(*args, **kwargs)
+
+    monkeypatch.setattr(recall_rows, "conversation_rows", counted)
+    conv = await chat_past_the_window(api_on, "recaller")
+    for n in range(4):
+        await say(api_on, f"where was the locker again, number {n}?", conv, agent="recaller")
+    run = await say(api_on, QUESTION, conv, agent="recaller")
+    sent = await context_of(api_on, run["runId"])
+    assert any("4711" in m["content"] for m in sent if m["role"] == "system")
+    assert len(whole) == 1, whole

@@ -4,6 +4,8 @@ a conversation over the whole budget is ranked without being kept; on every back
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lumina_app.domain import LOCAL
@@ -66,3 +68,103 @@ async def test_a_long_conversations_index_is_built_off_the_event_loop(opened, mo
     threaded = await retriever.in_conversation(pk, "heron lake")
     assert len(built_on) == 2 and built_on[1] != threading.get_ident()
     assert [h.seq for h in threaded][: len(inline)] == [h.seq for h in inline]
+
+
+async def test_a_turn_reads_only_what_changed_and_ranks_as_a_whole_read(
+    opened, monkeypatch
+) -> None:
+    """A turn adds two rows to a conversation of thousands: its next recall reads the rows
+    after those its index was fingerprinted through, and the vectors embedded since,
+    not the whole conversation; a change below that (an item deleted, an answer
+    regenerated) reads it whole again. Every answer equals a new retriever's."""
+    from lumina_app.recall.retriever import Retriever
+    from lumina_app.storage.sql import recall_rows
+    from tests.api.test_embed_worker import count
+    from tests.api.test_recall import _until
+
+    services, api = opened
+    retriever = services.recall.retriever
+    whole = []
+    read_whole = recall_rows.conversation_rows
+
+    async def counted(*args, **kwargs):
+        whole.append(args[1])
+        return await read_whole(*args, **kwargs)
+
+    monkeypatch.setattr(recall_rows, "conversation_rows", counted)
+
+    async def recalled(pk, query: str) -> list:
+        """Recall, and check it against a new retriever's over the same state (vectors
+        land in the background: read again if any did before both were done)."""
+        for _ in range(20):
+            mine = await retriever.in_conversation(pk, query)
+            reads = len(whole)
+            fresh = Retriever(retriever.db, retriever.embedder, units=retriever.units)
+            fresh.choice = retriever.choice
+            theirs = await fresh.in_conversation(pk, query)
+            del whole[reads:]  # the new retriever's own read
+            model = retriever._cache[pk][0][0]
+            after = (model, *await recall_rows.version(retriever.db, pk, model))
+            if retriever._cache[pk][0] == fresh._cache[pk][0] == after:
+                assert mine == theirs
+                return mine
+        raise AssertionError("the conversation kept changing")
+
+    async def embedded(n: int) -> None:
+        await _until(lambda: count(services, recall_rows.V), lambda found: found >= n)
+
+    uuid = (await say(api, "the blue heron nests by the lake"))["conversationId"]
+    pk = (await services.conversations.get(LOCAL, uuid)).id
+    await say(api, "grey herons fish at dawn", uuid)
+    await embedded(4)
+    assert await recalled(pk, "heron lake") and whole == [pk]
+
+    await say(api, "the lake freezes in winter", uuid)  # rows added, then their vectors
+    assert await recalled(pk, "lake winter") and whole == [pk]
+    await embedded(6)
+    assert 5 in [h.seq for h in await recalled(pk, "freezes")] and whole == [pk]
+
+    items = (await api.get(f"/v1/conversations/conv_{uuid}/items")).json()["data"]
+    first = next(i for i in items if i["role"] == "user" and "nests" in json.dumps(i))
+    assert (await api.delete(f"/v1/conversations/conv_{uuid}/items/{first['id']}")).is_success
+    assert all(h.seq != 1 for h in await recalled(pk, "heron nests lake"))
+    assert whole == [pk, pk]  # a row gone below the fingerprint: read whole
+
+    resp = await api.post(f"/api/v1/conversations/{uuid}/regenerate", json={"stream": False})
+    assert resp.status_code == 200, resp.text
+    await recalled(pk, "lake winter")
+    assert whole == [pk, pk, pk]  # the last answer replaced
+    await say(api, "herons again", uuid)
+    await recalled(pk, "herons")
+    assert whole == [pk, pk, pk]
+
+
+async def test_a_recall_while_an_answer_streams_leaves_it_to_the_next_read(
+    api_factory, database, monkeypatch
+) -> None:
+    """Recall during a run (its tool, the recall route) finds the answer streaming: the
+    index is fingerprinted through the row before it, so once the answer is final the
+    next recall reads from there on, not the whole conversation again."""
+    from lumina_app.storage.sql import recall_rows
+    from tests.api.helpers import start_run, wait_for_text, wait_run
+
+    services, api = await api_factory(database_url=database.url, demo_delay_ms=20)
+    whole = []
+    read_whole = recall_rows.conversation_rows
+
+    async def counted(*args, **kwargs):
+        whole.append(args[1])
+        return await read_whole(*args, **kwargs)
+
+    monkeypatch.setattr(recall_rows, "conversation_rows", counted)
+    uuid = (await say(api, "the blue heron nests by the lake"))["conversationId"]
+    pk = (await services.conversations.get(LOCAL, uuid)).id
+    retriever = services.recall.retriever
+    assert await retriever.in_conversation(pk, "heron") and len(whole) == 1
+    run = await start_run(api, "where do herons nest?", uuid, agent="demo")
+    await wait_for_text(api, uuid)
+    during = await retriever.in_conversation(pk, "herons nest")
+    assert {h.seq for h in during} == {1, 2, 3}  # the streaming answer is not said yet
+    assert (await wait_run(api, run["runId"]))["status"] == "complete"
+    after = await retriever.in_conversation(pk, "herons nest")
+    assert {h.seq for h in after} == {1, 2, 3, 4} and len(whole) == 1

@@ -163,3 +163,68 @@ def test_an_index_rebuilt_from_an_earlier_one_ranks_as_one_built_afresh() -> Non
         assert reused.ranked(query, None, (1.0, 0.0), everything) == fresh.ranked(
             query, None, (1.0, 0.0), everything
         )
+
+
+def test_an_index_extended_by_a_turn_scores_exactly_as_a_fresh_build() -> None:
+    """A turn appends rows to a conversation of thousands: the earlier index's leading
+    documents are taken as they are and only the new rows are counted. Whatever changed —
+    rows added, the last rows replaced (a regenerated answer), a row edited in the middle,
+    a date moved — the scores equal a fresh build's, to the bit."""
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    from lumina_app.domain import MsgRole
+    from lumina_app.recall.retriever import UnitIndex, Units
+    from lumina_app.storage.sql.recall_rows import RecallRow
+
+    rng = random.Random(5)
+    vocabulary = [
+        "heron",
+        "lake",
+        "blue",
+        "grey",
+        "nest",
+        "river",
+        "budget",
+        "review",
+        "lisbon",
+        "sister",
+        "spring",
+    ]
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+
+    def row(i: int, content: str, day: int = 0) -> RecallRow:
+        role = MsgRole.USER if i % 2 else MsgRole.ASSISTANT
+        return RecallRow(i, 1, i, role, content, start + timedelta(days=day or i // 7), None)
+
+    def said() -> str:
+        return " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 6)))
+
+    rows = [row(i, said()) for i in range(1, 40)]
+    index = UnitIndex(rows, Units())
+    queries = ["blue heron", "budget review in lisbon", "river", "december 2027", "absent words"]
+    for step in range(60):
+        change = step % 5
+        if change == 0:  # a turn: two rows appended
+            rows = [*rows, row(len(rows) + 1, said()), row(len(rows) + 2, said())]
+        elif change == 1:  # the last answer replaced by a new one (a new id)
+            rows = [*rows[:-1], row(1000 + step, said())]
+        elif change == 2:  # a row in the middle edited
+            at = rng.randrange(len(rows))
+            rows = [*rows[:at], row(rows[at].message_id, said()), *rows[at + 1 :]]
+        elif change == 3:  # the last rows gone (deleted)
+            rows = rows[: -rng.randint(1, 3)]
+        else:  # nothing changed but a date
+            at = rng.randrange(len(rows))
+            rows = [*rows[:at], row(rows[at].message_id, rows[at].content, 400), *rows[at + 1 :]]
+        extended, fresh = UnitIndex(rows, Units(), reuse=index), UnitIndex(rows, Units())
+        assert extended.own_terms == fresh.own_terms
+        for query in queries:
+            terms = text.query_terms(query)
+            assert extended.bm25.scores(terms).tobytes() == fresh.bm25.scores(terms).tobytes()
+        index = extended
+    new = row(5000, "heron")
+    appended = UnitIndex([*rows, new], Units(), reuse=index)
+    added = {"heron", *text.date_terms(new.created_at), *index.own_terms[-1]}  # its unit
+    kept = [t for t in index.bm25._postings if t not in added]
+    assert kept and all(appended.bm25._postings[t] is index.bm25._postings[t] for t in kept)

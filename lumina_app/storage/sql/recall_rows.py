@@ -102,6 +102,98 @@ async def conversation_rows(
     return [_row(r) for r in found]
 
 
+async def rows_after(
+    db: SQLDatabase, conversation_pk: ConversationPk, model: str, seq: int
+) -> list[RecallRow]:
+    """:func:`conversation_rows` after ``seq`` only (what an earlier read had not seen)."""
+    query = (
+        _rows_query(model)
+        .where(M.c.conversation_id == conversation_pk, M.c.seq > seq)
+        .order_by(M.c.seq)
+    )
+    async with db.connect() as conn:
+        return [_row(r) for r in (await conn.execute(query)).all()]
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """A fingerprint of a conversation's recalled rows up to a seq: their count, the sum
+    of their ids, the sum of their texts' lengths and their newest ``updated_at``. A row
+    said, made final, replaced or deleted changes it (a text is only written with its
+    ``updated_at``)."""
+
+    through: int
+    state: tuple[object, ...]
+
+
+async def said(
+    db: SQLDatabase, conversation_pk: ConversationPk, last_seq: int, earlier: int | None = None
+) -> tuple[Said, Said | None]:
+    """The fingerprint through ``last_seq`` (or through the seq before the first answer
+    still streaming after ``earlier``, if that comes first: it changes when it ends), and
+    the one through ``earlier`` if given. One statement, counted by the database over the
+    (conversation, seq) index in two ranges, up to ``earlier`` and after it: no row comes
+    back, and no row is counted twice."""
+    start = -1 if earlier is None else earlier
+    streaming = (
+        sa.select(sa.func.min(M.c.seq))
+        .where(
+            M.c.conversation_id == conversation_pk,
+            M.c.seq > start,
+            M.c.status == MessageStatus.STREAMING.value,
+        )
+        .scalar_subquery()
+    )
+    ranges = [
+        sa.and_(M.c.seq <= start),
+        sa.and_(
+            M.c.seq > start,
+            M.c.seq <= last_seq,
+            M.c.seq < sa.func.coalesce(streaming, last_seq + 1),
+        ),
+    ]
+    parts = [
+        sa.select(
+            sa.literal(i).label("part"),
+            sa.func.count().label("n"),
+            sa.func.sum(M.c.id).label("ids"),
+            sa.func.sum(sa.func.length(M.c.content)).label("chars"),
+            sa.func.max(M.c.updated_at).label("changed"),
+            (streaming if i else sa.null()).label("streaming"),
+        ).where(M.c.conversation_id == conversation_pk, _recalled(), within)
+        for i, within in enumerate(ranges)
+    ]
+    with offloaded() if last_seq > ROWS_IN_THREAD else nullcontext():
+        async with db.connect() as conn:
+            found = {r.part: r for r in (await conn.execute(sa.union_all(*parts))).all()}
+    before, after = found[0], found[1]
+    upto = (before.n, before.ids or 0, before.chars or 0, before.changed)
+    first_streaming = after.streaming
+    through = last_seq if first_streaming is None else min(last_seq, first_streaming - 1)
+    now = Said(
+        max(through, start),
+        (
+            before.n + after.n,
+            (before.ids or 0) + (after.ids or 0),
+            (before.chars or 0) + (after.chars or 0),
+            max((t for t in (before.changed, after.changed) if t is not None), default=None),
+        ),
+    )
+    return now, (Said(earlier, upto) if earlier is not None else None)
+
+
+async def vectors_of(db: SQLDatabase, message_ids: Sequence[int], model: str) -> dict[int, bytes]:
+    """The ``model`` vectors stored for these messages, by message id."""
+    if not message_ids:
+        return {}
+    query = sa.select(V.c.message_id, V.c.vector).where(
+        V.c.model == model, V.c.message_id.in_(list(message_ids))
+    )
+    async with db.connect() as conn:
+        found = (await conn.execute(query)).all()
+    return {r.message_id: base64.b64decode(r.vector) for r in found}
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """A row found across conversations: with the text said before it, and where it is."""
