@@ -118,8 +118,14 @@ class UnitIndex:
             self.bm25 = reuse.bm25.extended(kept, docs)  # type: ignore[union-attr]
         else:
             self.bm25 = Bm25(docs, None if query is None else text.query_terms(query))
+        if not (kept and reuse is not None and self._take_vectors(reuse, kept)):
+            self._stack_vectors()
+
+    def _stack_vectors(self) -> None:
+        """The vectors of the most common size, one matrix (never mix models' sizes)."""
         sizes = Counter(len(r.vector) for r in self.rows if r.vector)
-        size = sizes.most_common(1)[0][0] if sizes else 0  # one size: never mix models' sizes
+        self._sizes = len(sizes)
+        size = sizes.most_common(1)[0][0] if sizes else 0
         with_vector = [i for i, r in enumerate(self.rows) if r.vector and len(r.vector) == size]
         self.vector_rows = np.array(with_vector, dtype=np.int64)
         self.vectors = (
@@ -129,6 +135,40 @@ class UnitIndex:
             if with_vector
             else None
         )
+
+    def _take_vectors(self, earlier: UnitIndex, kept: int) -> bool:
+        """Take ``earlier``'s matrix rows for its first ``kept`` rows, which still carry the
+        same vectors, and add the rest: the matrix :meth:`_stack_vectors` would make (a
+        conversation of 10,000 turned 10,000 buffers into one matrix again per turn).
+        False where it cannot be sure to (mixed sizes, a vector gone or replaced)."""
+        if earlier.vectors is None or earlier._sizes != 1:
+            return False
+        size = earlier.vectors.shape[1] * np.dtype(VECTOR_DTYPE).itemsize
+        taken = int(np.searchsorted(earlier.vector_rows, kept))
+        mine, theirs = self.rows, earlier.rows
+        if any(
+            (a := mine[i].vector) is not (b := theirs[i].vector) and a != b
+            for i in earlier.vector_rows[:taken].tolist()
+        ):
+            return False
+        had = set(earlier.vector_rows[:taken].tolist())
+        added = [i for i in range(kept) if mine[i].vector and i not in had]
+        added += [i for i in range(kept, len(mine)) if mine[i].vector]
+        if any(len(mine[i].vector) != size for i in added):  # type: ignore[arg-type]
+            return False
+        self._sizes = 1
+        if not added:
+            self.vector_rows = earlier.vector_rows[:taken]
+            self.vectors = earlier.vectors[:taken]
+            return True
+        fresh = np.vstack(
+            [np.frombuffer(mine[i].vector, dtype=VECTOR_DTYPE) for i in added]  # type: ignore[arg-type]
+        ).astype(np.float32)
+        rows = np.concatenate([earlier.vector_rows[:taken], np.array(added, dtype=np.int64)])
+        order = np.argsort(rows, kind="stable")
+        self.vector_rows = rows[order]
+        self.vectors = np.concatenate([earlier.vectors[:taken], fresh])[order]
+        return True
 
     def terms_by_id(self, start: int = 0) -> dict[int, tuple[str, list[str]]]:
         """Each row's text and its own terms, by message id (from row ``start`` on)."""

@@ -165,11 +165,13 @@ def test_an_index_rebuilt_from_an_earlier_one_ranks_as_one_built_afresh() -> Non
         )
 
 
-def test_an_index_extended_by_a_turn_scores_exactly_as_a_fresh_build() -> None:
+def test_an_index_extended_by_a_turn_scores_exactly_as_a_fresh_build(monkeypatch) -> None:
     """A turn appends rows to a conversation of thousands: the earlier index's leading
-    documents are taken as they are and only the new rows are counted. Whatever changed —
-    rows added, the last rows replaced (a regenerated answer), a row edited in the middle,
-    a date moved — the scores equal a fresh build's, to the bit."""
+    documents and vectors are taken as they are and only the new rows are added. Whatever
+    changed — rows added, the last rows replaced (a regenerated answer), a row edited in
+    the middle, a date moved, vectors embedded, one of another size — the scores and the
+    vector matrix equal a fresh build's, to the bit."""
+    import dataclasses
     import random
     from datetime import UTC, datetime, timedelta
 
@@ -197,15 +199,22 @@ def test_an_index_extended_by_a_turn_scores_exactly_as_a_fresh_build() -> None:
         role = MsgRole.USER if i % 2 else MsgRole.ASSISTANT
         return RecallRow(i, 1, i, role, content, start + timedelta(days=day or i // 7), None)
 
+    def vector(size: int = 4) -> bytes:
+        return np.array([rng.random() for _ in range(size)], dtype=np.float16).tobytes()
+
     def said() -> str:
         return " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 6)))
 
-    rows = [row(i, said()) for i in range(1, 40)]
+    def embedded(rows: list, size: int = 4) -> list:
+        return [r if r.vector or rng.random() < 0.3 else dataclasses.replace(r, vector=vector(size))
+                for r in rows]  # fmt: skip
+
+    rows = embedded([row(i, said()) for i in range(1, 40)])
     index = UnitIndex(rows, Units())
     queries = ["blue heron", "budget review in lisbon", "river", "december 2027", "absent words"]
-    for step in range(60):
-        change = step % 5
-        if change == 0:  # a turn: two rows appended
+    for step in range(80):
+        change = 6 if step == 78 else step % 8
+        if change in (0, 5):  # a turn: two rows appended
             rows = [*rows, row(len(rows) + 1, said()), row(len(rows) + 2, said())]
         elif change == 1:  # the last answer replaced by a new one (a new id)
             rows = [*rows[:-1], row(1000 + step, said())]
@@ -214,17 +223,33 @@ def test_an_index_extended_by_a_turn_scores_exactly_as_a_fresh_build() -> None:
             rows = [*rows[:at], row(rows[at].message_id, said()), *rows[at + 1 :]]
         elif change == 3:  # the last rows gone (deleted)
             rows = rows[: -rng.randint(1, 3)]
-        else:  # nothing changed but a date
+        elif change == 4:  # nothing changed but a date
             at = rng.randrange(len(rows))
             rows = [*rows[:at], row(rows[at].message_id, rows[at].content, 400), *rows[at + 1 :]]
+        elif change == 6:  # vectors embedded since, now and then one of another model's size
+            rows = embedded(rows, size=8 if step == 78 else 4)
+        else:  # a vector replaced
+            at = rng.randrange(len(rows))
+            rows = [*rows[:at], dataclasses.replace(rows[at], vector=vector()), *rows[at + 1 :]]
         extended, fresh = UnitIndex(rows, Units(), reuse=index), UnitIndex(rows, Units())
         assert extended.own_terms == fresh.own_terms
         for query in queries:
             terms = text.query_terms(query)
             assert extended.bm25.scores(terms).tobytes() == fresh.bm25.scores(terms).tobytes()
+        assert extended.vector_rows.tolist() == fresh.vector_rows.tolist()
+        assert (extended.vectors is None) == (fresh.vectors is None)
+        if fresh.vectors is not None:
+            assert extended.vectors.tobytes() == fresh.vectors.tobytes()
         index = extended
-    new = row(5000, "heron")
+    four = len(vector())  # bytes
+    rows = [r if not r.vector or len(r.vector) == four else dataclasses.replace(r, vector=vector())
+            for r in rows]  # fmt: skip
+    index = UnitIndex(rows, Units())  # vectors of one size
+    stacked = []
+    monkeypatch.setattr(UnitIndex, "_stack_vectors", lambda self: stacked.append(self))
+    new = dataclasses.replace(row(5000, "heron"), vector=vector())
     appended = UnitIndex([*rows, new], Units(), reuse=index)
+    assert not stacked and len(appended.vector_rows) == len(index.vector_rows) + 1
     added = {"heron", *text.date_terms(new.created_at), *index.own_terms[-1]}  # its unit
     kept = [t for t in index.bm25._postings if t not in added]
     assert kept and all(appended.bm25._postings[t] is index.bm25._postings[t] for t in kept)
