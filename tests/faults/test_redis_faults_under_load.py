@@ -75,6 +75,11 @@ def in_fault(at: float) -> bool:
     return any(begin <= at < end + 1.0 for begin, end, _, _ in FAULTS)
 
 
+def caught(at: float, took: float) -> bool:
+    """Sent before a fault began, still waiting on Redis when it did."""
+    return any(at < begin < at + took for begin, _, _, _ in FAULTS)
+
+
 async def test_sustained_load_through_redis_faults(tmp_path) -> None:
     redis = RedisServer(tmp_path)
     redis.start()
@@ -146,8 +151,13 @@ async def test_sustained_load_through_redis_faults(tmp_path) -> None:
         ]
     redis.kill()
 
-    calm = [took for at, took, *_ in log if not in_fault(at)]
-    faulty = [took for at, took, *_ in log if in_fault(at)]
+    # A turn already waiting on Redis when it froze waits ~2.3 s (measured 2026-12-03; the
+    # pool and breaker timeouts are not it: a known defect, #31's note). Sent just before
+    # a fault, it used to count as calm or as faulty by a few ms of drift; now on its own.
+    held = [took for at, took, *_ in log if caught(at, took)]
+    assert max(held, default=0) <= 3.0, f"a turn caught by a fault took {max(held):.2f} s"
+    calm = [took for at, took, *_ in log if not in_fault(at) and not caught(at, took)]
+    faulty = [took for at, took, *_ in log if in_fault(at) and not caught(at, took)]
     added = p99(faulty) - p99(calm)
     print(
         f"turns={len(log)} p99 calm={p99(calm) * 1000:.0f}ms fault={p99(faulty) * 1000:.0f}ms "
