@@ -300,3 +300,19 @@ class LiveStream:
     async def __aexit__(self, *exc: object) -> None:
         if self.task is not None and not self.task.done():
             await self.hang_up()
+
+
+def count_whole_reads(monkeypatch: Any) -> list[int]:
+    """The conversations recall reads whole from now on (``recall_rows.conversation_rows``),
+    one entry per read: a turn's recall should read only what changed."""
+    from lumina_app.storage.sql import recall_rows
+
+    whole: list[int] = []
+    read_whole = recall_rows.conversation_rows
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        whole.append(args[1])
+        return await read_whole(*args, **kwargs)
+
+    monkeypatch.setattr(recall_rows, "conversation_rows", counted)
+    return whole

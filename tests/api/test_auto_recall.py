@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.api.helpers import say
+from tests.api.helpers import count_whole_reads, say
 from tests.conftest import ROOT, write_agent
 
 FACT = "my locker code is 4711 and the locker is in the basement"
@@ -89,16 +89,7 @@ async def test_each_turns_auto_recall_reads_only_what_came_after(api_on, monkeyp
     """Auto-recall runs before each turn is stored; only the first reads the conversation
     whole: each later one reads the rows after what its index was fingerprinted through
     (the turns said since), however long the conversation."""
-    from lumina_app.storage.sql import recall_rows
-
-    whole = []
-    read_whole = recall_rows.conversation_rows
-
-    async def counted(*args, **kwargs):
-        whole.append(args[1])
-        return await read_whole(*args, **kwargs)
-
-    monkeypatch.setattr(recall_rows, "conversation_rows", counted)
+    whole = count_whole_reads(monkeypatch)
     conv = await chat_past_the_window(api_on, "recaller")
     for n in range(4):
         await say(api_on, f"where was the locker again, number {n}?", conv, agent="recaller")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from lumina_app.domain import LOCAL
-from tests.api.helpers import say
+from tests.api.helpers import count_whole_reads, say
 
 
 @pytest.fixture
@@ -84,14 +84,7 @@ async def test_a_turn_reads_only_what_changed_and_ranks_as_a_whole_read(
 
     services, api = opened
     retriever = services.recall.retriever
-    whole = []
-    read_whole = recall_rows.conversation_rows
-
-    async def counted(*args, **kwargs):
-        whole.append(args[1])
-        return await read_whole(*args, **kwargs)
-
-    monkeypatch.setattr(recall_rows, "conversation_rows", counted)
+    whole = count_whole_reads(monkeypatch)
 
     async def recalled(pk, query: str) -> list:
         """Recall, and check it against a new retriever's over the same state (vectors
@@ -145,18 +138,10 @@ async def test_a_recall_while_an_answer_streams_leaves_it_to_the_next_read(
     """Recall during a run (its tool, the recall route) finds the answer streaming: the
     index is fingerprinted through the row before it, so once the answer is final the
     next recall reads from there on, not the whole conversation again."""
-    from lumina_app.storage.sql import recall_rows
     from tests.api.helpers import start_run, wait_for_text, wait_run
 
     services, api = await api_factory(database_url=database.url, demo_delay_ms=20)
-    whole = []
-    read_whole = recall_rows.conversation_rows
-
-    async def counted(*args, **kwargs):
-        whole.append(args[1])
-        return await read_whole(*args, **kwargs)
-
-    monkeypatch.setattr(recall_rows, "conversation_rows", counted)
+    whole = count_whole_reads(monkeypatch)
     uuid = (await say(api, "the blue heron nests by the lake"))["conversationId"]
     pk = (await services.conversations.get(LOCAL, uuid)).id
     retriever = services.recall.retriever
