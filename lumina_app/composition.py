@@ -124,7 +124,7 @@ class Services:
     chat: ChatEngine
     events: RunEventLog
     tools: ToolCatalog
-    slots: Slots
+    signin_slots: Slots  # sign-in attempts (runs and streams count through the hot window)
     streams: StreamCap  # open SSE streams per owner
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
@@ -188,7 +188,7 @@ class Services:
         await self.events.close()
         await self.chat.locks.close()
         await self.streams.close()
-        await self.slots.close()
+        await self.signin_slots.close()
         await self.memory.close()
         await self.db.close()
 
@@ -281,11 +281,11 @@ def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
     )
 
 
-def _slots(settings: Settings) -> Slots:
-    """Counted in Redis when there is one, so every worker and instance counts together.
-    Its own client and breaker: a burst of sign-ins opens connections faster than the hot
-    window's 200 ms connect timeout allows on a busy machine, and a slow count must not
-    trip the hot window's breaker (a sign-in can wait a little; a stream cannot)."""
+def _signin_slots(settings: Settings) -> Slots:
+    """Sign-in attempts, counted in Redis when there is one, so every worker and instance
+    counts together. Its own client and breaker: a burst of sign-ins opens connections
+    faster than the hot window's 200 ms connect timeout allows on a busy machine, and a
+    slow count must not trip the hot window's breaker (a sign-in can wait a little)."""
     if not settings.redis_url:
         return LocalSlots()
     timeout = max(settings.redis_socket_timeout, _SLOTS_REDIS_TIMEOUT)
@@ -294,6 +294,16 @@ def _slots(settings: Settings) -> Slots:
         prefix=settings.redis_prefix,
         breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
     )
+
+
+def _run_slots(settings: Settings, hot: HotWindow) -> Slots:
+    """Runs and streams per owner, counted in Redis when there is one. Through the hot
+    window's client and breaker, as the run locks are: every turn takes a slot, so a
+    Redis that froze costs a turn one short socket timeout and then is skipped at once,
+    not the sign-ins' 2 s wait per turn in flight (what a paused Redis cost before)."""
+    if not isinstance(hot, RedisHotWindow):
+        return LocalSlots()
+    return RedisSlots(hot.client, prefix=settings.redis_prefix, breaker=hot.breaker)
 
 
 def _access(
@@ -324,7 +334,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     # flush rate cap (interval / 5), so a run's flushes never wait on each other.
     flush_window = min(0.05, settings.flush_interval_ms / 1000 / 5)
     hot = _hot_window(settings)
-    slots = _slots(settings)
+    slots = _signin_slots(settings)
+    run_slots = _run_slots(settings, hot)
     # The write strategy, chosen once: inline on SQLite, one statement per phase on
     # PostgreSQL, a run_sync transaction elsewhere (storage/sql/write_paths.py).
     cold = SQLColdStore(db, write_path=write_paths.for_database(db), flush_window=flush_window)
@@ -372,7 +383,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         summaries=summaries,
         tools=tools,
         cap=RunCap(
-            slots,
+            run_slots,
             limit=settings.max_active_runs_per_owner,
             lease_seconds=settings.run_lease_seconds,
         ),
@@ -447,8 +458,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         chat=chat,
         events=events,
         tools=tools,
-        slots=slots,
-        streams=StreamCap(slots, lease_seconds=settings.run_lease_seconds),
+        signin_slots=slots,
+        streams=StreamCap(run_slots, lease_seconds=settings.run_lease_seconds),
         mirror=mirror,
         embeddings=embeddings,
         memories=MemoryService(long_term, agents),

@@ -151,11 +151,12 @@ async def test_sustained_load_through_redis_faults(tmp_path) -> None:
         ]
     redis.kill()
 
-    # A turn already waiting on Redis when it froze waits ~2.3 s (measured 2026-12-03; the
-    # pool and breaker timeouts are not it: a known defect, #31's note). Sent just before
-    # a fault, it used to count as calm or as faulty by a few ms of drift; now on its own.
+    # A turn already waiting on Redis when it froze pays one short socket timeout, then the
+    # breaker skips Redis (0.15-0.33 s measured; 2.3 s while the run cap's slot waited out
+    # the sign-in client's 2 s timeout). Sent just before a fault, it would count as calm or
+    # as faulty by a few ms of drift, so it is judged on its own.
     held = [took for at, took, *_ in log if caught(at, took)]
-    assert max(held, default=0) <= 3.0, f"a turn caught by a fault took {max(held):.2f} s"
+    assert max(held, default=0) <= 1.0, f"a turn caught by a fault took {max(held):.2f} s"
     calm = [took for at, took, *_ in log if not in_fault(at) and not caught(at, took)]
     faulty = [took for at, took, *_ in log if in_fault(at) and not caught(at, took)]
     added = p99(faulty) - p99(calm)
