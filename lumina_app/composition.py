@@ -265,7 +265,9 @@ def _live_hub(settings: Settings, hot: HotWindow) -> LiveHub:
     if not isinstance(hot, RedisHotWindow):
         return LiveHub(LocalLiveBus())
     listener = _redis(settings, socket_timeout=None)
-    return LiveHub(RedisLiveBus(hot.client, listener, prefix=settings.redis_prefix))
+    return LiveHub(
+        RedisLiveBus(hot.client, listener, prefix=settings.redis_prefix, breaker=hot.breaker)
+    )
 
 
 def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:

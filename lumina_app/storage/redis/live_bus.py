@@ -12,22 +12,36 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from lumina_app.storage.live_bus import Deliver
+from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
+from lumina_app.storage.redis.client import RedisUnavailable, through_breaker
 
 log = logging.getLogger(__name__)
 _RETRY_SECONDS = 1.0
 
 
 class RedisLiveBus:
-    def __init__(self, client: aioredis.Redis, listener: aioredis.Redis, *, prefix: str) -> None:
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        listener: aioredis.Redis,
+        *,
+        prefix: str,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
         self.client = client
         self.listener = listener  # its own connection: a subscribed one can do nothing else
         self.channel = f"{prefix}:live"
+        # Shared with the hot window: while Redis is known to be away a notice is dropped
+        # at once, not after a socket timeout that holds a pooled connection (two per run).
+        self.breaker = breaker or CircuitBreaker(cooldown=2.0)
 
     async def publish(self, owner: str, notice: dict[str, Any]) -> None:
+        data = json.dumps({"owner": owner, **notice})
         try:
-            await self.client.publish(self.channel, json.dumps({"owner": owner, **notice}))
+            await through_breaker(self.breaker, lambda: self.client.publish(self.channel, data))
         except (RedisError, OSError) as exc:
-            log.warning("live notice not sent (pages follow on their next load): %s", exc)
+            if not isinstance(exc, RedisUnavailable):  # the breaker already said so once
+                log.warning("live notice not sent (pages follow on their next load): %s", exc)
 
     async def listen(self, deliver: Deliver) -> None:
         while True:
