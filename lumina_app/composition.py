@@ -257,6 +257,7 @@ def _run_events(settings: Settings, hot: HotWindow) -> RunEventLog:
         prefix=settings.redis_prefix,
         retention=settings.run_buffer_ttl_seconds,
         block_ms=block_ms,
+        breaker=hot.breaker,
     )
 
 

@@ -1,6 +1,6 @@
 """A Redis that stops answering (SIGSTOP: connections stay open, nothing comes back) costs
 a turn one short socket timeout, after which everything that talks to it on the turn's
-path — hot window, run lock, the per-owner run slot, live notices — skips it at once
+path — hot window, run lock, the per-owner run slot, run events, live notices — skips it at once
 through the hot window's circuit breaker; once Redis answers again, they use it again."""
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ async def test_turns_and_notices_skip_a_frozen_redis_after_one_timeout(
         assert first < 1.0, f"the first turn on a frozen Redis took {first:.2f} s"
         later = [(await timed_turn(services, conversation))[0] for _ in range(3)]
         assert max(later) < 0.15, f"turns with the breaker open took {later}"
+        started = time.monotonic()
+        await services.events.flush()  # the last turn's events: dropped, not waited on
+        took = time.monotonic() - started
+        assert took < 0.1, f"run events waited {took:.3f} s on a Redis known to be away"
 
         started = time.monotonic()
         await services.live.announce("ann", Notice("closed"))

@@ -18,6 +18,8 @@ from redis.exceptions import RedisError
 from lumina_app.domain import EventType, RunEvent
 from lumina_app.domain.heartbeat import HEARTBEAT, Heartbeat
 from lumina_app.storage.local.run_events import LocalRunEventLog
+from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
+from lumina_app.storage.redis.client import RedisUnavailable, through_breaker
 
 log = logging.getLogger(__name__)
 _LIVE_TTL = 24 * 3600  # a run that never finishes still disappears eventually
@@ -34,9 +36,13 @@ class RedisRunEventLog:
         prefix: str,
         retention: int,
         block_ms: int = 5000,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self.local = local
         self.writer = writer
+        # The writer's (the hot window's, in the app): while Redis is known to be away a
+        # batch is dropped at once instead of waiting out a socket timeout per batch.
+        self.breaker = breaker or CircuitBreaker(cooldown=2.0)
         self.reader = reader  # its own connections: XREAD BLOCK outlives the short timeouts
         self.prefix = prefix
         self.retention = retention
@@ -76,10 +82,11 @@ class RedisRunEventLog:
                         pipe.xadd(key, _fields(event), id=f"{event.id}-0")
                         if event.id == 1:
                             pipe.expire(key, _LIVE_TTL)
-                    await pipe.execute(raise_on_error=False)
+                    await through_breaker(self.breaker, lambda: pipe.execute(raise_on_error=False))
             except (RedisError, OSError) as exc:
                 # Local followers are unaffected; only cross-instance resume loses these.
-                log.warning("run events not copied to redis: %s", exc)
+                if not isinstance(exc, RedisUnavailable):  # the breaker already said so once
+                    log.warning("run events not copied to redis: %s", exc)
 
     async def flush(self) -> None:
         """Wait until everything published so far is in Redis (tests, shutdown)."""
