@@ -309,9 +309,13 @@ class ChatEngine:
         run = self.active_run(run_id, owner=owner)
         if run is not None:
             return self.follow(run, after)
-        if owner is not None and await self.runs.get_run(run_id, owner=owner) is None:
+        record = await self.runs.get_run(run_id, owner=owner)
+        if owner is not None and record is None:
             raise RunNotFound(run_id)
-        if not await self.events.known(run_id):
+        # Running on another instance whose first events are not shared yet (the page
+        # heard of the run first): the subscription waits for them.
+        running = record is not None and record.status is RunStatus.RUNNING
+        if not (running and self.events.shared) and not await self.events.known(run_id):
             raise RunNotFound(run_id)
         return self.events.subscribe(run_id, after)
 

@@ -12,6 +12,10 @@ from lumina_app.domain import RunEvent
 
 
 class RunEventLog(Protocol):
+    # Whether other instances read these events (then a run running elsewhere may be
+    # followed before its first events arrive: see ``subscribe``).
+    shared: bool
+
     async def publish(self, run_id: str, event: RunEvent) -> None: ...
 
     async def finish(self, run_id: str) -> None:
@@ -21,7 +25,8 @@ class RunEventLog(Protocol):
 
     def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """Events with id > ``after``: the missed ones first, then live, until the last.
-        ``None`` whenever the :data:`HEARTBEAT` of the reading task says a keepalive is due."""
+        ``None`` whenever the :data:`HEARTBEAT` of the reading task says a keepalive is due.
+        A shared log waits a while for a run whose events have not appeared yet."""
 
     async def delete(self, run_id: str) -> None: ...
 

@@ -23,6 +23,8 @@ class _Buffer:
 class LocalRunEventLog:
     """In-process buffers; finished ones are dropped ``retention`` seconds after they end."""
 
+    shared = False
+
     def __init__(self, *, retention: float, clock=time.monotonic) -> None:
         self.retention = retention
         self._clock = clock

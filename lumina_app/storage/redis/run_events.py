@@ -7,6 +7,7 @@ background writer. A stream entry's id is ``<event id>-0``, so ``XREAD`` from
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import math
@@ -24,9 +25,14 @@ from lumina_app.storage.redis.client import RedisUnavailable, through_breaker
 log = logging.getLogger(__name__)
 _LIVE_TTL = 24 * 3600  # a run that never finishes still disappears eventually
 _BATCH = 1000
+_RETRY_EVERY = 0.1  # seconds between tries while Redis is away
+_RETRY_FOR = 10.0  # a batch still refused after this long is dropped (memory stays bounded)
+_DELETE_WAITS = 1.0  # at most this long for a batch on its way when a run's events go
 
 
 class RedisRunEventLog:
+    shared = True
+
     def __init__(
         self,
         *,
@@ -48,6 +54,8 @@ class RedisRunEventLog:
         self.retention = retention
         self.block_ms = block_ms
         self._pending: list[tuple[str, RunEvent | None]] = []
+        self._closing = False  # shutting down: what Redis refuses now is not tried again
+        self._deleted: set[str] = set()  # runs deleted while their copy was being tried
         self._task: asyncio.Task | None = None
 
     def key(self, run_id: str) -> str:
@@ -69,24 +77,43 @@ class RedisRunEventLog:
             self._task = asyncio.create_task(self._drain(), name="run-events-to-redis")
 
     async def _drain(self) -> None:
+        failing_since: float | None = None
         while self._pending:
-            await asyncio.sleep(0.005)  # let a burst gather: one round trip per batch
+            await asyncio.sleep(0.005 if failing_since is None else _RETRY_EVERY)
             batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
             try:
-                async with self.writer.pipeline(transaction=False) as pipe:
-                    for run_id, event in batch:
-                        key = self.key(run_id)
-                        if event is None:
-                            pipe.expire(key, self.retention)
-                            continue
-                        pipe.xadd(key, _fields(event), id=f"{event.id}-0")
-                        if event.id == 1:
-                            pipe.expire(key, _LIVE_TTL)
-                    await through_breaker(self.breaker, lambda: pipe.execute(raise_on_error=False))
+                await through_breaker(self.breaker, functools.partial(self._copy, batch))
+                failing_since = None
             except (RedisError, OSError) as exc:
-                # Local followers are unaffected; only cross-instance resume loses these.
                 if not isinstance(exc, RedisUnavailable):  # the breaker already said so once
-                    log.warning("run events not copied to redis: %s", exc)
+                    log.warning("run events not copied to redis yet: %s", exc)
+                now = asyncio.get_running_loop().time()
+                failing_since = now if failing_since is None else failing_since
+                if self._closing or now - failing_since >= _RETRY_FOR:
+                    # Local followers are unaffected; only cross-instance resume loses these.
+                    # All that waited goes, so a long outage holds at most _RETRY_FOR of them.
+                    dropped, self._pending = len(batch) + len(self._pending), []
+                    log.warning("run events not copied to redis: %d dropped", dropped)
+                    failing_since = None
+                else:
+                    # A moment's absence delays the copy; it does not lose events. Entry ids
+                    # are the events' own, so a batch Redis half-applied is not doubled.
+                    kept = [entry for entry in batch if entry[0] not in self._deleted]
+                    self._pending = kept + self._pending
+        self._deleted.clear()
+
+    async def _copy(self, batch: list[tuple[str, RunEvent | None]]) -> None:
+        """One pipelined round trip for the batch."""
+        async with self.writer.pipeline(transaction=False) as pipe:
+            for run_id, event in batch:
+                key = self.key(run_id)
+                if event is None:
+                    pipe.expire(key, self.retention)
+                    continue
+                pipe.xadd(key, _fields(event), id=f"{event.id}-0")
+                if event.id == 1:
+                    pipe.expire(key, _LIVE_TTL)
+            await pipe.execute(raise_on_error=False)
 
     async def flush(self) -> None:
         """Wait until everything published so far is in Redis (tests, shutdown)."""
@@ -122,11 +149,16 @@ class RedisRunEventLog:
             start = min(after, last_event.id)
         heartbeat = HEARTBEAT.get()
         last = f"{start}-0"
+        # A run just started elsewhere may be followed before its first batch is copied
+        # (its notice can overtake it): a missing stream is only final after a while.
+        loop = asyncio.get_running_loop()
+        appear_by = loop.time() + self.block_ms / 1000
         while True:
             block = self.block_ms if heartbeat is None else _block_ms(heartbeat, self.block_ms)
             reply = await self.reader.xread({key: last}, count=500, block=block)
             if not reply:
-                if not await self.reader.exists(key):
+                gone = last != "0-0" or loop.time() >= appear_by
+                if gone and not await self.reader.exists(key):
                     return  # expired or deleted: nothing more will come
                 if heartbeat is not None and heartbeat.due():
                     yield None
@@ -146,13 +178,19 @@ class RedisRunEventLog:
 
     async def delete(self, run_id: str) -> None:
         await self.local.delete(run_id)
-        await self.flush()  # a batch still on its way would re-create the stream
+        self._pending = [entry for entry in self._pending if entry[0] != run_id]
+        if self._task is not None and not self._task.done():
+            # A batch on its way would re-create the stream: wait for it, but not for its
+            # retries while Redis is away (they leave this run's events out from now on).
+            self._deleted.add(run_id)
+            await asyncio.wait([self._task], timeout=_DELETE_WAITS)
         try:
             await self.writer.delete(self.key(run_id))
         except (RedisError, OSError) as exc:
             log.warning("run events of %s not deleted from redis: %s", run_id, exc)
 
     async def close(self) -> None:
+        self._closing = True
         await self.flush()
         await self.local.close()
         await self.reader.aclose()
