@@ -17,6 +17,21 @@ from tests.events import result, session
 from tests.waits import wait_until
 
 
+def event_log(
+    client: aioredis.Redis, prefix: str, *, reader: aioredis.Redis | None = None, **options
+) -> RedisRunEventLog:
+    """One instance's event log writing through ``client``; ``reader``: its own
+    connections for XREAD (another instance's), else the same client."""
+    return RedisRunEventLog(
+        local=LocalRunEventLog(retention=60),
+        writer=client,
+        reader=reader or client,
+        prefix=prefix,
+        retention=60,
+        **options,
+    )
+
+
 async def test_stream_resumes_on_another_instance_from_last_event_id(
     settings_factory, fake_llm
 ) -> None:
@@ -62,20 +77,9 @@ async def test_a_stream_read_from_redis_gets_keepalive_markers(redis_prefix) -> 
     """Another instance's quiet run, read through XREAD: the heartbeat bounds each block,
     so a keepalive is due on time even though Redis blocks up to ``block_ms``."""
     client = aioredis.Redis.from_url(SHARED_REDIS_URL)
-    one = RedisRunEventLog(
-        local=LocalRunEventLog(retention=60),
-        writer=client,
-        reader=client,
-        prefix=redis_prefix,
-        retention=60,
-    )
-    two = RedisRunEventLog(
-        local=LocalRunEventLog(retention=60),
-        writer=client,
-        reader=aioredis.Redis.from_url(SHARED_REDIS_URL),
-        prefix=redis_prefix,
-        retention=60,
-        block_ms=5000,
+    one = event_log(client, redis_prefix)
+    two = event_log(
+        client, redis_prefix, reader=aioredis.Redis.from_url(SHARED_REDIS_URL), block_ms=5000
     )
     heartbeat = Heartbeat(0.1)
     heartbeat.reset()
@@ -140,21 +144,8 @@ async def test_a_batch_redis_refused_is_copied_once_it_is_back(redis_prefix) -> 
     events; it does not lose them: another instance still reads every event, in order."""
     client = aioredis.Redis.from_url(SHARED_REDIS_URL)
     breaker = CircuitBreaker(cooldown=0.3)
-    one = RedisRunEventLog(
-        local=LocalRunEventLog(retention=60),
-        writer=client,
-        reader=client,
-        prefix=redis_prefix,
-        retention=60,
-        breaker=breaker,
-    )
-    two = RedisRunEventLog(
-        local=LocalRunEventLog(retention=60),
-        writer=client,
-        reader=aioredis.Redis.from_url(SHARED_REDIS_URL),
-        prefix=redis_prefix,
-        retention=60,
-    )
+    one = event_log(client, redis_prefix, breaker=breaker)
+    two = event_log(client, redis_prefix, reader=aioredis.Redis.from_url(SHARED_REDIS_URL))
     try:
         breaker.record_failure()  # a timeout elsewhere on the turn's path just now
         await one.publish("run-2", session(1, run="run-2"))
@@ -172,20 +163,9 @@ async def test_a_reader_with_keepalives_waits_for_a_stream_not_there_yet(redis_p
     """An SSE reader's blocks are short (its keepalives), so "no stream" is only believed
     after ``block_ms``: the run's events, copied half a second late, still reach it."""
     client = aioredis.Redis.from_url(SHARED_REDIS_URL)
-    one = RedisRunEventLog(
-        local=LocalRunEventLog(retention=60),
-        writer=client,
-        reader=client,
-        prefix=redis_prefix,
-        retention=60,
-    )
-    two = RedisRunEventLog(
-        local=LocalRunEventLog(retention=60),
-        writer=client,
-        reader=aioredis.Redis.from_url(SHARED_REDIS_URL),
-        prefix=redis_prefix,
-        retention=60,
-        block_ms=3000,
+    one = event_log(client, redis_prefix)
+    two = event_log(
+        client, redis_prefix, reader=aioredis.Redis.from_url(SHARED_REDIS_URL), block_ms=3000
     )
     heartbeat = Heartbeat(0.1)
     heartbeat.reset()
@@ -221,14 +201,7 @@ async def test_deleting_a_run_whose_copy_waits_for_redis_does_not_wait_it_out(
     (not after the copy's retries), and a later copy does not bring their stream back."""
     client = aioredis.Redis.from_url(SHARED_REDIS_URL)
     breaker = CircuitBreaker(cooldown=0.5)
-    log = RedisRunEventLog(
-        local=LocalRunEventLog(retention=60),
-        writer=client,
-        reader=client,
-        prefix=redis_prefix,
-        retention=60,
-        breaker=breaker,
-    )
+    log = event_log(client, redis_prefix, breaker=breaker)
     try:
         breaker.record_failure()
         await log.publish("run-4", session(1, run="run-4"))
