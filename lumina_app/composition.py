@@ -378,7 +378,9 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         registry=registry,
         providers=providers,
         sessions=SessionPool(
-            max_size=settings.session_pool_size, idle_seconds=settings.session_idle_seconds
+            max_size=settings.session_pool_size,
+            idle_seconds=settings.session_idle_seconds,
+            max_chars=settings.session_pool_chars,
         ),
         events=events,
         locks=_run_locks(settings, hot),

@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     responses_max_image_chars: int = Field(200_000, ge=1024)
     session_idle_seconds: float = Field(1800.0, gt=0)
     session_pool_size: int = Field(1000, ge=1)
+    # the characters the warm sessions hold in all (their messages' text): ~50-100 MB
+    session_pool_chars: int = Field(50_000_000, ge=1)
     flush_interval_ms: float = Field(250.0, ge=0)
     flush_chars: int = Field(200, ge=1)
     cancel_on_disconnect: bool = False
