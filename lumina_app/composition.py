@@ -225,7 +225,9 @@ def _hot_window(settings: Settings) -> HotWindow:
             breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
         )
     return LocalHotWindow(
-        window=settings.context_window, max_conversations=settings.hot_max_conversations
+        window=settings.context_window,
+        max_conversations=settings.hot_max_conversations,
+        max_chars=settings.hot_max_chars,
     )
 
 

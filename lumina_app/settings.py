@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     redis_pool_timeout_seconds: float = Field(2.0, gt=0)
     hot_ttl_seconds: int = Field(7 * 24 * 3600, ge=1)
     hot_max_conversations: int = Field(10_000, ge=1)
+    # the in-process window's text in all (no Redis): beyond it the least recent go
+    hot_max_chars: int = Field(50_000_000, ge=1)
     context_window: int = Field(20, ge=1, le=1000)
     data_dir: Path = Path("./data")
     llm_provider: str = "demo"
