@@ -191,3 +191,25 @@ def test_back_to_back_turns_keep_every_question_warm_resumed_and_restarted(start
     server = start()  # after a restart: no warm session, the same context
     for name in convs:
         assert turn(name, "resume")["summary"] is not None
+
+
+def test_long_messages_over_the_text_budgets_are_read_again_and_nothing_is_lost(
+    start, fake_llm
+) -> None:
+    """The warm sessions and the in-process hot window are bounded by the text they hold:
+    a conversation of long questions, each turn over both budgets alone, is kept by
+    neither, so each of its turns resumes from SQL with every earlier question; a short
+    conversation beside it stays warm (the long one does not push it out)."""
+    server = start(
+        LUMINA_REDIS_URL="", LUMINA_SESSION_POOL_CHARS="2000", LUMINA_HOT_MAX_CHARS="2000"
+    )
+    convs: dict[str, str | None] = {"short": None, "long": None}
+    asked: dict[str, list[str]] = {name: [] for name in convs}
+    for n in range(1, 5):
+        for name, scenario in (("short", "continue"), ("long", "resume")):
+            text = question(name, n)
+            asked[name].append(text + " " + "x" * 2100 if name == "long" else text)
+            result = send(server, asked[name][-1], convs[name])
+            convs[name] = result["conversationId"]
+            assert result["scenario"] == ("new" if n == 1 else scenario)
+            check_turn(server, fake_llm, result, asked[name])
