@@ -29,6 +29,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 import numpy as np
 
@@ -52,6 +53,9 @@ VECTOR_DTYPE = np.float16
 # Rows the cached conversation indexes may hold in all, besides at most ``cache_size``
 # conversations: ~4 KB a row (its vector, text, terms, postings), so ~200 MB at most.
 CACHE_ROWS = 50_000
+# And the characters of their rows' text: 50,000 rows of long messages (a 256 KB question)
+# would have held gigabytes within CACHE_ROWS. Text, terms and postings grow with it.
+CACHE_CHARS = 50_000_000
 # A conversation's index over more rows than this is built on a worker thread.
 BUILD_IN_THREAD_ROWS = 2_000
 # A cached index lacking more vectors than this (an import being embedded) is read again whole.
@@ -120,6 +124,11 @@ class UnitIndex:
             self.bm25 = Bm25(docs, None if query is None else text.query_terms(query))
         if not (kept and reuse is not None and self._take_vectors(reuse, kept)):
             self._stack_vectors()
+
+    @cached_property
+    def chars(self) -> int:
+        """The characters of its rows' text (what a cache of indexes is bounded by too)."""
+        return sum(len(r.content) for r in self.rows)
 
     def _stack_vectors(self) -> None:
         """The vectors of the most common size, one matrix (never mix models' sizes)."""
@@ -233,6 +242,7 @@ class Retriever:
         weights: tuple[float, float] = (LEXICAL_WEIGHT, SEMANTIC_WEIGHT),
         cache_size: int = 256,
         cache_rows: int = CACHE_ROWS,
+        cache_chars: int = CACHE_CHARS,
     ) -> None:
         self.db = db
         self.embedder = embedder
@@ -243,6 +253,8 @@ class Retriever:
         self._cache_size = cache_size
         self._cache_rows = cache_rows
         self._cached_rows = 0  # rows held by the cached indexes, all together
+        self._cache_chars = cache_chars
+        self._cached_chars = 0  # and the characters of their text
         self._agents: OrderedDict[ConversationPk, str] = OrderedDict()  # a conversation's agent
         # told of a conversation read with rows lacking vectors (imported, forked, failed)
         self.on_missing: Callable[[ConversationPk], None] | None = None
@@ -395,18 +407,25 @@ class Retriever:
     def _keep(
         self, conversation_pk: ConversationPk, key: tuple, index: UnitIndex, said: Said
     ) -> None:
-        """Cache ``index``, then drop the least recently used until both bounds hold: a
+        """Cache ``index``, then drop the least recently used until every bound holds: a
         count of conversations alone let the cache grow with its conversations' length."""
         replaced = self._cache.pop(conversation_pk, None)
         if replaced is not None:
             self._cached_rows -= len(replaced[1].rows)
-        if len(index.rows) > self._cache_rows:
-            return  # alone over the budget: built for this read only
+            self._cached_chars -= replaced[1].chars
+        if len(index.rows) > self._cache_rows or index.chars > self._cache_chars:
+            return  # alone over a budget: built for this read only
         self._cache[conversation_pk] = (key, index, said)
         self._cached_rows += len(index.rows)
-        while len(self._cache) > self._cache_size or self._cached_rows > self._cache_rows:
+        self._cached_chars += index.chars
+        while (
+            len(self._cache) > self._cache_size
+            or self._cached_rows > self._cache_rows
+            or self._cached_chars > self._cache_chars
+        ):
             _pk, (_key, dropped, _print) = self._cache.popitem(last=False)
             self._cached_rows -= len(dropped.rows)
+            self._cached_chars -= dropped.chars
 
 
 def _own_terms(rows: Sequence[RecallRow], reuse: UnitIndex | None, kept: int) -> list[list[str]]:

@@ -1,6 +1,7 @@
 """The conversation indexes recall keeps between reads are bounded by the rows they hold
-as well as by their count (a count alone let the cache grow with its conversations), and
-a conversation over the whole budget is ranked without being kept; on every backend."""
+and by their text as well as by their count (a count alone let the cache grow with its
+conversations, rows alone with their messages' length), and a conversation over a whole
+budget is ranked without being kept; on every backend."""
 
 from __future__ import annotations
 
@@ -37,6 +38,33 @@ async def test_the_index_cache_holds_a_bounded_number_of_rows(opened) -> None:
     found = await retriever.in_conversation(long_pk, "herons")
     assert found and long_pk not in retriever._cache  # 8 rows: over the budget alone
     assert list(retriever._cache) == pks[1:] and retriever._cached_rows == 6
+
+
+async def test_the_index_cache_holds_a_bounded_amount_of_text(opened) -> None:
+    services, api = opened
+    retriever = services.recall.retriever
+
+    async def conversation(text: str) -> int:
+        uuid = (await say(api, text))["conversationId"]
+        pk = (await services.conversations.get(LOCAL, uuid)).id
+        assert await retriever.in_conversation(pk, "heron")
+        return pk
+
+    def held() -> int:
+        return sum(index.chars for _key, index, _said in retriever._cache.values())
+
+    pks = [await conversation(f"the blue heron number {i} nests here") for i in range(3)]
+    assert retriever._cached_chars == held() > 0
+    retriever._cache_chars = held()  # full: the next conversation pushes the oldest out
+    newest = await conversation("the blue heron number 3 nests here")
+    assert pks[0] not in retriever._cache and newest in retriever._cache
+    assert retriever._cached_chars == held() <= retriever._cache_chars
+
+    kept = list(retriever._cache)
+    words = " ".join(f"heron{i}" for i in range(400))  # ~3,000 characters
+    long = await conversation(f"the heron said {words}")  # alone over the budget
+    assert long not in retriever._cache and list(retriever._cache) == kept
+    assert retriever._cached_chars == held()
 
 
 async def test_a_long_conversations_index_is_built_off_the_event_loop(opened, monkeypatch) -> None:
