@@ -38,6 +38,10 @@ CONTEXT_PREFIX = "What you know about this person:"
 CHANGE_MARGIN = timedelta(seconds=1)
 # An index taken changes in for this long is read whole again (what the margin can miss).
 REBUILD_AFTER_S = 600.0
+# Memories the cached indexes may hold in all, besides at most ``cache_size`` owners: a
+# count of owners alone let 256 owners of 100,000 imported memories each hold ~25 GB. At
+# ≤ 500 characters and one vector each, ~1.5 KB a memory: ~300 MB at most.
+CACHE_MEMORIES = 200_000
 
 
 @dataclass(slots=True)
@@ -49,6 +53,11 @@ class _Kept:
     def fresh(self, version: tuple) -> bool:
         """Whether changes may be taken in (same embedder, not too old to trust)."""
         return version[-1] == self.version[-1] and time.monotonic() - self.built < REBUILD_AFTER_S
+
+
+def _slots(index: MemoryIndex) -> int:
+    """The memories an index holds room for: the active ones and the slots of those gone."""
+    return len(index) + index.dead
 
 
 def normalised(text: str) -> str:
@@ -73,13 +82,19 @@ class LongTermMemory:
     agent of the owner (an agent with ``"longTerm": {"scope": "owner"}``)."""
 
     def __init__(
-        self, db: SQLDatabase, embedder: Embedder | None, *, cache_size: int = 256
+        self,
+        db: SQLDatabase,
+        embedder: Embedder | None,
+        *,
+        cache_size: int = 256,
+        cache_memories: int = CACHE_MEMORIES,
     ) -> None:
         self.db = db
         self.embedder = embedder
         # (owner, agent) → the index of its active memories and what it was read at
         self._cache: OrderedDict[tuple, _Kept] = OrderedDict()
         self._cache_size = cache_size
+        self._cache_memories = cache_memories
         self.written = 0
         self.superseded = 0
         self.updated = 0
@@ -143,13 +158,21 @@ class LongTermMemory:
                 return cached.index
             if cached.fresh(version) and (index := await self._caught_up(key, cached.index)):
                 cached.version = version
+                self._shrink()  # it may have grown
                 return index
         found = await rows.with_vectors(self.db, owner=owner, agent_id=agent_id, model=self.model)
         index = await asyncio.to_thread(MemoryIndex, found, thread_terms)
         self._cache[key] = _Kept(version, index)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._shrink()
         return index
+
+    def _shrink(self) -> None:
+        """Drop the least recently used indexes until both bounds hold (an index alone
+        over the memories' budget is not kept: it serves this read only)."""
+        held = sum(_slots(kept.index) for kept in self._cache.values())
+        while self._cache and (len(self._cache) > self._cache_size or held > self._cache_memories):
+            _key, dropped = self._cache.popitem(last=False)
+            held -= _slots(dropped.index)
 
     async def _caught_up(self, key: tuple, index: MemoryIndex) -> MemoryIndex | None:
         """``index`` with the changes since its newest memory (their ids and times read

@@ -250,3 +250,33 @@ async def test_forget_everything(api) -> None:
     assert [m["text"] for m in await memories(api, BOB)] == ["The user is Bob."]
     run = await say(api, "hello", agent="assistant", headers=ALICE)
     assert known_text(await context_of(api, run["runId"])) == ""
+
+
+async def test_the_search_index_cache_is_bounded_by_the_memories_it_holds(opened) -> None:
+    """The owners' search indexes kept between reads hold at most so many memories in all
+    (a count of owners alone let 256 owners of 100,000 imported memories hold gigabytes);
+    the least recently searched go first, and one alone over it ranks without being kept.
+    Every search answers the same whether its index was kept or not."""
+    services, api = opened
+    store = services.memories.store
+    for text in ("Alice keeps bees", "Alice rows on the lake", "Alice grows tomatoes"):
+        await create(api, text)
+    for text in ("Bob keeps goats", "Bob sails"):
+        await create(api, text, headers=BOB)
+    alice = [m["id"] for m in await memories(api, q="bees lake")]
+    bob = [m["id"] for m in await memories(api, headers=BOB, q="goats")]
+    assert len(store._cache) == 2 and alice and bob  # both kept: 5 memories
+
+    store._cache.clear()
+    store._cache_memories = 4  # room for bob's two or alice's three, not both
+    assert [m["id"] for m in await memories(api, q="bees lake")] == alice
+    assert [m["id"] for m in await memories(api, headers=BOB, q="goats")] == bob
+    assert [owner for owner, _agent in store._cache] == ["bob"]  # alice, least recent, went
+    assert [m["id"] for m in await memories(api, q="bees lake")] == alice
+    assert [owner for owner, _agent in store._cache] == ["alice"]
+
+    await create(api, "Bob plays chess", headers=BOB)
+    store._cache_memories = 2  # bob's index: 3 memories, alone over
+    found = await memories(api, headers=BOB, q="goats chess")
+    assert {m["text"] for m in found[:2]} == {"Bob keeps goats", "Bob plays chess"}
+    assert "bob" not in [owner for owner, _agent in store._cache]  # ranked, not kept
