@@ -21,6 +21,10 @@ for the database; SQLite: the server's fds open on the database files). Slopes a
 squares over the samples after ``--warmup`` seconds taken outside slow-client waves (and
 over the last half alone).
 
+What grows can be told apart with ``PYTHONPATH=bench/cache_probe PROBE_OUT=/tmp/caches``
+in front of this command: the server then writes its caches' sizes once a minute
+(``bench/cache_probe/sitecustomize.py``).
+
 Slow-client waves (every ``--wave-every`` s, ending before the last tenth of the run), each bounded
 by a limit in docs/SECURITY.md; for each the time until the server closed them:
 
