@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from lumina_app.storage.sql.engine import create_sync_sqlite_engine
 from lumina_app.storage.sql.errors import translated_errors
+from lumina_app.storage.sql.pg_raw import OneStatement, PgWrites
 from lumina_app.storage.sql.sqlite_inline import SyncSQLite
 
 T = TypeVar("T")
@@ -32,8 +33,7 @@ class SQLDatabase:
             asyncio.Lock() if self.is_sqlite else contextlib.nullcontext()
         )
         self._sqlite = SyncSQLite(create_sync_sqlite_engine(engine)) if self.is_sqlite else None
-        # One statement is a transaction of its own: no BEGIN/COMMIT round trips for it.
-        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._pg = PgWrites(engine) if engine.dialect.name == "postgresql" else None
 
     @property
     def dialect(self) -> str:
@@ -67,13 +67,14 @@ class SQLDatabase:
         async with translated_errors(), self._write_gate:
             return await self._sqlite.transact(body, *args, **kwargs)
 
-    async def transact_autocommit(self, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """A body that sends exactly one statement, in autocommit (MariaDB/PostgreSQL),
-        where the statement commits itself (as durably as a COMMIT) and the BEGIN and
-        COMMIT round trips are not needed (the driver's commit of an idle connection sends
-        nothing; SQLAlchemy's commit event still marks the unit)."""
-        async with translated_errors(), self._autocommit.begin() as conn:
-            return await conn.run_sync(body, *args, **kwargs)
+    async def one_statement(self, one: OneStatement[T]) -> T:
+        """PostgreSQL: one statement of the write path, in autocommit (it commits itself, as
+        durably as a COMMIT: no BEGIN/COMMIT round trips) on the write connections
+        (``pg_raw``); errors translated."""
+        if self._pg is None:
+            raise RuntimeError(f"one-statement writes are PostgreSQL's, not {self.dialect}'s")
+        async with translated_errors():
+            return await self._pg.run(one)
 
     async def ping(self) -> None:
         async with self.connect() as conn:
@@ -87,7 +88,9 @@ class SQLDatabase:
                 await asyncio.to_thread(self._sqlite.checkpoint)
 
     async def close(self) -> None:
-        """Disposes the SQLite write path's engine and the async engine."""
+        """Disposes the write paths' own connections and the async engine."""
         if self._sqlite is not None:
             self._sqlite.dispose()
+        if self._pg is not None:
+            await self._pg.close()
         await self.engine.dispose()

@@ -13,6 +13,7 @@ from lumina_app.storage.sql.sqlite_inline import inline_creator
 
 # A server connection back in the pool for less than this is used without a ping first.
 PING_AFTER_IDLE_SECONDS = 1.0
+CONNECT_TIMEOUT_SECONDS = 5  # a server that does not answer: unavailable (503), not a hang
 
 
 def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:
@@ -32,7 +33,7 @@ def create_engine(async_url: str, *, pool_size: int = 10) -> AsyncEngine:
     else:
         kwargs.update(pool_size=pool_size, max_overflow=20, pool_timeout=10, pool_recycle=1800)
     if backend == "mysql" or backend == "postgresql":
-        kwargs["connect_args"] = {"connect_timeout": 5}
+        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
     engine = create_async_engine(url, **kwargs)
     if backend == "sqlite":
         sa.event.listen(engine.sync_engine, "connect", _sqlite_on_connect)

@@ -7,7 +7,8 @@ which backend it is on. The rows and values are the same on every backend:
 * :class:`InlineSQLiteWrites` — the same functions on SQLite's own pysqlite connection, on
   the event loop's thread, behind the write gate (``sqlite_inline``);
 * :class:`PostgresWrites` — a turn's accept, a new conversation's first turn and the final
-  write as one statement each (``writes_pg``), in autocommit; the rest as the first.
+  write as one statement each (``writes_pg``), in autocommit on the write path's own
+  psycopg connections (``pg_raw``); the rest as the first.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class PostgresWrites(TransactionWrites):
     ) -> None:
         if run is None or not msgs:
             return await super().start(conversation, msgs, run)
-        await self.db.transact_autocommit(writes_pg.start, conversation, msgs, run)
+        await self.db.one_statement(writes_pg.start(conversation, msgs, run))
 
     async def accept(
         self,
@@ -98,7 +99,7 @@ class PostgresWrites(TransactionWrites):
     ) -> None:
         if run is None or not writes_pg.one_statement_accept(msgs, bump, run):
             return await super().accept(conversation_pk, msgs, bump, run)
-        await self.db.transact_autocommit(writes_pg.accept, conversation_pk, msgs, bump, run)
+        await self.db.one_statement(writes_pg.accept(conversation_pk, msgs, bump, run))
 
     async def settle(
         self,
@@ -114,7 +115,7 @@ class PostgresWrites(TransactionWrites):
             and run is not None
             and writes_pg.one_statement_final(values, settle, run)
         ):
-            return await self.db.transact_autocommit(writes_pg.final_write, values, settle, run)
+            return await self.db.one_statement(writes_pg.final_write(values, settle, run))
         return await super().settle(values, only_streaming=only_streaming, settle=settle, run=run)
 
 

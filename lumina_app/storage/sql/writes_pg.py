@@ -1,7 +1,9 @@
 """PostgreSQL's write path: each phase of a turn as one statement (data-modifying CTEs),
-run in autocommit by ``write_paths.PostgresWrites``: one round trip where a transaction of
-three statements made five (BEGIN, the statements, COMMIT). The same rows and values as
-``writes``' functions, which the other backends (no DML in CTEs) keep using.
+sent in autocommit by ``write_paths.PostgresWrites`` on the write connections of
+``pg_raw``: one round trip where a transaction of three statements made five (BEGIN, the
+statements, COMMIT). The same rows and values as ``writes``' functions, which the other
+backends (no DML in CTEs) keep using. Each function here builds its statement's parameters
+and says what the rows it returns mean (a :class:`OneStatement`); it sends nothing.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 
 from lumina_app.domain import (
     ConversationInfo,
@@ -24,6 +25,7 @@ from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
+from lumina_app.storage.sql.pg_raw import OneStatement
 from lumina_app.storage.sql.runs import run_values
 from lumina_app.storage.sql.writes import BUMP, CONVERSATION_FIELDS, number
 
@@ -169,8 +171,8 @@ def _start(count: int) -> sa.Select:
 
 
 def start(
-    conn: Connection, conversation: ConversationInfo, msgs: Sequence[Msg], run: RunRecord
-) -> None:
+    conversation: ConversationInfo, msgs: Sequence[Msg], run: RunRecord
+) -> OneStatement[None]:
     """``start_conversation`` as one statement (``_start``), for a backend whose INSERTs
     can be CTEs (PostgreSQL); the same rows and values. Sets the conversation's ``id``."""
     count = len(msgs)
@@ -188,14 +190,17 @@ def start(
         params[f"m{i}_role"], params[f"m{i}_status"] = msg.role.value, msg.status.value
     run.started_at = run.started_at or now
     params.update({f"r_{name}": value for name, value in run_values(run).items()})
-    result = conn.execute(statement, params).all()
-    conversation.id = result[0][0]
-    ids = {seq: row_id for _, seq, row_id in result}
-    for msg in msgs:
-        msg.id = ids[msg.seq]
-    run.conversation_pk = conversation.id
-    run.user_message_id = msgs[0].id
-    run.assistant_message_id = msgs[-1].id
+
+    def started(result: list[tuple]) -> None:
+        conversation.id = result[0][0]
+        ids = {seq: row_id for _, seq, row_id in result}
+        for msg in msgs:
+            msg.id = ids[msg.seq]
+        run.conversation_pk = conversation.id
+        run.user_message_id = msgs[0].id
+        run.assistant_message_id = msgs[-1].id
+
+    return OneStatement(statement, params, started)
 
 
 def one_statement_accept(msgs: Sequence[Msg], bump: dict[str, Any], run: RunRecord | None) -> bool:
@@ -205,12 +210,11 @@ def one_statement_accept(msgs: Sequence[Msg], bump: dict[str, Any], run: RunReco
 
 
 def accept(
-    conn: Connection,
     conversation_pk: ConversationPk,
     msgs: Sequence[Msg],
     bump: dict[str, Any],
     run: RunRecord,
-) -> None:
+) -> OneStatement[None]:
     """``append_messages`` as one statement (``_accept``), for a backend whose INSERTs and
     UPDATEs can be CTEs (PostgreSQL); the same rows and values."""
     now = bump["updated_at"]
@@ -241,14 +245,18 @@ def accept(
             }
         )
     params.update({f"r_{name}": value for name, value in run_values(run).items()})
-    ids = dict(conn.execute(statement, params).all())
-    if not ids:
-        raise ConversationNotFound(str(conversation_pk))
-    number(msgs, min(ids), now)
-    for msg in msgs:
-        msg.id = ids[msg.seq]
-    run.user_message_id = msgs[0].id
-    run.assistant_message_id = msgs[-1].id
+
+    def accepted(rows: list[tuple]) -> None:
+        ids = dict(rows)
+        if not ids:
+            raise ConversationNotFound(str(conversation_pk))
+        number(msgs, min(ids), now)
+        for msg in msgs:
+            msg.id = ids[msg.seq]
+        run.user_message_id = msgs[0].id
+        run.assistant_message_id = msgs[-1].id
+
+    return OneStatement(statement, params, accepted)
 
 
 def one_statement_final(
@@ -267,8 +275,8 @@ def one_statement_final(
 
 
 def final_write(
-    conn: Connection, values: dict[str, Any], settle: dict[str, Any], run: RunRecord
-) -> bool:
+    values: dict[str, Any], settle: dict[str, Any], run: RunRecord
+) -> OneStatement[bool]:
     """``update_message(only_streaming=True)`` as one statement (``_final_write``), for a
     backend whose UPDATEs can be CTEs (PostgreSQL); the same rows and values."""
     run.finished_at = run.finished_at or values["updated_at"]
@@ -288,4 +296,9 @@ def final_write(
         "r_finished": run.finished_at,
         "r_error": run.error,
     }
-    return conn.execute(_FINAL_WRITE, params).first() is not None
+    return OneStatement(_FINAL_WRITE, params, _written)
+
+
+def _written(rows: list[tuple]) -> bool:
+    """The final write matched its answer (still streaming): the fence held."""
+    return bool(rows)
