@@ -198,6 +198,62 @@ async def test_consumer_gone_the_answer_still_completes(services, fake_llm) -> N
     assert answer.content == "".join(f"w{i} " for i in range(20))
 
 
+async def test_a_caller_gone_mid_accept_leaves_a_whole_turn(services, monkeypatch) -> None:
+    """The request that started a run is cancelled while its turn is being accepted: the
+    accept still commits, the run still answers, and nothing half-done is left."""
+    memory = services.memory
+    begin = memory.begin_conversation
+    accepting, go_on, accepted = asyncio.Event(), asyncio.Event(), []
+
+    async def slow_begin(conversation, *args, **kwargs):
+        accepting.set()
+        await go_on.wait()
+        stored = await begin(conversation, *args, **kwargs)
+        accepted.append(conversation)
+        return stored
+
+    monkeypatch.setattr(memory, "begin_conversation", slow_begin)
+    caller = asyncio.create_task(services.runs.start(LOCAL, agent_id="tester", message="hi"))
+    await asyncio.wait_for(accepting.wait(), 5)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    go_on.set()
+
+    async def answered():
+        if not accepted:
+            return None
+        conv = await services.reads.lookup.get_conversation(accepted[0].uuid)
+        history = await services.reads.conversations.history(conv)
+        return history if history[-1].status is MessageStatus.COMPLETE else None
+
+    history = await wait_until(answered, "the accepted run's answer")
+    assert [(m.role, m.status) for m in history] == [
+        (MsgRole.USER, MessageStatus.COMPLETE),
+        (MsgRole.ASSISTANT, MessageStatus.COMPLETE),
+    ]
+    assert history[1].content == "Hello from the fake LLM."
+
+
+async def test_an_accept_that_fails_reaches_the_caller_and_frees_the_slot(
+    services, monkeypatch
+) -> None:
+    from lumina_app.domain import StoreUnavailable
+
+    async def unavailable(*args, **kwargs):
+        raise StoreUnavailable("database unavailable: test")
+
+    memory = services.memory
+    begin = memory.begin_conversation
+    monkeypatch.setattr(memory, "begin_conversation", unavailable)
+    with pytest.raises(StoreUnavailable):
+        await services.runs.start(LOCAL, agent_id="tester", message="lost?")
+    assert services.chat._runs == {} and services.chat._by_conversation == {}
+    monkeypatch.setattr(memory, "begin_conversation", begin)
+    events = await send(services, "again")
+    assert events[-1].data["status"] == "complete"
+
+
 async def test_cancel_on_disconnect_interrupts(settings_factory, fake_llm) -> None:
     services = await open_services(settings_factory(cancel_on_disconnect=True))
     try:
