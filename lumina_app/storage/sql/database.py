@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from lumina_app.storage.sql.engine import create_sync_sqlite_engine
 from lumina_app.storage.sql.errors import translated_errors
 from lumina_app.storage.sql.pg_raw import OneStatement, PgWrites
-from lumina_app.storage.sql.sqlite_inline import SyncSQLite
+from lumina_app.storage.sql.sqlite_inline import SyncSQLite, runs_inline
 
 T = TypeVar("T")
 
@@ -49,14 +49,29 @@ class SQLDatabase:
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:
         """A write transaction (behind the SQLite write gate); errors translated."""
-        async with translated_errors(), self._write_gate, self.engine.begin() as conn:
+        async with self._write_gate, self.connect() as conn, conn.begin():
             yield conn
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[AsyncConnection]:
-        """A read connection; errors translated."""
-        async with translated_errors(), self.engine.connect() as conn:
-            yield conn
+        """A read connection; errors translated.
+
+        SQLAlchemy's own exit closes the connection in a task of its own behind a shield,
+        so that a cancelled caller cannot abandon the close halfway: three turns of the
+        event loop and a task for every use, each turn a wait behind every other ready
+        task under load. On SQLite, inline (``sqlite_inline``), the close (a rollback and
+        the pool's check-in) never suspends, so there is nothing to abandon: it is awaited
+        in place. Elsewhere, or offloaded to aiosqlite's thread, SQLAlchemy's exit runs."""
+        async with translated_errors():
+            if not (self.is_sqlite and runs_inline()):
+                async with self.engine.connect() as conn:
+                    yield conn
+                return
+            conn = await self.engine.connect()
+            try:
+                yield conn
+            finally:
+                await conn.close()
 
     async def transact_inline(self, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """SQLite: a transaction written as one sync function of a ``Connection``

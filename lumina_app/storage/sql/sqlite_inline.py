@@ -55,6 +55,11 @@ def offloaded() -> Iterator[None]:
         _offloaded.reset(token)
 
 
+def runs_inline() -> bool:
+    """Whether this task's SQLite calls run on the loop's thread (not ``offloaded()``)."""
+    return not _offloaded.get()
+
+
 class InlineConnection(aiosqlite.Connection):
     """An aiosqlite connection whose calls run inline unless busy or offloaded."""
 
