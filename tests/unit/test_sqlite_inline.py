@@ -137,3 +137,75 @@ async def test_inline_writes_hold_one_connection_and_a_failed_one_leaves_nothing
     contents = [m.content for m in await store.last_messages(conv.id, 10)]
     assert contents == [f"kept {i}" for i in range(5)] + ["after"]
     await db.close()
+
+
+async def _loop_turns(work) -> int:
+    """How many turns of the event loop ``work()`` waits through (another task spins it)."""
+    turns = 0
+
+    async def spin() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    spinner = asyncio.create_task(spin())
+    await asyncio.sleep(0)
+    before = turns
+    await work()
+    used = turns - before
+    spinner.cancel()
+    return used
+
+
+async def test_an_inline_connection_is_returned_without_a_loop_turn(sqlite_engine) -> None:
+    """SQLAlchemy's exit closes a connection in a task behind a shield: three loop turns,
+    each a wait behind every other ready task under load. Inline, the close never suspends
+    and is awaited in place; offloaded, SQLAlchemy's exit still runs."""
+    db = SQLDatabase(sqlite_engine)
+    pool = sqlite_engine.sync_engine.pool
+
+    async def read() -> None:
+        async with db.connect() as conn:
+            assert (await conn.execute(sa.text("SELECT 1"))).scalar() == 1
+
+    async def write() -> None:
+        async with db.begin() as conn:
+            await conn.execute(sa.text("INSERT INTO inline_t VALUES (1)"))
+
+    async with db.begin() as conn:
+        await conn.execute(sa.text("DROP TABLE IF EXISTS inline_t"))
+        await conn.execute(sa.text("CREATE TABLE inline_t (x)"))
+    await read()
+    assert await _loop_turns(read) == 0
+    assert await _loop_turns(write) == 0
+    with offloaded():
+        assert await _loop_turns(read) > 0
+    assert pool.checkedout() == 0
+    async with db.connect() as conn:
+        assert (await conn.execute(sa.text("SELECT count(*) FROM inline_t"))).scalar() == 1
+
+
+async def test_a_task_cancelled_inside_a_connection_gives_it_back(sqlite_engine) -> None:
+    db = SQLDatabase(sqlite_engine)
+    pool = sqlite_engine.sync_engine.pool
+    inside, never = asyncio.Event(), asyncio.Event()
+
+    async def held() -> None:
+        async with db.begin() as conn:
+            await conn.execute(sa.text("INSERT INTO cancelled_t VALUES (2)"))
+            inside.set()
+            await never.wait()
+
+    async with db.begin() as conn:
+        await conn.execute(sa.text("DROP TABLE IF EXISTS cancelled_t"))
+        await conn.execute(sa.text("CREATE TABLE cancelled_t (x)"))
+    task = asyncio.create_task(held())
+    await inside.wait()
+    assert pool.checkedout() == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert pool.checkedout() == 0  # back in the pool, its transaction rolled back
+    async with db.connect() as conn:
+        assert (await conn.execute(sa.text("SELECT count(*) FROM cancelled_t"))).scalar() == 0
