@@ -13,6 +13,13 @@ task (recorded from it) at the same cadence. The client: httpx here, its heap fr
    ``POST /api/v1/agents/assistant/execute/stream`` in a new conversation, in two halves
    alternating with the anchor; then 1 client. Server CPU per stream = the server's
    process group (/proc). Targets are checked on Lumina and on Lumina minus the anchor.
+   Beside them, on the same server, the agent ``bare`` (written by this script: no
+   memory, no tools, no title proposal): what the request, the run and its two commits
+   cost without the work ``assistant``'s memory adds after an answer (embedding, title,
+   long-term memories read and extracted, summary check); and on the anchor's server,
+   ``/durable``: the same frames after the durable minimum of a turn, its two commits on
+   Lumina's SQLite schema with plain ``sqlite3`` (bench/_sse_anchor.py; SQLite whatever
+   ``--db`` says), so ``bare`` ÷ it is what Lumina's layers cost over that minimum.
 2. Cadence, 10 ms per word (a "/long" answer, ~430 frames): ``--streams`` concurrent
    streams; client-side gaps between frames (frames read together count as 0), also by
    position (the last gap waits for the final write); errors = non-200, exceptions, a
@@ -27,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import logging
 import os
 import sys
@@ -38,16 +46,21 @@ from pathlib import Path
 
 import granian
 import httpx
+import sqlalchemy as sa
 import starlette
 from _common import Checks, fmt_ms, fmt_ratio, header, note, parse_args, percentile, table
 from _servers import app_server, database, group_cpu_s, group_rss_kb
 from _sse_anchor import anchor_server
 
 V1 = "/api/v1/agents/assistant"
+BARE = "/api/v1/agents/bare"
+BARE_AGENT = {"name": "Bare", "description": "bench/api.py: no memory, tools or titles",
+              "titles": False}  # fmt: skip
 SHORT_TASK = "Hello, how are you today?"
 LONG_TASK = "Please write a long answer /long"
 CADENCE_MS = 10
 CLIENTS = 10
+SETTLE_S = 0.3
 
 FIRST_BYTE_P50_MS = 15.0
 FIRST_BYTE_P99_MS = 50.0
@@ -121,6 +134,9 @@ async def first_byte(
     await asyncio.gather(*(client_loop() for _ in range(clients)))
     out.wall_s += time.perf_counter() - t0
     out.client_cpu_s += time.process_time() - client0
+    # What the last answers set off (vectors, titles: gathered for 50 ms) is theirs, not
+    # the next side's: counted after it has settled.
+    await asyncio.sleep(SETTLE_S)
     out.server_cpu_s += group_cpu_s(pgid) - cpu0
 
 
@@ -277,18 +293,29 @@ def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idl
         "per request); CPU per stream: the server's process group and this client\n"
     )
     rows = []
-    for key in ("lumina", "anchor", "lumina 1", "anchor 1"):
+    names = {"lumina": "Lumina execute/stream", "bare": "Lumina, agent bare", "anchor": "anchor",
+             "durable": "anchor + 2 SQLite commits"}  # fmt: skip
+    keys = ("lumina", "bare", "anchor", "durable")
+    for key in (*keys, *(f"{k} 1" for k in keys)):
         r = fb[key]
-        name = ("Lumina execute/stream" if key.startswith("lumina") else "anchor") + (
+        name = names[key.split()[0]] + (
             ", 1 client" if key.endswith("1") else f", {CLIENTS} clients"
         )
         top = fmt_ms(max(r.ns) / 1e6) if r.ns else "-"
         rows.append([name, fmt_ms(r.ms(50)), fmt_ms(r.ms(99)), top, r.errors,
                      f"{r.requests / r.wall_s:,.0f}", fmt_ms(r.cpu_ms()),
                      fmt_ms(r.cpu_ms(server=False))])  # fmt: skip
-    rows.insert(2, ["Lumina - anchor", fmt_ms(lum.ms(50) - anc.ms(50)),
+    bare = fb["bare"]
+    durable = fb["durable"]
+    rows.insert(4, ["Lumina - anchor", fmt_ms(lum.ms(50) - anc.ms(50)),
                     fmt_ms(lum.ms(99) - anc.ms(99)), "", "", "",
                     fmt_ratio(lum.cpu_ms() / anc.cpu_ms()), ""])  # fmt: skip
+    rows.insert(5, ["bare - anchor", fmt_ms(bare.ms(50) - anc.ms(50)),
+                    fmt_ms(bare.ms(99) - anc.ms(99)), "", "", "",
+                    fmt_ratio(bare.cpu_ms() / anc.cpu_ms()), ""])  # fmt: skip
+    rows.insert(6, ["bare - anchor + 2 SQLite commits", fmt_ms(bare.ms(50) - durable.ms(50)),
+                    fmt_ms(bare.ms(99) - durable.ms(99)), "", "", "",
+                    fmt_ratio(bare.cpu_ms() / durable.cpu_ms()), ""])  # fmt: skip
     heads = ["server", "p50 ms", "p99 ms", "max ms", "errors", "streams/s"]
     print(table([*heads, "server CPU ms", "client CPU ms"], rows))
     for p, target in ((50, FIRST_BYTE_P50_MS), (99, FIRST_BYTE_P99_MS)):
@@ -375,18 +402,25 @@ def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idl
 
 
 async def measure(args, tmp: Path, db_url: str | None) -> Checks:
-    fb = {k: FirstByte() for k in ("lumina", "anchor", "lumina 1", "anchor 1")}
+    sides_1 = ("lumina", "bare", "anchor", "durable")
+    fb = {k: FirstByte() for side in sides_1 for k in (side, f"{side} 1")}
     per_client = max(1, args.samples // CLIENTS // 2)
     solo = max(10, args.samples // 6)
     with contextlib.ExitStack() as stack:
         env = {"LUMINA_DEMO_DELAY_MS": "0", **LOOPBACK_CAPS}
         lumina = stack.enter_context(app_server(tmp / "instant", env=env, database_url=db_url))
+        bare = lumina.data_dir / "agents" / "bare"
+        bare.mkdir()
+        (bare / "config.json").write_text(json.dumps(BARE_AGENT))
         frames = {"short": record_frames(lumina.url, SHORT_TASK)}
         frames["long"] = record_frames(lumina.url, LONG_TASK)
-        anchor, apgid = stack.enter_context(anchor_server(tmp / "anchor", frames))
+        anchor_db = sa.engine.make_url(stack.enter_context(database("sqlite", tmp))).database
+        anchor, apgid = stack.enter_context(anchor_server(tmp / "anchor", frames, anchor_db))
         sides = {
             "lumina": (lumina.url, f"{V1}/execute/stream", {"task": SHORT_TASK}, lumina.proc.pid),
+            "bare": (lumina.url, f"{BARE}/execute/stream", {"task": SHORT_TASK}, lumina.proc.pid),
             "anchor": (anchor, "/stream", {"kind": "short"}, apgid),
+            "durable": (anchor, "/durable", {"task": SHORT_TASK}, apgid),
         }
         for _ in range(2):  # halves alternate, so a change in load hits both sides alike
             for side, where in sides.items():
