@@ -22,8 +22,9 @@ squares over the samples after ``--warmup`` seconds taken outside slow-client wa
 over the last half alone).
 
 What grows can be told apart with ``PYTHONPATH=bench/cache_probe PROBE_OUT=/tmp/caches``
-in front of this command: the server then writes its caches' sizes once a minute
-(``bench/cache_probe/sitecustomize.py``).
+in front of this command: the server then writes its caches' sizes, glibc's and SQLite's
+heaps once a minute (``bench/cache_probe/sitecustomize.py``); ``PROBE_MEMRAY=600:600`` adds
+a recording of every allocation over minutes 10-20, read by ``bench/cache_probe/leaks.py``.
 
 Slow-client waves (every ``--wave-every`` s, ending before the last tenth of the run), each bounded
 by a limit in docs/SECURITY.md; for each the time until the server closed them:

@@ -11,6 +11,12 @@ AppServer). The caches are found from the services the lifespan installed
 worker, so ``gc.get_objects()`` does not list them; granian forks the worker, so the
 sampling thread is started again in the child. Reading sizes costs microseconds a minute.
 
+``PROBE_MEMRAY=START:SECONDS`` records every allocation of the worker, Python and native
+(memray, with native stacks), from START seconds after the fork for SECONDS, into
+``$PROBE_OUT.<pid>.memray.bin``; ``bench/cache_probe/leaks.py`` lists what was allocated in
+that window and is still held at its end, biggest first: over a steady window that is
+what grows (a native cache showed only there: the tokenizer's, in recall/embedders.py).
+
 ``PROBE_TRACE=N`` also traces the worker's allocations (``tracemalloc``, N frames each,
 from the fork on) and writes a snapshot at every sample to ``$PROBE_OUT.<pid>.<n>.snap``:
 ``python -m tracemalloc``-style comparisons of two of them show what grew between them
@@ -113,11 +119,25 @@ def _start() -> None:
     threading.Thread(target=_loop, daemon=True).start()
 
 
+def _record(start: float, seconds: float) -> None:
+    import memray
+
+    time.sleep(start)
+    tracker = memray.Tracker(f"{_out}.{os.getpid()}.memray.bin", native_traces=True)
+    tracker.__enter__()
+    time.sleep(seconds)
+    tracker.__exit__(None, None, None)
+
+
 def _start_in_child() -> None:
     if _trace:  # the worker's allocations only, from the fork on
         import tracemalloc
 
         tracemalloc.start(_trace)
+    memray_window = os.environ.get("PROBE_MEMRAY")
+    if memray_window:
+        start, seconds = (float(part) for part in memray_window.split(":"))
+        threading.Thread(target=_record, args=(start, seconds), daemon=True).start()
     _start()
 
 
