@@ -233,3 +233,31 @@ async def test_a_cancelled_statement_leaves_no_connection_behind(db, monkeypatch
     idle = {id(held.conn) for held in db._pg._idle}
     assert all(conn.closed for conn in opened if id(conn) not in idle)
     assert len(opened) > len(idle)  # the cancelled one was opened, and closed
+
+
+async def test_a_retitle_is_a_compare_and_set_in_one_statement(db) -> None:
+    conversation = ConversationInfo.new(agent_id="a", title="first words")
+    msgs = [Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t")]
+    await db.one_statement(writes_pg.start(conversation, msgs, _run("r-title")))
+    uuid = conversation.uuid
+    assert await db.one_statement(writes_pg.retitle(uuid, "Proposed", "first words"))
+    # the person renamed it meanwhile: the proposal no longer replaces what it read
+    assert not await db.one_statement(writes_pg.retitle(uuid, "Late proposal", "first words"))
+    assert not await db.one_statement(writes_pg.retitle("no-such-uuid", "x", "first words"))
+    async with db.engine.connect() as conn:
+        title = await conn.scalar(
+            sa.text("SELECT title FROM lumina_conversation WHERE uuid = :u"), {"u": uuid}
+        )
+    assert title == "Proposed"
+
+
+def test_a_statement_is_planned_once_and_never_confused_with_another(db) -> None:
+    """Plans are kept by the statement itself (not only its id, which a statement built and
+    dropped could hand on), and only so many: one built per call is compiled per call."""
+    pg = db._pg
+    one = writes_pg.retitle("u", "t", "w")
+    assert pg._plan(one) is pg._plan(writes_pg.retitle("v", "s", "x"))  # one plan, reused
+    for _ in range(pg_raw.MAX_PLANS + 10):
+        built = sa.update(sa.table("t", sa.column("x"))).values(x=sa.bindparam("x"))
+        assert pg._plan(OneStatement(built, {"x": 1}, list)) is not None
+    assert len(pg._plans) <= pg_raw.MAX_PLANS

@@ -271,9 +271,7 @@ class SQLColdStore:
     async def retitle(self, conversation_uuid: str, title: str, *, replacing: str) -> bool:
         """A compare and set in one statement: False when the title was no longer
         ``replacing`` (or the conversation is gone)."""
-        return await self.write_path.transact(
-            writes.retitle, conversation_uuid, title[:255], replacing
-        )
+        return await self.write_path.retitle(conversation_uuid, title[:255], replacing=replacing)
 
     async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         """Delete the conversation with its messages and runs; returns the run ids."""

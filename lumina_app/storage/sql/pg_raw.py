@@ -41,12 +41,17 @@ T = TypeVar("T")
 # Connections held for the write path, per process (beside the engine's pool): a write is
 # one short statement, so a few carry many turns at once; more wait their turn.
 CONNECTIONS = 4
+# Plans kept (statements and parameter sets): the write path has a handful; past this a
+# statement is compiled for each use rather than kept (one built per call would pile up).
+MAX_PLANS = 256
 RECYCLE_SECONDS = 1800.0  # as the engine's pool_recycle
 
 
 @dataclass(frozen=True, slots=True)
 class OneStatement(Generic[T]):
-    """One statement of the write path with its parameters, and what its rows mean."""
+    """One statement of the write path with its parameters, and what its rows mean. The
+    statement is compiled once and kept: a module-level constant (or one built once per
+    shape and kept), never one built per call."""
 
     statement: sa.Executable
     params: dict[str, Any]
@@ -127,7 +132,7 @@ class PgWrites:
         cargs, cparams = engine.dialect.create_connect_args(engine.url)
         self._connect_args = (cargs, {"connect_timeout": CONNECT_TIMEOUT_SECONDS, **cparams})
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
-        self._plans: dict[tuple[int, frozenset[str]], _Plan | None] = {}
+        self._plans: dict[tuple[int, frozenset[str]], tuple[sa.Executable, _Plan | None]] = {}
         self._idle: list[_Held] = []
         self._room = asyncio.Semaphore(size)
         self._closing: set[asyncio.Task] = set()
@@ -159,11 +164,13 @@ class PgWrites:
     def _plan(self, one: OneStatement) -> _Plan | None:
         keys = frozenset(one.params)
         key = (id(one.statement), keys)
-        try:
-            return self._plans[key]
-        except KeyError:
-            plan = self._plans[key] = _compile(one.statement, keys, self._dialect)
-            return plan
+        kept = self._plans.get(key)
+        if kept is not None and kept[0] is one.statement:  # the statement itself is kept,
+            return kept[1]  # so its id cannot pass to another while its plan is here
+        plan = _compile(one.statement, keys, self._dialect)
+        if len(self._plans) < MAX_PLANS:
+            self._plans[key] = (one.statement, plan)
+        return plan
 
     async def _execute(self, held: _Held, sql: str, values: dict[str, Any]) -> list[tuple]:
         events = self._events._has_events

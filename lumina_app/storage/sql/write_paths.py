@@ -66,6 +66,10 @@ class TransactionWrites:
             writes.update_message, values, only_streaming=only_streaming, settle=settle, run=run
         )
 
+    async def retitle(self, conversation_uuid: str, title: str, *, replacing: str) -> bool:
+        """``title`` while the title is still ``replacing``: whether it was stored."""
+        return await self.transact(writes.retitle, conversation_uuid, title, replacing)
+
 
 class InlineSQLiteWrites(TransactionWrites):
     """SQLite: the same transactions inline on the event loop's thread (a WAL commit
@@ -126,3 +130,6 @@ def for_database(db: SQLDatabase) -> TransactionWrites:
     if db.dialect == "postgresql":
         return PostgresWrites(db)
     return TransactionWrites(db)
+
+    async def retitle(self, conversation_uuid: str, title: str, *, replacing: str) -> bool:
+        return await self.db.one_statement(writes_pg.retitle(conversation_uuid, title, replacing))

@@ -302,3 +302,18 @@ def final_write(
 def _written(rows: list[tuple]) -> bool:
     """The final write matched its answer (still streaming): the fence held."""
     return bool(rows)
+
+
+_RETITLE = (
+    sa.update(C)
+    .where(C.c.uuid == sa.bindparam("_uuid"), C.c.title == sa.bindparam("_was"))
+    .values(title=sa.bindparam("title", type_=C.c.title.type))
+    .returning(C.c.id)
+)
+
+
+def retitle(conversation_uuid: str, title: str, replacing: str) -> OneStatement[bool]:
+    """``writes.retitle`` (a compare and set of the title) as a statement that says whether
+    it matched by the row it returns: its own commit, no BEGIN/COMMIT round trips."""
+    params = {"_uuid": conversation_uuid, "_was": replacing, "title": title}
+    return OneStatement(_RETITLE, params, _written)
