@@ -261,3 +261,20 @@ def test_a_statement_is_planned_once_and_never_confused_with_another(db) -> None
         built = sa.update(sa.table("t", sa.column("x"))).values(x=sa.bindparam("x"))
         assert pg._plan(OneStatement(built, {"x": 1}, list)) is not None
     assert len(pg._plans) <= pg_raw.MAX_PLANS
+
+
+async def test_reads_open_no_transaction_and_writes_do(db) -> None:
+    """At READ COMMITTED a read's BEGIN and ROLLBACK changed nothing but cost two round
+    trips: reads run in autocommit; a write transaction is still one."""
+    from psycopg.pq import TransactionStatus
+
+    async def status(conn) -> TransactionStatus:
+        raw = await conn.get_raw_connection()
+        return raw.driver_connection.info.transaction_status
+
+    async with db.connect() as conn:
+        assert (await conn.execute(sa.text("SELECT count(*) FROM lumina_message"))).scalar() == 0
+        assert await status(conn) is TransactionStatus.IDLE
+    async with db.begin() as conn:
+        await conn.execute(sa.text("SELECT count(*) FROM lumina_message"))
+        assert await status(conn) is TransactionStatus.INTRANS
