@@ -17,6 +17,20 @@ from lumina_app.domain import (
 from lumina_app.memory import MemoryManager
 
 
+def new_run_record(run_id: str) -> RunRecord:
+    """A run record for the write path's own tests: agent ``a`` of owner ``o``, demo model,
+    no conversation yet (the write that stores it sets it)."""
+    return RunRecord(
+        run_id=run_id,
+        conversation_pk=None,
+        agent_id="a",
+        owner="o",
+        scenario="new",
+        provider="demo",
+        model="demo",
+    )
+
+
 async def accept_turn(
     memory: MemoryManager, conversation: ConversationInfo, question: str
 ) -> tuple[Msg, Msg, RunRecord]:

@@ -9,12 +9,13 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 import sqlalchemy as sa
 
-from lumina_app.domain import ConversationInfo, MessageStatus, Msg, RunRecord, StoreUnavailable
+from lumina_app.domain import ConversationInfo, MessageStatus, Msg, StoreUnavailable
 from lumina_app.settings import load_settings
 from lumina_app.storage.sql import pg_raw, writes_pg
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.pg_raw import OneStatement
+from tests.turns import new_run_record
 
 AT = datetime(2026, 12, 3, 9, 30, 15, 120034, tzinfo=UTC)
 LATER = datetime(2026, 12, 3, 9, 30, 16, tzinfo=timezone(timedelta(hours=2)))
@@ -51,14 +52,14 @@ async def _a_conversations_writes(db, title: str) -> int:
     first = [Msg.user("q1 ‘quoted’ %s %(x)s", turn_id="t1"), Msg.assistant("", turn_id="t1")]
     first[1].status = MessageStatus.STREAMING
     first[1].meta = {"runId": "1", "ünïcode": ["x", 1], "none": None}
-    first_run = _run(f"{conversation.uuid}-1")
+    first_run = new_run_record(f"{conversation.uuid}-1")
     await db.one_statement(writes_pg.start(conversation, first, first_run))
     pk = conversation.id
     assert first_run.user_message_id == first[0].id and first[1].id > first[0].id
     second = [Msg.user("q2", turn_id="t2"), Msg.assistant("", turn_id="t2")]
     second[1].status = MessageStatus.STREAMING
     bump = {"_cid": pk, "_n": 2, "_tools": 1, "status": "active", "updated_at": LATER}
-    second_run = _run(f"{conversation.uuid}-2")
+    second_run = new_run_record(f"{conversation.uuid}-2")
     await db.one_statement(writes_pg.accept(pk, second, bump, second_run))
     assert [m.seq for m in second] == [3, 4] and second_run.assistant_message_id == second[1].id
     for answer, run, text in ((first[1], first_run, "a1"), (second[1], second_run, "a2 ☃")):
@@ -72,18 +73,6 @@ async def _a_conversations_writes(db, title: str) -> int:
     settle = {"_cid": pk, "_tools": 0, "status": "failed", "updated_at": AT}
     assert not await db.one_statement(writes_pg.final_write(values, settle, first_run))
     return pk
-
-
-def _run(run_id: str) -> RunRecord:
-    return RunRecord(
-        run_id=run_id,
-        conversation_pk=None,
-        agent_id="a",
-        owner="o",
-        scenario="new",
-        provider="demo",
-        model="demo",
-    )
 
 
 async def _stored(db: SQLDatabase, pk: int) -> dict[str, list[tuple]]:
@@ -138,10 +127,10 @@ async def test_driver_errors_are_sqlalchemys(db) -> None:
     """A conversation whose uuid is taken: an IntegrityError, as through the engine."""
     conversation = ConversationInfo.new(agent_id="a", title="twice")
     msgs = [Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t")]
-    await db.one_statement(writes_pg.start(conversation, msgs, _run("r1")))
+    await db.one_statement(writes_pg.start(conversation, msgs, new_run_record("r1")))
     again = [Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t")]
     with pytest.raises(sa.exc.IntegrityError):
-        await db.one_statement(writes_pg.start(conversation, again, _run("r2")))
+        await db.one_statement(writes_pg.start(conversation, again, new_run_record("r2")))
 
 
 async def _write_backends(db: SQLDatabase) -> list[int]:
@@ -177,8 +166,8 @@ async def test_a_server_lost_under_a_statement_is_unavailable_then_replaced(db) 
     msgs = [Msg.user("q", turn_id="t9"), Msg.assistant("", turn_id="t9")]
     bump = {"_cid": pk, "_n": 2, "_tools": 0, "status": "active", "updated_at": AT}
     with pytest.raises(StoreUnavailable):
-        await db.one_statement(writes_pg.accept(pk, msgs, bump, _run("r-lost")))
-    await db.one_statement(writes_pg.accept(pk, msgs, bump, _run("r-again")))
+        await db.one_statement(writes_pg.accept(pk, msgs, bump, new_run_record("r-lost")))
+    await db.one_statement(writes_pg.accept(pk, msgs, bump, new_run_record("r-again")))
     assert not set(await _write_backends(db)) & set(before)
 
 
@@ -215,7 +204,7 @@ async def test_a_cancelled_statement_leaves_no_connection_behind(db, monkeypatch
             sa.text("SELECT id FROM lumina_conversation WHERE id = :pk FOR UPDATE"), {"pk": pk}
         )
         task = asyncio.create_task(
-            db.one_statement(writes_pg.accept(pk, msgs, bump, _run("r-cancel")))
+            db.one_statement(writes_pg.accept(pk, msgs, bump, new_run_record("r-cancel")))
         )
         await asyncio.sleep(0.3)
         assert not task.done()  # waiting for the lock
@@ -225,7 +214,7 @@ async def test_a_cancelled_statement_leaves_no_connection_behind(db, monkeypatch
             await task
         assert len(db._pg._idle) == busy  # the cancelled one did not come back
         await holder.rollback()
-    await db.one_statement(writes_pg.accept(pk, msgs, bump, _run("r-after")))
+    await db.one_statement(writes_pg.accept(pk, msgs, bump, new_run_record("r-after")))
     async with db.engine.connect() as conn:
         runs = (await conn.execute(sa.text("SELECT run_id FROM lumina_run"))).scalars().all()
     assert "r-after" in runs
@@ -238,7 +227,7 @@ async def test_a_cancelled_statement_leaves_no_connection_behind(db, monkeypatch
 async def test_a_retitle_is_a_compare_and_set_in_one_statement(db) -> None:
     conversation = ConversationInfo.new(agent_id="a", title="first words")
     msgs = [Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t")]
-    await db.one_statement(writes_pg.start(conversation, msgs, _run("r-title")))
+    await db.one_statement(writes_pg.start(conversation, msgs, new_run_record("r-title")))
     uuid = conversation.uuid
     assert await db.one_statement(writes_pg.retitle(uuid, "Proposed", "first words"))
     # the person renamed it meanwhile: the proposal no longer replaces what it read

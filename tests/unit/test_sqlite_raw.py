@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
-from lumina_app.domain import ConversationInfo, MessageStatus, Msg, RunRecord
+from lumina_app.domain import ConversationInfo, MessageStatus, Msg
 from lumina_app.storage.sql import writes
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
@@ -17,6 +17,7 @@ from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import runs as R
 from lumina_app.storage.sql.sqlite_raw import RawWrites
 from lumina_app.storage.sql.types import UTCDateTime
+from tests.turns import new_run_record
 
 AT = datetime(2026, 12, 3, 9, 30, 15, 120034, tzinfo=UTC)
 WHOLE_SECOND = datetime(2026, 12, 3, 9, 30, 16, tzinfo=timezone(timedelta(hours=2)))
@@ -38,12 +39,12 @@ def _a_turns_writes(conn, title: str) -> int:
     first = [Msg.user("q1 ‘quoted’", turn_id="t1"), Msg.assistant("", turn_id="t1")]
     first[1].status = MessageStatus.STREAMING
     first[1].meta = {"runId": "1", "ünïcode": ["x", 1]}
-    writes.start_conversation(conn, conversation, first, _run(f"{conversation.uuid}-1"))
+    writes.start_conversation(conn, conversation, first, new_run_record(f"{conversation.uuid}-1"))
     pk = conversation.id
     second = [Msg.user("q2", turn_id="t2"), Msg.assistant("", turn_id="t2")]
     second[1].status = MessageStatus.STREAMING
     bump = {"_cid": pk, "_n": 2, "_tools": 0, "updated_at": WHOLE_SECOND}
-    writes.append_messages(conn, pk, second, bump, _run(f"{conversation.uuid}-2"))
+    writes.append_messages(conn, pk, second, bump, new_run_record(f"{conversation.uuid}-2"))
     for answer, text in ((first[1], "a1"), (second[1], "a2")):
         values = {"_mid": answer.id, "content": text, "status": "complete", "updated_at": AT}
         settle = {"_cid": pk, "_tools": 0, "status": "completed", "updated_at": AT}
@@ -51,18 +52,6 @@ def _a_turns_writes(conn, title: str) -> int:
     closed = {"_mid": first[1].id, "content": "late", "updated_at": AT}
     assert not writes.update_message(conn, closed, only_streaming=True, settle=None, run=None)
     return pk
-
-
-def _run(run_id: str) -> RunRecord:
-    return RunRecord(
-        run_id=run_id,
-        conversation_pk=None,
-        agent_id="a",
-        owner="o",
-        scenario="new",
-        provider="demo",
-        model="demo",
-    )
 
 
 def _stored(engine, pk: int) -> dict[str, list[tuple]]:
