@@ -2,10 +2,11 @@
 
 After a run of an agent with ``memory.longTerm`` ends, a background task asks what durable
 facts the turn adds and applies the answer against what is already known: ``add`` (a fact
-already known is not added twice), ``update`` (the same fact said better), ``supersede`` (a
-fact that changed: the old one stays, marked superseded) or ``none``. The agent's own model
-is asked with its ``memory.md`` prompt; the offline ``demo`` model extracts
-deterministically ("my name is …", "call me …", "I live in …", "I prefer …", "I work on …").
+already known is not added twice), ``update`` or ``supersede`` (a newer statement about a
+known fact: the old one is kept as its history, closed, and a new current memory holds the
+new text; #42) or ``none``. The agent's own model is asked with its ``memory.md`` prompt;
+the offline ``demo`` model extracts deterministically ("my name is …", "call me …", "I live
+in …", "I prefer …", "I work on …", "my <thing> averages|ends|costs|… <value>").
 A run never waits for it. A provider failure is logged and retried with backoff; a reply
 that is not the JSON asked for changes nothing and is logged.
 """
@@ -69,6 +70,20 @@ _PATTERNS: list[tuple[str | None, re.Pattern[str], str]] = [
     (None, re.compile(r"\bI work on\s+(.{1,120}?)" + _END, re.I), "The user works on {}"),
 ]
 _SLOT_TEXT = {"name": "the user's name is ", "home": "the user lives in "}
+# "My dashboard API averages 400 ms": a measure or date of one of the person's things. The
+# same thing is the same words before the same verb ("the dashboard API now averages 250
+# ms" replaces it); "the <thing>" counts only when the person's <thing> is already known.
+_VERBS = r"averages|ends|starts|begins|costs|takes|weighs|lasts|holds"
+_MEASURE = re.compile(
+    r"\b(?P<det>my|the)\s+(?P<thing>[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,3}?)\s+"
+    rf"(?:now\s+)?(?P<verb>{_VERBS})\s+(?P<value>.{{1,120}}?)" + _END,
+    re.I,
+)
+_KNOWN_MEASURE = re.compile(rf"^the user's (?P<thing>.+?) (?P<verb>{_VERBS}) ", re.I)
+
+
+def _thing(thing: str, verb: str) -> tuple[str, str]:
+    return " ".join(thing.casefold().split()), verb.casefold()
 
 
 def _value(raw: str) -> str:
@@ -76,19 +91,44 @@ def _value(raw: str) -> str:
     return value + "." if re.search(r"\b[A-Z]$", value) else value  # "Ada L." keeps its stop
 
 
+def _sentence(template: str, raw: str) -> str:
+    value = _value(raw)
+    return template.format(value) + ("" if value.endswith(".") else ".")
+
+
+def _measure_of(memory: Memory) -> tuple[str, str] | None:
+    found = _KNOWN_MEASURE.match(memory.text)
+    return _thing(found["thing"], found["verb"]) if found else None
+
+
+def demo_says_something(question: str) -> bool:
+    """Whether a question holds any phrase the demo model reads (before reading memories)."""
+    return any(p.search(question) for _slot, p, _t in _PATTERNS) or bool(_MEASURE.search(question))
+
+
 def demo_operations(known: Sequence[Memory], question: str) -> list[Operation]:
-    """What the demo model makes of a question: a name or a home replaces the one known."""
-    ops: list[Operation] = []
+    """What the demo model makes of a question: a name, a home or a measure of the same
+    thing replaces the one known."""
+    found: list[tuple[str, Memory | None]] = []  # (the fact, the memory it replaces)
     for slot, pattern, template in _PATTERNS:
         for match in pattern.finditer(question):
-            value = _value(match.group(1))
-            text = template.format(value) + ("" if value.endswith(".") else ".")
-            same = next((m for m in known if normalised(m.text) == normalised(text)), None)
-            if same is not None or any(normalised(o.text) == normalised(text) for o in ops):
-                continue
+            text = _sentence(template, match.group(1))
             prefix = _SLOT_TEXT.get(slot or "")
             old = next((m for m in known if prefix and m.text.casefold().startswith(prefix)), None)
-            ops.append(Operation("supersede", text, old.id) if old else Operation("add", text))
+            found.append((text, old))
+    for match in _MEASURE.finditer(question):
+        thing = _thing(match["thing"], match["verb"])
+        old = next((m for m in known if _measure_of(m) == thing), None)
+        if old is None and match["det"].casefold() != "my":
+            continue  # "the <thing>": not known to be the person's
+        found.append((_sentence(f"The user's {match['thing']} {match['verb']} {{}}",
+                                match["value"]), old))  # fmt: skip
+    ops: list[Operation] = []
+    for text, old in found:
+        same = next((m for m in known if normalised(m.text) == normalised(text)), None)
+        if same is not None or any(normalised(o.text) == normalised(text) for o in ops):
+            continue
+        ops.append(Operation("supersede", text, old.id) if old else Operation("add", text))
     return ops
 
 
@@ -225,7 +265,7 @@ class MemoryExtractor:
         lock = self._owners.setdefault(turn.owner, asyncio.Lock())
         async with lock:
             provider = self.providers.for_agent(turn.agent)
-            if provider.name == "demo" and not demo_operations((), turn.question):
+            if provider.name == "demo" and not demo_says_something(turn.question):
                 return []  # no fact in it, whatever is known: nothing to read
             scope = scope_of(turn.agent)
             known = await self.store.listing(turn.owner, agent_id=scope, limit=200)
@@ -254,10 +294,9 @@ class MemoryExtractor:
                     )
                     if not new:
                         continue
-                elif op.op == "update" and op.id in ids:
-                    await self.store.edit(turn.owner, op.id, text=op.text)
-                elif op.op == "supersede" and op.id in ids:
-                    await self.store.supersede(
+                elif op.op in ("update", "supersede") and op.id in ids:
+                    # a newer statement about a known fact: the old one becomes its history
+                    newer = await self.store.supersede(
                         turn.owner,
                         op.id,
                         op.text,
@@ -265,6 +304,8 @@ class MemoryExtractor:
                         conversation_uuid=turn.conversation_uuid,
                         seq=turn.seq,
                     )
+                    if newer.id == op.id:
+                        continue  # the same text again: nothing changed
                     ids.discard(op.id)
                 else:
                     continue  # none, or an id that is not among the known ones

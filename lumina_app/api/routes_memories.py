@@ -1,12 +1,14 @@
 """Long-term memories (issue #27): what agents know about the caller, to see and correct.
-Someone else's memory id is a 404 on every route, like a missing or malformed one."""
+Someone else's memory id is a 404 on every route, like a missing or malformed one.
+A fact that changed keeps its earlier versions as history (#42): ``validFrom``,
+``validUntil`` and ``replacedBy`` on each, ``?history=true`` or ``/{id}/history``."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, Field, StrictBool, model_validator
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import ServicesDep
@@ -28,12 +30,18 @@ class MemoryOut(BaseModel):
     pinned: bool
     conversationId: str | None = Field(description="the conversation it came from, if any")
     seq: int | None = Field(description="the message of that conversation it came from")
-    supersededBy: int | None = None
+    supersededBy: int | None = Field(default=None, description="the same as replacedBy")
+    replacedBy: int | None = Field(default=None, description="the newer memory replacing it")
+    validFrom: str = Field(description="when it became true (was learnt)")
+    validUntil: str | None = Field(description="when a newer fact replaced it; null: current")
     createdAt: str
     updatedAt: str
+    history: list[MemoryOut] | None = Field(
+        default=None, description="with history=true: the versions it replaced, newest first"
+    )
 
     @classmethod
-    def of(cls, m: Memory) -> MemoryOut:
+    def of(cls, m: Memory, history: list[Memory] | None = None) -> MemoryOut:
         return cls(
             id=m.id,
             agentId=m.agent_id,
@@ -43,8 +51,12 @@ class MemoryOut(BaseModel):
             conversationId=m.conversation_uuid,
             seq=m.seq,
             supersededBy=m.superseded_by,
+            replacedBy=m.superseded_by,
+            validFrom=iso_us(m.valid_from or m.created_at),
+            validUntil=iso_us(m.valid_until) if m.valid_until else None,
             createdAt=iso_us(m.created_at),
             updatedAt=iso_us(m.updated_at),
+            history=[cls.of(h) for h in history] if history is not None else None,
         )
 
 
@@ -61,6 +73,17 @@ class CreateMemory(StrictBody):
 class EditMemory(StrictBody):
     text: MemoryText | None = None
     pinned: StrictBool | None = None
+    supersede: StrictBool = Field(
+        default=False,
+        description="the text is a newer fact: keep the old one as history (else: corrected "
+        "in place)",
+    )
+
+    @model_validator(mode="after")
+    def _superseding_needs_text(self) -> EditMemory:
+        if self.supersede and self.text is None:
+            raise ValueError("supersede needs the new text")
+        return self
 
 
 class Forgotten(BaseModel):
@@ -79,14 +102,19 @@ async def list_memories(
     q: Annotated[str | None, Query(max_length=200), NoNul] = None,
     status: Annotated[str | None, Query(max_length=64, pattern=STATUS_FILTER)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 200,
+    history: Annotated[bool, Query()] = False,
 ) -> MemoryList:
-    """The caller's memories (active ones unless ``status`` says otherwise: one of
-    active, superseded, deleted, a comma list, or all); with ``q``, the active ones most
-    relevant to it, best first (the same ranking as recall)."""
+    """The caller's memories (current ones unless ``status`` says otherwise: one of
+    active, superseded, deleted, a comma list, or all); with ``q``, the current ones most
+    relevant to it, best first (the same ranking as recall). With ``history=true`` each
+    carries ``history``: the earlier versions it replaced, newest first, with their dates."""
     found = await services.memories.list(
         caller, agent_id=agent_id, query=q, statuses=statuses_of(status), limit=limit
     )
-    return MemoryList(items=[MemoryOut.of(m) for m in found])
+    if not history:
+        return MemoryList(items=[MemoryOut.of(m) for m in found])
+    earlier = await services.memories.earlier(caller, found)
+    return MemoryList(items=[MemoryOut.of(m, earlier[m.id]) for m in found])
 
 
 @router.post(
@@ -121,17 +149,30 @@ async def get_memory(memory_id: str, services: ServicesDep, caller: Caller) -> M
     return MemoryOut.of(await services.memories.get(caller, memory_id))
 
 
+@router.get("/{memory_id}/history", response_model=MemoryList)
+async def memory_history(memory_id: str, services: ServicesDep, caller: Caller) -> MemoryList:
+    """The chain a memory belongs to, newest first: the current version, then each earlier
+    one with ``validFrom``/``validUntil`` and ``replacedBy`` (any version's id finds it)."""
+    chain = await services.memories.history(caller, memory_id)
+    return MemoryList(items=[MemoryOut.of(m) for m in chain])
+
+
 @router.patch("/{memory_id}", response_model=MemoryOut)
 async def edit_memory(
     memory_id: str, body: EditMemory, services: ServicesDep, caller: Caller
 ) -> MemoryOut:
-    """Correct a memory's text, or pin it (a pinned memory goes into every context)."""
-    memory = await services.memories.edit(caller, memory_id, text=body.text, pinned=body.pinned)
+    """Correct a memory's text in place, or pin it (a pinned memory goes into every
+    context). With ``"supersede": true`` the text is a newer fact: the memory is closed
+    (``validUntil``, ``replacedBy``) and the new current one is returned (a new id)."""
+    memory = await services.memories.edit(
+        caller, memory_id, text=body.text, pinned=body.pinned, supersede=body.supersede
+    )
     return MemoryOut.of(memory)
 
 
 @router.delete("/{memory_id}", status_code=204)
 async def delete_memory(memory_id: str, services: ServicesDep, caller: Caller) -> Response:
-    """Forget one memory: it is never used again."""
+    """Forget one memory: it is never used again. A current memory's history goes with it;
+    an earlier version is removed from the history alone."""
     await services.memories.delete(caller, memory_id)
     return Response(status_code=204)

@@ -37,4 +37,11 @@ class Memory:
     seq: int | None  # the message it came from
     created_at: datetime
     updated_at: datetime
-    superseded_by: int | None = None
+    superseded_by: int | None = None  # the newer memory that replaced it ("replacedBy")
+    # When it became true (was learnt) and when a newer fact replaced it (None: current).
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+
+    @property
+    def current(self) -> bool:
+        return self.status is MemoryStatus.ACTIVE and self.valid_until is None

@@ -4,6 +4,11 @@ Stored in SQL (``storage/sql/memories.py``), always scoped to an owner: another 
 memory is not found, whatever the id. A search ranks memories the way recall ranks
 messages (``recall/retriever.py``: BM25 fused with the embedder's cosine by reciprocal
 rank), each memory one retrieval unit. Writing the same fact twice keeps one memory.
+
+Facts change over time (#42): a newer statement about the same thing does not overwrite
+the old one. :meth:`LongTermMemory.supersede` closes it (``valid_until`` = now,
+``superseded_by`` = the new id) and adds a current memory (``valid_from`` = now); searches
+and contexts see current memories only, :meth:`LongTermMemory.history` the whole chain.
 """
 
 from __future__ import annotations
@@ -285,18 +290,29 @@ class LongTermMemory:
         memory_id: int,
         text: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         conversation_uuid: str | None = None,
         seq: int | None = None,
     ) -> Memory:
-        """A new fact replacing an active one (which stays, ``superseded``, for the record)."""
+        """A new fact replacing a current one, which stays as its history (``superseded``,
+        valid until now); the same text again changes nothing. ``agent_id``: the new one's
+        agent (default: the old one's). MemoryNotFound if it is not the owner's; InvalidInput
+        if it was already replaced (only the current version is)."""
         text = checked_text(text)
+        current = await self.get(owner, memory_id)
+        if not current.current:
+            raise InvalidInput(
+                f"memory {memory_id} was replaced by memory {current.superseded_by}: "
+                "change the current one"
+            )
+        if normalised(text) == normalised(current.text):
+            return current
         model, vector = await self._embedded(text)
         memory = await rows.supersede(
             self.db,
             memory_id,
             owner=owner,
-            agent_id=agent_id,
+            agent_id=agent_id or current.agent_id,
             text=text,
             pinned=False,
             conversation_uuid=conversation_uuid,
@@ -315,9 +331,32 @@ class LongTermMemory:
             hook(change)
 
     async def forget(self, owner: str, memory_id: int) -> None:
-        """Never used again: the memory is marked ``deleted``."""
-        if not await rows.update(self.db, memory_id, owner=owner, status=MemoryStatus.DELETED):
+        """Never used again: the memory is marked ``deleted``. Forgetting a current fact
+        forgets its history too (what it used to be); forgetting an earlier version removes
+        only that one from the history."""
+        memory = await self.get(owner, memory_id)
+        ids = [memory.id]
+        if memory.current:
+            ids += [m.id for m in (await rows.replaced(self.db, ids, owner=owner))[memory.id]]
+        if not await rows.delete_many(self.db, ids, owner=owner):
             raise MemoryNotFound(memory_id)
+
+    # -- history ------------------------------------------------------------------------
+
+    async def earlier(self, owner: str, ids: Sequence[int]) -> dict[int, list[Memory]]:
+        """For each of the owner's memories ``ids``: the versions it replaced, newest first."""
+        return await rows.replaced(self.db, list(ids), owner=owner)
+
+    async def history(self, owner: str, memory_id: int) -> list[Memory]:
+        """The chain a memory belongs to, newest first: the version that is (or was last)
+        current, then each it replaced, each with its ``valid_from``/``valid_until``."""
+        await self.get(owner, memory_id)  # someone else's, or a deleted one: not found
+        newest = await rows.newest_of(self.db, memory_id, owner=owner)
+        try:
+            head = await self.get(owner, newest)
+        except MemoryNotFound:  # the newer ones were forgotten: the chain ends here
+            head = await self.get(owner, memory_id)
+        return [head, *(await self.earlier(owner, [head.id]))[head.id]]
 
     async def forget_all(self, owner: str, *, agent_id: str | None = None) -> int:
         return await rows.forget_all(self.db, owner=owner, agent_id=agent_id)

@@ -1,10 +1,14 @@
 """What a person sees and corrects of what agents know about them (the Memory page and
 ``/api/v1/memories``): list, search, add, edit, pin, delete, forget everything. Every
-method takes the calling ``Principal``: another owner's memory is a MemoryNotFound (404)."""
+method takes the calling ``Principal``: another owner's memory is a MemoryNotFound (404).
+
+History (#42): ``edit(..., supersede=True)`` keeps the old text as history (a fact that
+changed); a plain edit corrects in place (a typo). Deleting a current memory deletes its
+history too; deleting an earlier version removes only that one."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from lumina_app.domain import InvalidInput, Principal
 from lumina_app.domain.memories import Memory, MemoryStatus
@@ -73,8 +77,28 @@ class MemoryService:
         *,
         text: str | None = None,
         pinned: bool | None = None,
+        supersede: bool = False,
     ) -> Memory:
-        return await self.store.edit(principal.owner, memory_id(raw_id), text=text, pinned=pinned)
+        """The memory as edited: in place, or with ``supersede`` (and a new ``text``) the new
+        current memory replacing it, the old one kept as its history (then pinned as asked)."""
+        memory = memory_id(raw_id)
+        if supersede and text is not None:
+            newer = await self.store.supersede(principal.owner, memory, text)
+            if pinned is None or newer.pinned == pinned:
+                return newer
+            return await self.store.edit(principal.owner, newer.id, pinned=pinned)
+        return await self.store.edit(principal.owner, memory, text=text, pinned=pinned)
+
+    async def history(self, principal: Principal, raw_id: object) -> list[Memory]:
+        """The chain a memory belongs to, newest first (the current version, then each it
+        replaced)."""
+        return await self.store.history(principal.owner, memory_id(raw_id))
+
+    async def earlier(
+        self, principal: Principal, found: Sequence[Memory]
+    ) -> dict[int, list[Memory]]:
+        """For each of ``found`` (the caller's): the versions it replaced, newest first."""
+        return await self.store.earlier(principal.owner, [m.id for m in found])
 
     async def delete(self, principal: Principal, raw_id: object) -> None:
         await self.store.forget(principal.owner, memory_id(raw_id))

@@ -182,14 +182,15 @@ async def test_the_memory_tools_keep_what_the_model_is_told(api) -> None:
     assert made["conversationId"] == run["conversationId"] and made["seq"] == 1
     run = await say(api, f'/tool update_memory {{"id": {made["id"]}, "text": "The user has '
                     f'two cats."}}', agent="assistant", headers=ALICE)  # fmt: skip
-    assert (await api.get(f"/api/v1/memories/{made['id']}", headers=ALICE)).json()["text"] == (
-        "The user has two cats."
-    )
+    [now] = await memories(api)  # a new current memory; the old one is its history (#42)
+    assert now["text"] == "The user has two cats." and now["id"] != made["id"]
+    assert (await api.get(f"/api/v1/memories/{made['id']}", headers=ALICE)).json()[
+        "replacedBy"] == now["id"]  # fmt: skip
     run = await say(api, '/tool memories {"query": "cats"}', agent="assistant", headers=ALICE)
     tool = [m["content"] for m in (await context_of(api, run["runId"]))["messages"]
             if m["role"] == "tool"]  # fmt: skip
-    assert tool == [f"[#{made['id']}] The user has two cats."]
-    await say(api, f'/tool forget {{"id": {made["id"]}}}', agent="assistant", headers=ALICE)
+    assert tool == [f"[#{now['id']}] The user has two cats."]
+    await say(api, f'/tool forget {{"id": {now["id"]}}}', agent="assistant", headers=ALICE)
     assert await memories(api) == []
 
 

@@ -78,8 +78,12 @@ async def test_the_models_operations_are_applied(opened, fake_llm, caplog) -> No
     assert f"[{name}] The user's name is Grace." in request["messages"][1]["content"]
     known = await texts(api)
     assert set(known) == {"The user's name is Grace H.", "The user likes Lisp and Scheme."}
-    assert known["The user likes Lisp and Scheme."] == likes  # updated in place
-    assert await texts(api, "superseded") == {"The user's name is Grace.": name}
+    # an update, like a supersede, keeps the old fact as history (issue #42)
+    assert known["The user likes Lisp and Scheme."] != likes
+    assert await texts(api, "superseded") == {
+        "The user's name is Grace.": name,
+        "The user likes Lisp.": likes,
+    }
 
     with caplog.at_level(logging.WARNING, logger="lumina_app.agents.memory_extractor"):
         for bad in ("I think the user is Grace.", '{"operations": [{"op": "add"}]}',

@@ -1,7 +1,9 @@
 """The built-in memory tools of an agent with ``"memory": {"longTerm": ...}``: the model
 keeps what it knows about the person with ``remember``, ``update_memory`` and ``forget``,
-and looks it up with ``memories``. Every call is the calling owner's: another owner's
-memory id (or another agent's, for an agent-scoped memory) is "not found"."""
+and looks it up with ``memories`` (current facts only). ``update_memory`` keeps the old
+fact as history (#42): it is closed and a new current memory holds the new text. Every
+call is the calling owner's: another owner's memory id (or another agent's, for an
+agent-scoped memory) is "not found"."""
 
 from __future__ import annotations
 
@@ -49,7 +51,8 @@ SPECS = {
     ),
     UPDATE: _spec(
         UPDATE,
-        "Rewrites one memory about the user (a fact that changed or was said better).",
+        "Replaces one memory about the user with a newer statement of the same fact "
+        "(the old one is kept as its history); returns the new memory's id.",
         {"id": _ID, "text": _TEXT},
     ),
     SEARCH: _spec(
@@ -120,10 +123,21 @@ class MemoryTools:
     async def _update(self, scope: str | None, args: dict, ctx: ToolContext) -> ToolOutput:
         memory = await self._visible(scope, ctx, args["id"])
         try:
-            changed = await self.store.edit(ctx.owner, memory.id, text=args["text"])
+            newer = await self.store.supersede(
+                ctx.owner,
+                memory.id,
+                args["text"],
+                agent_id=ctx.agent_id,
+                conversation_uuid=ctx.conversation_uuid,
+                seq=ctx.turn_seq,
+            )
         except InvalidInput as exc:
             raise ToolError(str(exc)) from None
-        return ToolOutput(f"Updated memory #{changed.id}: {changed.text}")
+        if newer.id == memory.id:
+            return ToolOutput(f"Already known (memory #{memory.id}): {memory.text}")
+        return ToolOutput(
+            f"Updated: memory #{newer.id} replaces #{memory.id} (kept as history): {newer.text}"
+        )
 
     async def _search(self, scope: str | None, args: dict, ctx: ToolContext) -> ToolOutput:
         query = str(args["query"])

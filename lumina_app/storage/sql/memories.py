@@ -29,6 +29,8 @@ _COLUMNS = (
     T.c.created_at,
     T.c.updated_at,
     T.c.superseded_by,
+    T.c.valid_from,
+    T.c.valid_until,
 )
 
 
@@ -45,6 +47,8 @@ def _memory(r: sa.Row) -> Memory:
         r.created_at,
         r.updated_at,
         r.superseded_by,
+        r.valid_from,
+        r.valid_until,
     )
 
 
@@ -81,6 +85,7 @@ def _values(
         "vector": _encoded(vector),
         "created_at": now,
         "updated_at": now,
+        "valid_from": now,
     }
 
 
@@ -104,6 +109,7 @@ def _memory_of(memory_id: int, row: dict[str, Any]) -> Memory:
         row["seq"],
         row["created_at"],
         row["updated_at"],
+        valid_from=row["valid_from"],
     )
 
 
@@ -234,8 +240,9 @@ async def update(
 
 
 async def supersede(db: SQLDatabase, old_id: int, **values: Any) -> Memory | None:
-    """In one transaction: the new fact, and the old one (still active, of the same owner)
-    marked superseded by it. None when the old one is not there to replace."""
+    """In one transaction: the new fact, valid from now, and the old one (still active, of
+    the same owner) closed: superseded by it, valid until now. None when the old one is not
+    there to replace."""
     row = _values(**values)
     async with db.begin() as conn:
         old = sa.select(T.c.pinned).where(
@@ -252,10 +259,73 @@ async def supersede(db: SQLDatabase, old_id: int, **values: Any) -> Memory | Non
             .values(
                 status=MemoryStatus.SUPERSEDED.value,
                 superseded_by=new_id,
+                valid_until=row["valid_from"],
                 updated_at=row["updated_at"],
             )
         )
     return _memory_of(new_id, row)
+
+
+async def replaced(
+    db: SQLDatabase, ids: Sequence[int], *, owner: str, depth: int = 100
+) -> dict[int, list[Memory]]:
+    """For each of ``ids``: the earlier versions it replaced, newest first (``superseded_by``
+    walked backwards, one query a generation; a deleted version is passed through, not
+    returned)."""
+    found: dict[int, list[Memory]] = {i: [] for i in ids}
+    frontier = {i: i for i in ids}  # a version → the memory of ``ids`` it leads to
+    seen = set(frontier)
+    async with db.connect() as conn:
+        for _ in range(depth):
+            if not frontier:
+                break
+            query = sa.select(*_COLUMNS).where(
+                T.c.owner == owner, T.c.superseded_by.in_(list(frontier))
+            )
+            older: dict[int, int] = {}
+            for r in (await conn.execute(query)).all():
+                root = frontier[r.superseded_by]
+                older[r.id] = root
+                if r.status != MemoryStatus.DELETED.value:
+                    found[root].append(_memory(r))
+            frontier = {i: root for i, root in older.items() if i not in seen}
+            seen.update(frontier)
+    for versions in found.values():
+        versions.sort(key=lambda m: (m.valid_from or m.created_at, m.id), reverse=True)
+    return found
+
+
+async def newest_of(db: SQLDatabase, memory_id: int, *, owner: str, depth: int = 100) -> int:
+    """The id of the newest version of a memory (``superseded_by`` followed forwards)."""
+    seen = {memory_id}
+    async with db.connect() as conn:
+        for _ in range(depth):
+            query = sa.select(T.c.superseded_by).where(T.c.id == memory_id, T.c.owner == owner)
+            newer = (await conn.execute(query)).scalar()
+            if newer is None or newer in seen:
+                break
+            seen.add(newer)
+            memory_id = newer
+    return memory_id
+
+
+async def delete_many(db: SQLDatabase, ids: Sequence[int], *, owner: str) -> int:
+    """The owner's memories of ``ids`` marked deleted (those not already); how many were."""
+    if not ids:
+        return 0
+    query = (
+        sa.update(T)
+        .where(T.c.id.in_(list(ids)), T.c.owner == owner, T.c.status != MemoryStatus.DELETED.value)
+        .values(status=MemoryStatus.DELETED.value, updated_at=utcnow())
+    )
+    async with db.begin() as conn:
+        return (await conn.execute(query)).rowcount
+
+
+def _closed_at(memory: Memory) -> datetime | None:
+    """An archived memory's end of validity when its file has none: a superseded one was
+    replaced when it last changed."""
+    return memory.updated_at if memory.status is MemoryStatus.SUPERSEDED else None
 
 
 async def forget_all(db: SQLDatabase, *, owner: str, agent_id: str | None) -> int:
@@ -307,6 +377,8 @@ async def insert_imported(
                     "vector": _encoded(vector),
                     "created_at": memory.created_at,
                     "updated_at": memory.updated_at,
+                    "valid_from": memory.valid_from or memory.created_at,
+                    "valid_until": memory.valid_until or _closed_at(memory),
                 }
                 result = await conn.execute(sa.insert(T).values(row))
                 made[memory.id] = result.inserted_primary_key[0]

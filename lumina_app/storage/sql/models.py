@@ -321,6 +321,8 @@ class MemoryRow(SQLModel, table=True):
     __tablename__ = "lumina_memory"
     __table_args__ = (
         sa.Index("ix_lumina_memory_owner", "owner", "agent_id", "status", "updated_at"),
+        # A memory's history: the earlier versions it replaced (migration 0015).
+        sa.Index("ix_lumina_memory_replaced", "owner", "superseded_by"),
         _MYSQL_TABLE_ARGS,
     )
 
@@ -335,6 +337,10 @@ class MemoryRow(SQLModel, table=True):
     )
     seq: int | None = Field(default=None, nullable=True)
     superseded_by: int | None = Field(default=None, nullable=True)
+    valid_from: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    valid_until: datetime | None = Field(
+        default=None, sa_column=sa.Column(UTCDateTime(), nullable=True)
+    )
     model: str | None = Field(default=None, sa_column=sa.Column(sa.String(128), nullable=True))
     vector: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
