@@ -9,16 +9,27 @@ from fastapi import APIRouter, Query
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import ServicesDep
-from lumina_app.api.routes_search import HitOut, SearchResults, SearchText
+from lumina_app.api.routes_search import HitOut, SearchResults
 from lumina_app.api.schemas import NoNul
+from lumina_app.domain.search import MAX_RECALL_CHARS
 
 router = APIRouter(prefix="/api/v1", tags=["search"], route_class=AuthenticatedRoute)
 Limit = Annotated[int, Query(ge=1, le=50)]
+# A question may be long (a person's message often is): longer than this is a 422.
+RecallText = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=MAX_RECALL_CHARS,
+        description=f"a question or words, at most {MAX_RECALL_CHARS} characters",
+    ),
+    NoNul,
+]
 
 
 @router.get("/conversations/{conversation_id}/recall", response_model=SearchResults)
 async def recall_conversation(
-    conversation_id: str, services: ServicesDep, caller: Caller, q: SearchText, limit: Limit = 10
+    conversation_id: str, services: ServicesDep, caller: Caller, q: RecallText, limit: Limit = 10
 ) -> SearchResults:
     """The messages of one conversation most relevant to ``q`` (a question or words), best
     first: BM25 over each message with the one before it and its date, fused with
@@ -31,7 +42,7 @@ async def recall_conversation(
 async def recall_everywhere(
     services: ServicesDep,
     caller: Caller,
-    q: SearchText,
+    q: RecallText,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
     limit: Limit = 10,
 ) -> SearchResults:

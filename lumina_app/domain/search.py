@@ -9,6 +9,9 @@ from datetime import datetime
 from lumina_app.domain.types import MsgRole
 
 MAX_TERMS = 16
+# A recall question (the routes, the ``recall`` tool, auto-recall): a person's question is
+# often long. Plain search keeps its own, shorter limit (services/search.py).
+MAX_RECALL_CHARS = 2000
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Scripts written without spaces between words (CJK ideographs, kana, Thai, Lao, Khmer,
 # Myanmar; Hangul too, whose particles attach to words): no full-text index here splits

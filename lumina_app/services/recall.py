@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from lumina_app.domain import InvalidInput, Principal
 from lumina_app.domain.ids import parse_conversation_uuid
+from lumina_app.domain.search import MAX_RECALL_CHARS
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.recall import text
 from lumina_app.recall.retriever import Recalled, Retriever
-from lumina_app.services.search import MAX_QUERY_CHARS, SearchHit, snippet
+from lumina_app.services.search import SearchHit, snippet
 
 
 class RecallService:
@@ -37,8 +38,8 @@ class RecallService:
 
 
 def _has_words(query: str) -> bool:
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidInput(f"recall text is limited to {MAX_QUERY_CHARS} characters")
+    if len(query) > MAX_RECALL_CHARS:
+        raise InvalidInput(f"recall text is limited to {MAX_RECALL_CHARS} characters")
     return bool(text.words(query))
 
 
