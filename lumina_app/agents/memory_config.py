@@ -1,13 +1,14 @@
 """An agent's ``memory`` block in config.json: what it carries forward past the window.
 
     "memory": {"summary": true, "recall": true, "contextTokens": 8000,
-               "autoRecall": {"limit": 5, "tokens": 1000}}
+               "autoRecall": {"limit": 5, "tokens": 1000, "scope": "conversation"}}
 
 * ``summary``: a rolling summary of what left the window goes into every context, as one
   system message after the prompt (the agent's ``summary.md`` is the summarizing prompt).
 * ``recall``: the built-in ``recall`` tool searches the conversation's whole history.
 * ``autoRecall``: before each run the ``limit`` earlier messages most relevant to the input
-  that are not in the window go into one system message, within ``tokens``.
+  that are not in the window go into one system message, within ``tokens``; with
+  ``"scope": "all"`` they may also come from the person's other conversations with the agent.
 * ``contextTokens``: the oldest window messages are left out (whole turns) while the
   estimated prompt is over this many tokens.
 * ``longTerm``: memories about the person across conversations (``true`` or
@@ -20,6 +21,7 @@ Without the block an agent keeps the seed behaviour exactly: prompt + last N + i
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +51,7 @@ MAX_CONTEXT_TOKENS = 2_000_000
 class AutoRecallConfig:
     limit: int = 5
     tokens: int = 1000
+    scope: str = "conversation"  # or "all": the owner's other conversations with the agent too
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +123,19 @@ def _auto_recall(block: Any) -> AutoRecallConfig | str | None:
         return None
     if block is True:
         return AutoRecallConfig()
-    if not isinstance(block, dict) or set(block) - {"limit", "tokens"}:
-        return 'config.json: \'memory.autoRecall\' must be true or {"limit": n, "tokens": n}'
-    config = AutoRecallConfig(block.get("limit", 5), block.get("tokens", 1000))
+    if not isinstance(block, dict) or set(block) - {"limit", "tokens", "scope"}:
+        return (
+            "config.json: 'memory.autoRecall' must be true or "
+            '{"limit": n, "tokens": n, "scope": "conversation" | "all"}'
+        )
+    config = AutoRecallConfig(
+        block.get("limit", 5), block.get("tokens", 1000), block.get("scope", "conversation")
+    )
+    if config.scope not in ("conversation", "all"):
+        return (
+            'config.json: \'memory.autoRecall.scope\' must be "conversation" or "all" '
+            f"(not {json.dumps(config.scope)[:40]})"
+        )
     if not _whole(config.limit, 1, 20) or not _whole(config.tokens, 50, 20_000):
         return (
             "config.json: 'memory.autoRecall' wants a limit from 1 to 20 and tokens from "

@@ -9,7 +9,7 @@ from enum import Enum
 
 from lumina_app.agents import client_tools
 from lumina_app.agents.acp.provider import AcpProvider
-from lumina_app.agents.auto_recall import recall_earlier, recalled_message
+from lumina_app.agents.auto_recall import Recollection, recall_earlier
 from lumina_app.agents.context import (
     MAX_EARLIER,
     BuiltContext,
@@ -190,11 +190,12 @@ class TurnPreparer:
         agent, text, system_prompt = request.agent, question.content, request.system_prompt
         history = view.messages
         prompt = agent.system_prompt if system_prompt is None else system_prompt
-        recalled = []
+        recalled = Recollection()
         if agent.memory.auto_recall and self.retriever is not None:
             recalled = await recall_earlier(
                 self.retriever, conversation, text, agent.memory.auto_recall,
-                in_window={m.seq for m in history},
+                in_window={m.seq for m in history}, owner=request.principal.owner,
+                agent_id=agent.id,
             )  # fmt: skip
         known = [] if conversation.temporary else await self._known(agent, request.principal, text)
         known_ids = {"memories": [m.id for m in known]} if known else {}
@@ -206,12 +207,12 @@ class TurnPreparer:
             summary=view.summary if agent.memory.summary else None,
             token_budget=agent.memory.context_tokens,
             earlier=agent.memory.summary,
-            recalled=recalled_message(recalled),
+            recalled=recalled.message(),
             known=context_message(known),
         )
         if accept in (Accept.CONVERSATION, Accept.TURN) and context.messages:
             context.messages[-1] = client_tools.with_images(context.messages[-1])
-        provider = self.providers.for_agent(agent, conversation.uuid)
+        provider = self.providers.for_agent(agent, conversation.uuid, conversation.owner)
         own_session: dict = {}
         if isinstance(provider, AcpProvider):  # its process holds the context: it says which
             scenario, own_session = await provider.prepare(scenario)
@@ -228,7 +229,7 @@ class TurnPreparer:
             context_last_seq=last_seq,
             context_messages=len(context.history),
             context=await self._recipe(prompt, context)
-            | _recalled_recipe(recalled)
+            | recalled.recipe()
             | known_ids
             | own_session,
             trimmed=context.trimmed,
@@ -320,16 +321,6 @@ class TurnPreparer:
             "earlier": context.earlier,
             "tokens": context.tokens,
         }
-
-
-def _recalled_recipe(recalled: list) -> dict:
-    """Which earlier messages auto-recall put in, and why (their fused relevance)."""
-    if not recalled:
-        return {}
-    return {
-        "recalled": [m.message_id for m in recalled],
-        "recalledWhy": [{"seq": m.seq, "score": m.score} for m in recalled],
-    }
 
 
 def session_started(run: ActiveRun) -> SessionStarted:

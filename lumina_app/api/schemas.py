@@ -261,6 +261,17 @@ class EarlierOut(BaseModel):
     messages: int
 
 
+class RecalledOut(BaseModel):
+    messageId: int
+    seq: int
+    conversationId: str = Field(description="the conversation it was said in")
+    title: str | None = Field(
+        description="that conversation's title when the run was given the message (auto-recall "
+        'with "scope": "all"); null for the run\'s own conversation'
+    )
+    createdAt: str | None
+
+
 class RunContextOut(BaseModel):
     runId: str
     scenario: str
@@ -285,6 +296,11 @@ class RunContextOut(BaseModel):
         default_factory=list,
         description="ids of the long-term memories the run was given (agents with "
         "memory.longTerm), in the order they were sent",
+    )
+    recalled: list[RecalledOut] = Field(
+        default_factory=list,
+        description="the earlier messages auto-recall put in (memory.autoRecall), in the "
+        "order they were sent, each with the conversation it was said in",
     )
 
     @classmethod
@@ -316,6 +332,16 @@ class RunContextOut(BaseModel):
             messages=context.messages,
             calls=context.calls,
             memories=context.memories,
+            recalled=[
+                RecalledOut(
+                    messageId=r.message_id,
+                    seq=r.seq,
+                    conversationId=r.conversation_uuid,
+                    title=r.title,
+                    createdAt=iso_us(r.created_at) if r.created_at else None,
+                )
+                for r in context.recalled
+            ],
         )
 
 

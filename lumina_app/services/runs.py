@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lumina_app.agents.auto_recall import recalled_message
+from lumina_app.agents.auto_recall import Elsewhere, recalled_message
 from lumina_app.agents.context import chat_message, render
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.run_driver import ActiveRun
@@ -29,7 +29,7 @@ from lumina_app.domain import (
     Summary,
 )
 from lumina_app.domain.access import is_run_id
-from lumina_app.domain.ids import parse_conversation_uuid
+from lumina_app.domain.ids import ConversationPk, parse_conversation_uuid
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.long_term import context_message
 from lumina_app.memory.run_inspection import RunInspection
@@ -81,6 +81,20 @@ class RunContext:
     calls: list[int]
     # The long-term memories put in ("What you know about this person"), by id.
     memories: list[int] = dataclasses.field(default_factory=list)
+    # The messages auto-recall put in, and where each was said.
+    recalled: list[RecalledFrom] = dataclasses.field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledFrom:
+    """A message auto-recall gave a run: its conversation (``title`` None: the run's own;
+    else the other conversation's title when the run was given it) and when it was said."""
+
+    message_id: int
+    seq: int
+    conversation_uuid: str
+    title: str | None
+    created_at: datetime | None
 
 
 class RunService:
@@ -252,9 +266,7 @@ class RunService:
         summary = await self.inspection.summary_of(recipe["summary"]) if recipe["summary"] else None
         history = await self.inspection.messages_by_id(record.conversation_pk, recipe["ids"])
         question = await self.inspection.get_message(record.user_message_id)
-        recalled = await self.inspection.messages_by_id(
-            record.conversation_pk, recipe.get("recalled", [])
-        )
+        recalled, elsewhere = await self._recalled(record, recipe)
         memory_ids = list(recipe.get("memories", []))
         known = (
             await self.engine.long_term.by_ids(record.owner, memory_ids)
@@ -262,9 +274,13 @@ class RunService:
             else []
         )
         messages = render(
-            prompt, summary, history, question.content if question else "",
-            recalled_message(recalled), context_message(known),
-        )  # fmt: skip
+            prompt,
+            summary,
+            history,
+            question.content if question else "",
+            recalled_message(recalled, elsewhere),
+            context_message(known),
+        )
         older = history[: recipe.get("earlier", 0)]
         earlier = (older[0].seq, older[-1].seq, len(older)) if older else None
         calls = [len(messages)]
@@ -287,7 +303,51 @@ class RunService:
             messages=messages,
             calls=calls,
             memories=memory_ids,
+            recalled=await self._origins(record, recalled, elsewhere),
         )
+
+    async def _recalled(self, record: RunRecord, recipe: dict) -> tuple[list[Msg], list[Elsewhere]]:
+        """The messages auto-recall gave the run: its conversation's, and the other
+        conversations' in the recorded order, each with where it was said as titled then
+        (a message deleted since is left out)."""
+        here = await self.inspection.messages_by_id(
+            record.conversation_pk, recipe.get("recalled", [])
+        )
+        recorded = recipe.get("recalledElsewhere", [])
+        by_pk: dict[ConversationPk, list[int]] = {}
+        for entry in recorded:
+            by_pk.setdefault(entry["conversationPk"], []).append(entry["id"])
+        found: dict[int | None, Msg] = {}
+        for pk, ids in by_pk.items():
+            found |= {m.id: m for m in await self.inspection.messages_by_id(pk, ids)}
+        elsewhere = [
+            Elsewhere(
+                found[e["id"]],
+                e["id"],
+                e["conversationPk"],
+                e["conversationId"],
+                e["title"],
+                e.get("score", 0.0),
+            )
+            for e in recorded
+            if e["id"] in found
+        ]
+        return here, elsewhere
+
+    async def _origins(
+        self, record: RunRecord, here: list[Msg], elsewhere: list[Elsewhere]
+    ) -> list[RecalledFrom]:
+        """Where each recalled message was said, in the order the run was sent them."""
+        uuid = await self.inspection.conversation_uuid(record.conversation_pk) if here else ""
+        return [
+            *(RecalledFrom(m.id or 0, m.seq, uuid or "", None, m.created_at) for m in here),
+            *(
+                RecalledFrom(
+                    e.message_id, e.message.seq, e.conversation_uuid, e.title, e.message.created_at
+                )
+                for e in elsewhere
+            ),
+        ]
 
     async def _steps(self, record: RunRecord, question: Msg | None) -> list[Msg]:
         """The rows of the run's tool steps (each answer that asked for tools, then its

@@ -127,11 +127,11 @@ async def test_auto_recall_keeps_to_its_token_budget_and_skips_a_whole_window() 
     conversation.last_seq = 11
     budget = AutoRecallConfig(limit=5, tokens=130)  # room for two of the ~58-token lines
     kept = await recall_earlier(Found(), conversation, "q", budget, in_window={10, 11})
-    assert [h.seq for h in kept] == [7, 3]
-    text = recalled_message(kept)
+    assert [h.seq for h in kept.here] == [7, 3] and not kept.elsewhere
+    text = recalled_message(kept.here)
     assert text.startswith("Earlier in this conversation:\n[#3 2026-05-08 13:56 user] word")
     assert text.index("[#3 ") < text.index("[#7 ")  # in the order they were said
-    assert await recall_earlier(Found(), conversation, "q", budget, in_window={1, 2}) == []
+    assert not await recall_earlier(Found(), conversation, "q", budget, in_window={1, 2})
 
 
 def test_auto_recall_settings_are_checked() -> None:

@@ -7,7 +7,7 @@ import reflex as rx
 
 from lumina_app.domain import NotFound
 from lumina_app.ui.state.base import AppState
-from lumina_app.ui.view_models.context_rows import context_rows
+from lumina_app.ui.view_models.context_rows import context_rows, recalled_facts
 
 
 class ContextState(AppState):
@@ -41,6 +41,7 @@ class ContextState(AppState):
         if context.summary is not None:
             self.summary = f"summary of messages 1–{context.summary.covered_to_seq}"
         self.messages = context_rows(context.messages, context.calls)
+        self.facts += recalled_facts(context.recalled)
         if context.memories:
             used = await self._services().memories.used_by(self._caller(), context.memories)
             self.memories = [m.text for m in used]

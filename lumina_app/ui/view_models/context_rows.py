@@ -50,3 +50,19 @@ def _heads(calls: Sequence[int]) -> dict[int, str]:
 
 def _messages(count: int) -> str:
     return f"{count} message{'s' if count != 1 else ''}"
+
+
+def recalled_facts(recalled: Sequence[Any]) -> list[str]:
+    """One line per conversation auto-recall drew on: which messages came from it, with
+    the other conversations named (title, date)."""
+    here = [f"#{r.seq}" for r in recalled if r.title is None]
+    lines = [f"recalled {', '.join(here)} from this conversation"] if here else []
+    others: dict[str, list[Any]] = {}
+    for r in recalled:
+        if r.title is not None:
+            others.setdefault(r.conversation_uuid, []).append(r)
+    for said in others.values():
+        day = f" ({said[0].created_at:%Y-%m-%d})" if said[0].created_at else ""
+        seqs = ", ".join(f"#{r.seq}" for r in said)
+        lines.append(f"recalled {seqs} from “{said[0].title or '(untitled)'}”{day}")
+    return lines
