@@ -16,7 +16,7 @@ import openai
 
 from lumina_app.agents.acp.pool import AcpPool
 from lumina_app.agents.acp.provider import AcpProvider
-from lumina_app.agents.auto_recall import PREFIX as RECALLED_PREFIX
+from lumina_app.agents.auto_recall import recalled_in
 from lumina_app.agents.context import ChatMessage
 from lumina_app.agents.demo_tools import demo_tool_answer, demo_tool_calls
 from lumina_app.agents.registry import AgentDefinition
@@ -65,9 +65,6 @@ def _last_user(messages: Sequence[ChatMessage]) -> int:
     return next((i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), 0)
 
 
-_RECALLED_SEQ = re.compile(r"^\[#(\d+) ", re.MULTILINE)
-
-
 def demo_answer(agent_name: str, messages: Sequence[ChatMessage]) -> str:
     """A reply that shows what context the model received, so memory is visible offline;
     after tool calls, what the tools said."""
@@ -106,13 +103,15 @@ def _context_lines(agent_name: str, messages: Sequence[ChatMessage], last: int) 
             lines.append(f"The first one I still see was: “{_quote(earlier_user[0])}”.")
     lines.append(f"You said: “{_quote(user_input, 200)}”.")
     recalled = [
-        seq
+        said
         for m in messages[:last]
-        if m["role"] == "system" and str(m["content"]).startswith(RECALLED_PREFIX)
-        for seq in _RECALLED_SEQ.findall(str(m["content"]))
+        if m["role"] == "system"
+        for said in recalled_in(str(m["content"]))
     ]
-    if recalled:
-        lines.append(f"I also recall earlier messages {', '.join('#' + s for s in recalled)}.")
+    if here := [f"#{seq}" for seq, title in recalled if title is None]:
+        lines.append(f"I also recall earlier messages {', '.join(here)}.")
+    if there := [f"#{seq} in “{title}”" for seq, title in recalled if title is not None]:
+        lines.append(f"From our other conversations I recall {', '.join(there)}.")
     known = [
         line[2:].rstrip(".")
         for m in messages[:last]
