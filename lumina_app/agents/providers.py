@@ -318,13 +318,19 @@ class ProviderFactory:
             max_starting=settings.acp_max_starting,
             start_timeout=settings.acp_start_timeout_seconds,
             ask_timeout=settings.acp_permission_timeout_seconds,
+            max_per_owner=settings.acp_max_per_owner,
+            max_asks_per_owner=settings.acp_max_asks_per_owner,
+            file_timeout=settings.acp_file_timeout_seconds,
+            max_file_bytes=settings.acp_max_file_bytes,
         )
 
-    def for_agent(self, agent: AgentDefinition, conversation_uuid: str | None = None) -> Provider:
+    def for_agent(
+        self, agent: AgentDefinition, conversation_uuid: str | None = None, owner: str = ""
+    ) -> Provider:
         """The agent's provider; an ``acp`` agent's is bound to one conversation's process."""
         kind = agent.provider or self.settings.llm_provider
         if kind == "acp" and agent.acp is not None:
-            return AcpProvider(self.acp, agent, conversation_uuid or "")
+            return AcpProvider(self.acp, agent, conversation_uuid or "", owner)
         if kind == "demo":
             return DemoProvider(agent.name, delay=self.settings.demo_delay_ms / 1000)
         base_url = agent.base_url or self.settings.llm_base_url

@@ -8,6 +8,7 @@ import asyncio
 import logging
 import shutil
 import tempfile
+import uuid
 import zipfile
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -20,7 +21,13 @@ from lumina_app.archive import memory_files, unzip, writer
 from lumina_app.archive.limits import DEFAULT_LIMITS, ImportLimits
 from lumina_app.archive.reader import read_conversation
 from lumina_app.archive.tree import find_agent_folders, find_conversation_folders
-from lumina_app.domain import ConversationInfo, ImportOutcome, InvalidInput, Msg
+from lumina_app.domain import (
+    ConversationInfo,
+    ConversationNotFound,
+    ImportOutcome,
+    InvalidInput,
+    Msg,
+)
 from lumina_app.domain.access import is_safe_name
 from lumina_app.domain.ids import parse_conversation_uuid
 from lumina_app.memory import MemoryManager
@@ -30,6 +37,8 @@ from lumina_app.memory.long_term import LongTermMemory
 
 log = logging.getLogger(__name__)
 MAX_OWNER = 128  # lumina_conversation.owner is String(128)
+# An imported conversation whose uuid is another owner's gets uuid5(this, owner + uuid).
+_IMPORT_NAMESPACE = uuid.UUID("6b1f0c3e-5d4a-4e2b-9a61-4c1d2e3f4a5b")
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``, called as items complete."""
@@ -322,6 +331,7 @@ class ArchiveService:
             return item
         conversation = archived.conversation
         conversation.owner = owner
+        conversation.uuid = await self._uuid_for(conversation.uuid, owner)
         item.conversation_uuid, item.agent_id = conversation.uuid, conversation.agent_id
         try:
             item.outcome, item.added = await self.rows.import_conversation(
@@ -330,6 +340,22 @@ class ArchiveService:
         except InvalidInput as exc:
             item.error = f"{folder}: {exc}"
         return item
+
+    async def _uuid_for(self, archived: str, owner: str) -> str:
+        """The uuid an import uses: the archive's, unless another owner's conversation has
+        it — then one derived from the owner and that uuid, so this owner's import never
+        lands on (or next to) someone else's conversation and importing again is
+        idempotent. (A race with a new conversation of another owner is still refused by
+        the import's own check.)"""
+        try:
+            existing = await self.lookup.get_conversation(archived)
+        except ConversationNotFound:
+            return archived
+        if existing.owner == owner:
+            return archived
+        derived = str(uuid.uuid5(_IMPORT_NAMESPACE, f"{owner}\0{archived}"))
+        log.info("import: %s belongs to another owner; imported as %s", archived, derived)
+        return derived
 
     # -- the folder of a deleted conversation ---------------------------------------------
 

@@ -3,13 +3,15 @@
 It keeps each session's prompts (in memory, and in ``.echo-agent.json`` in its folder so
 ``session/load`` in a new process finds them), answers with how many it has seen, and on
 request streams thoughts, runs a tool, asks a permission, reads or writes a file through
-the client, reports an environment variable, starts a grandchild, ignores a cancel, or
+the client (``/fifo NAME`` makes a named pipe and reads it; ``/link NAME TARGET`` makes a
+symbolic link), reports an environment variable, starts a grandchild, ignores a cancel, or
 crashes. ``ECHO_AGENT_CAPS`` = ``load`` (default), ``resume``, or ``none``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -91,6 +93,13 @@ class EchoAgent:
         data[session_id] = self.sessions[session_id]
         path.write_text(json.dumps(data))
 
+    async def _read(self, session_id: str, path: str, say: Any) -> None:
+        try:
+            got = await self.conn.read_text_file(session_id, path)
+            await say(f"read={got.content!r} ")
+        except acp.RequestError as exc:
+            await say(f"read-refused={exc} ")
+
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.add(session_id)
 
@@ -126,6 +135,17 @@ class EchoAgent:
                     content=[acp.tool_content(acp.text_block("a.txt b.txt"))],
                 ),
             )
+        for part in text.split("/fifo ")[1:]:  # a named pipe in its folder, then read it
+            name = part.split()[0]
+            with contextlib.suppress(FileExistsError):
+                os.mkfifo(self.folders[session_id] / name)
+            await say(f"fifo={name} ")
+            await self._read(session_id, str(self.folders[session_id] / name), say)
+        for part in text.split("/link ")[1:]:  # /link NAME TARGET: a symbolic link
+            name, target = part.split()[:2]
+            with contextlib.suppress(FileExistsError):
+                (self.folders[session_id] / name).symlink_to(target)
+            await say(f"linked={name} ")
         if "/permission" in text:
             kind = "read" if "/permission-read" in text else "edit"
             reply = await self.conn.request_permission(
@@ -139,13 +159,8 @@ class EchoAgent:
             outcome = reply.outcome
             chosen = getattr(outcome, "option_id", None) or outcome.outcome
             await say(f"permission={chosen} ")
-        if "/read " in text:
-            path = text.split("/read ", 1)[1].split()[0]
-            try:
-                got = await self.conn.read_text_file(session_id, path)
-                await say(f"read={got.content!r} ")
-            except acp.RequestError as exc:
-                await say(f"read-refused={exc} ")
+        for part in text.split("/read ")[1:]:
+            await self._read(session_id, part.split()[0], say)
         if "/write " in text:
             path = text.split("/write ", 1)[1].split()[0]
             try:

@@ -8,6 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
+from lumina_app.agents.acp.config import AcpConfig
+from lumina_app.agents.acp.pool import conversation_folder
 from lumina_app.domain import LOCAL, EventType, RunEvent
 from tests.conftest import write_agent
 
@@ -72,3 +74,8 @@ def alive(pid: int) -> bool:
 
 def kill_group(pid: int) -> None:
     os.killpg(pid, signal.SIGKILL)
+
+
+def workdir(folder: Path, conversation: str, owner: str = "") -> Path:
+    """The conversation's working folder, as the pool lays it out (keyed by owner)."""
+    return conversation_folder(folder, AcpConfig(command="x"), owner, conversation)

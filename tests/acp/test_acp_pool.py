@@ -22,12 +22,13 @@ from tests.acp.helpers import (
     pid_of,
     result_of,
     send,
+    workdir,
 )
 
 
 def received(folder, conversation: str) -> list[str]:
     """Every prompt the echo agent got in that conversation's folder, in order."""
-    data = json.loads((folder / "workspace" / conversation / ".echo-agent.json").read_text())
+    data = json.loads((workdir(folder, conversation) / ".echo-agent.json").read_text())
     return [text for prompts in data.values() for text in prompts]
 
 
@@ -261,17 +262,17 @@ async def test_file_access_is_confined_to_the_conversations_folder(
     folder = echo_agent(data_dir)
     first = await send(services, "hello")
     conv = first[0].data["conversationId"]
-    workdir = folder / "workspace" / conv
-    (workdir / "notes.txt").write_text("inside")
+    work = workdir(folder, conv)
+    (work / "notes.txt").write_text("inside")
     (tmp_path / "secret.txt").write_text("outside")
-    (workdir / "link.txt").symlink_to(tmp_path / "secret.txt")
-    inside = answer_of(await send(services, f"/read {workdir / 'notes.txt'}", conv))
+    (work / "link.txt").symlink_to(tmp_path / "secret.txt")
+    inside = answer_of(await send(services, f"/read {work / 'notes.txt'}", conv))
     assert "read='inside'" in inside
-    for path in ("../../config.json", str(tmp_path / "secret.txt"), str(workdir / "link.txt")):
+    for path in ("../../config.json", str(tmp_path / "secret.txt"), str(work / "link.txt")):
         refused = answer_of(await send(services, f"/read {path}", conv))
         assert "read-refused" in refused and "outside" not in refused.split("read-refused")[0]
-    assert "write=ok" in answer_of(await send(services, f"/write {workdir / 'new.txt'}", conv))
-    assert (workdir / "new.txt").read_text() == "written by echo"
+    assert "write=ok" in answer_of(await send(services, f"/write {work / 'new.txt'}", conv))
+    assert (work / "new.txt").read_text() == "written by echo"
     escaped = answer_of(await send(services, f"/write {tmp_path / 'x.txt'}", conv))
     assert "write-refused" in escaped and not (tmp_path / "x.txt").exists()
 

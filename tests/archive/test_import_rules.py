@@ -1,5 +1,6 @@
 """What an import may change in a conversation that already exists (SQLite, MariaDB,
-PostgreSQL): only its own owner's, never a running one, and never backwards in time."""
+PostgreSQL): only its own owner's (another owner's uuid gets one of its own), never a
+running one, and never backwards in time."""
 
 from __future__ import annotations
 
@@ -60,18 +61,24 @@ async def test_a_newer_archive_brings_its_status_and_updated_at(archive, tmp_pat
     assert iso_ms(after.updated_at) == iso_ms(newer)
 
 
-async def test_another_owners_conversation_is_refused_and_unchanged(
-    archive, tmp_path: Path
-) -> None:
+async def test_another_owners_uuid_gets_a_uuid_of_its_own(archive, tmp_path: Path) -> None:
+    """An import never lands on someone else's conversation (nor on its agent files, keyed
+    by owner and uuid): it gets a uuid derived from the owner and the archive's, so the
+    same import again is idempotent; the first owner's conversation is unchanged."""
     conv, folder = await _longer_archive(archive, tmp_path)  # the loopback owner's ("")
     before = await archive.memory.cold.page_messages(conv.id, limit=100)
 
-    (error,) = (await archive.import_path(folder, owner="bob")).errors
+    (item,) = (await archive.import_path(folder, owner="bob")).items
+    (again,) = (await archive.import_path(folder, owner="bob")).items
 
-    assert error == (
-        f"{folder}: conversation {conv.uuid!r} already exists and belongs to another owner "
-        "(this import is for owner 'bob'): refused, nothing changed"
+    assert item.error is None and item.outcome is ImportOutcome.CREATED
+    assert item.conversation_uuid != conv.uuid
+    assert (again.conversation_uuid, again.outcome) == (
+        item.conversation_uuid,
+        ImportOutcome.UNCHANGED,
     )
+    copy = await archive.memory.cold.get_conversation(item.conversation_uuid, owner="bob")
+    assert copy.message_count == conv.message_count + 2
     assert await archive.memory.cold.get_conversation(conv.uuid) == conv
     assert await archive.memory.cold.page_messages(conv.id, limit=100) == before
 

@@ -31,12 +31,12 @@ from acp.schema import (
 )
 
 from lumina_app.agents.acp.config import Permissions
+from lumina_app.agents.acp.files import AgentFiles, FileRefused
 from lumina_app.domain import TextDelta, ThinkingDelta, ToolCallFinished, ToolCallRequested, Usage
 
 log = logging.getLogger(__name__)
 
 READ_KINDS = frozenset({"read", "search", "think"})  # what "allow-reads" lets through
-MAX_FILE_BYTES = 4 * 1024 * 1024  # one fs/read_text_file or fs/write_text_file
 _RESULT_CHARS = 16_000
 
 AcpItem = TextDelta | ThinkingDelta | Usage | ToolCallRequested | ToolCallFinished
@@ -75,11 +75,16 @@ class LuminaClient:
         folder: Path,
         permissions: Permissions,
         *,
+        files: AgentFiles,
         ask_timeout: float = 120.0,
+        may_ask: Callable[[], str | None] | None = None,
     ) -> None:
         self.folder = folder.resolve()
         self.permissions = permissions
+        self.files = files
         self.ask_timeout = ask_timeout
+        # None when another prompt may wait for the person, else why not (a share used up)
+        self.may_ask = may_ask
         self.sink: asyncio.Queue[AcpItem] | None = None
         self.on_ask: AskHook | None = None
         self.pending: dict[str, PermissionRequest] = {}
@@ -163,6 +168,13 @@ class LuminaClient:
         in time, or nobody to ask, is the reject option."""
         if self.on_ask is None:
             return reject
+        refusal = self.may_ask() if self.may_ask is not None else None
+        if refusal is not None:  # the owner's share of waiting prompts is used up
+            log.info("permission request of %s rejected: %s", tool_call.tool_call_id, refusal)
+            if self.sink is not None:
+                title = f"permission: {tool_call.title or tool_call.tool_call_id}"
+                self.sink.put_nowait(ToolCallFinished("perm-refused", title, refusal, True, 0))
+            return reject
         request = PermissionRequest(
             request_id="perm-" + secrets.token_hex(6),
             call_id=tool_call.tool_call_id,
@@ -225,19 +237,6 @@ class LuminaClient:
 
     # -- fs/* ----------------------------------------------------------------------------
 
-    def confined(self, path: str) -> Path:
-        """``path`` if it lies inside the conversation's folder (links resolved), else an
-        ACP invalid-params error."""
-        candidate = Path(path)
-        if not candidate.is_absolute():
-            candidate = self.folder / candidate
-        resolved = candidate.resolve()
-        if resolved != self.folder and self.folder not in resolved.parents:
-            raise RequestError.invalid_params(
-                {"path": path, "reason": "outside the conversation's folder"}
-            )
-        return resolved
-
     async def read_text_file(
         self,
         session_id: str,
@@ -247,14 +246,14 @@ class LuminaClient:
         **kwargs: Any,
     ) -> ReadTextFileResponse:
         if self.permissions == "deny":
-            raise RequestError.invalid_params({"path": path, "reason": "file reads are denied"})
-        target = self.confined(path)
+            raise _refused(path, "file reads are denied")
         try:
-            if target.stat().st_size > MAX_FILE_BYTES:
-                raise RequestError.invalid_params({"path": path, "reason": "file too large"})
-            text = await asyncio.to_thread(target.read_text, encoding="utf-8", errors="replace")
+            data = await self.files.read(self.folder, path)
+        except FileRefused as exc:
+            raise _refused(path, exc.reason) from exc
         except OSError as exc:
-            raise RequestError.resource_not_found(path) from exc
+            raise _refused(path, exc.strerror or str(exc)) from exc
+        text = data.decode("utf-8", "replace")
         if line is not None or limit is not None:
             lines = text.splitlines(keepends=True)
             start = max((line or 1) - 1, 0)
@@ -265,19 +264,13 @@ class LuminaClient:
         self, session_id: str, path: str, content: str, **kwargs: Any
     ) -> WriteTextFileResponse | None:
         if self.permissions in ("deny", "allow-reads"):
-            raise RequestError.invalid_params({"path": path, "reason": "file writes are denied"})
-        if len(content.encode("utf-8", "replace")) > MAX_FILE_BYTES:
-            raise RequestError.invalid_params({"path": path, "reason": "content too large"})
-        target = self.confined(path)
-
-        def write() -> None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
-
+            raise _refused(path, "file writes are denied")
         try:
-            await asyncio.to_thread(write)
+            await self.files.write(self.folder, path, content.encode("utf-8", "replace"))
+        except FileRefused as exc:
+            raise _refused(path, exc.reason) from exc
         except OSError as exc:
-            raise RequestError.internal_error({"path": path, "reason": str(exc)}) from exc
+            raise _refused(path, exc.strerror or str(exc)) from exc
         return WriteTextFileResponse()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -288,6 +281,11 @@ class LuminaClient:
 
     def on_connect(self, conn: Any) -> None:
         return None
+
+
+def _refused(path: str, reason: str) -> RequestError:
+    """The agent's JSON-RPC error: invalid params, the reason as its message."""
+    return RequestError(-32602, f"{reason}: {path}", {"path": path, "reason": reason})
 
 
 def _pick(options: list[PermissionOption], *kinds: str) -> str | None:

@@ -20,6 +20,7 @@ from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementatio
 
 from lumina_app.agents.acp.client import LuminaClient
 from lumina_app.agents.acp.config import AcpConfig
+from lumina_app.agents.acp.files import FileRefused, open_log
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class AgentProcess:
     conn: Any  # acp.ClientSideConnection
     client: LuminaClient
     stderr_path: Path
+    stderr_fd: int = -1  # kept open: the tail is read from it, never through the path
     capabilities: Any = None  # acp.schema.AgentCapabilities
     agent_info: str = ""
     session_id: str | None = None
@@ -68,15 +70,16 @@ class AgentProcess:
         return bool(caps and caps.close is not None)
 
     def stderr_tail(self) -> str:
-        """The end of what the agent wrote to stderr (for a failed run's message)."""
+        """The end of what the agent wrote to stderr (for a failed run's message), read
+        from the descriptor Lumina opened (a regular file), whatever the path holds now."""
+        if self.stderr_fd < 0:
+            return ""
         try:
-            with self.stderr_path.open("rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - _STDERR_TAIL))
-                return fh.read().decode("utf-8", "replace").strip()
+            size = os.fstat(self.stderr_fd).st_size
+            data = os.pread(self.stderr_fd, _STDERR_TAIL, max(0, size - _STDERR_TAIL))
         except OSError:
             return ""
+        return data.decode("utf-8", "replace").strip()
 
     def exit_reason(self) -> str:
         code = self.process.returncode
@@ -111,6 +114,9 @@ class AgentProcess:
             log.warning("agent process %d ignored SIGTERM; killing its group", self.pid)
         _signal_group(self.pid, signal.SIGKILL)  # whatever of the group is left, leader or not
         await self.process.wait()
+        if self.stderr_fd >= 0:
+            os.close(self.stderr_fd)
+            self.stderr_fd = -1
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -143,24 +149,28 @@ async def start_agent(
     cannot start, dies, or does not answer within ``start_timeout``."""
     _make_folders(stderr_path.parent, folder)
     began = time.monotonic()
-    with stderr_path.open("ab") as stderr:
-        try:
-            process = await asyncio.create_subprocess_exec(
-                config.command,
-                *config.args,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=stderr,
-                env=agent_environment(config),
-                cwd=str(folder),
-                start_new_session=True,  # its own process group, ended as one
-                limit=STDIO_LIMIT,
-            )
-        except OSError as exc:
-            raise AgentStartError(f"cannot start {config.command!r}: {exc}") from exc
+    try:
+        stderr = open_log(stderr_path)  # a regular file: a FIFO left there would block
+    except (FileRefused, OSError) as exc:
+        raise AgentStartError(f"cannot open the agent's log {stderr_path}: {exc}") from exc
+    try:
+        process = await asyncio.create_subprocess_exec(
+            config.command,
+            *config.args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            env=agent_environment(config),
+            cwd=str(folder),
+            start_new_session=True,  # its own process group, ended as one
+            limit=STDIO_LIMIT,
+        )
+    except OSError as exc:
+        os.close(stderr)
+        raise AgentStartError(f"cannot start {config.command!r}: {exc}") from exc
     assert process.stdin is not None and process.stdout is not None
     conn = acp.connect_to_agent(client, process.stdin, process.stdout, use_unstable_protocol=True)
-    agent = AgentProcess(process, conn, client, stderr_path)
+    agent = AgentProcess(process, conn, client, stderr_path, stderr)
     try:
         async with asyncio.timeout(start_timeout):
             reply = await conn.initialize(

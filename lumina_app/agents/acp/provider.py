@@ -88,6 +88,7 @@ class AcpProvider:
     pool: AcpPool
     agent: AgentDefinition
     conversation_uuid: str
+    owner: str = ""
     name: str = "acp"
     model: str = ""
     opened: Opened | None = None
@@ -100,7 +101,8 @@ class AcpProvider:
 
     async def prepare(self, scenario: Scenario) -> tuple[Scenario, dict[str, Any]]:
         """Take the session; the scenario that really applies and what the run record
-        keeps of it. A start failure is kept for ``stream`` to fail the run with."""
+        keeps of it. A start failure is kept for ``stream`` to fail the run with; the
+        owner at their share of the pool is refused (AcpShareFull, 429) before the turn."""
         assert self.agent.acp is not None and self.agent.folder is not None
         try:
             self.opened = await self.pool.open(
@@ -108,6 +110,7 @@ class AcpProvider:
                 self.agent.folder,
                 self.agent.acp,
                 self.conversation_uuid,
+                owner=self.owner,
                 has_history=scenario is not Scenario.NEW,
             )
         except (AgentStartError, PoolFull, OSError) as exc:
@@ -204,12 +207,17 @@ class AcpProvider:
             self.pool.release(session, healthy=healthy and process.alive)
 
     async def _cancel(self, session: Any, prompt: asyncio.Future) -> bool:
-        """A stop: ``session/cancel``, and the turn's end awaited briefly. An agent that
-        does not end it is not trusted with the next prompt (its process is ended)."""
+        """A stop: ``session/cancel``, every permission request still waiting answered
+        ``cancelled`` (as ACP asks of a client), and the turn's end awaited briefly. An
+        agent that does not end it is not trusted with the next prompt (its process is
+        ended)."""
         if prompt.done():
             return True
+        client = session.process.client
         with contextlib.suppress(ConnectionError, OSError, acp.RequestError):
             await session.process.conn.cancel(session_id=session.session_id)
+        for request in list(client.pending.values()):
+            client.answer(request.request_id, None)
         try:
             async with asyncio.timeout(_CANCEL_GRACE):
                 await asyncio.wait({prompt})
