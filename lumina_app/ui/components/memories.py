@@ -1,5 +1,6 @@
 """The Memory page (/memories): what agents know about you across conversations — search,
-add, correct, pin, forget one or everything, and where each came from."""
+add, correct, pin, forget one or everything, where each came from, and what a fact that
+changed used to be (its history, #42)."""
 
 from __future__ import annotations
 
@@ -43,12 +44,25 @@ def add_form() -> rx.Component:
 
 def edit_form(row: dict) -> rx.Component:
     return rx.form(
-        rx.hstack(
-            rx.input(name="text", default_value=row["text"], flex="1", max_length=500,
+        rx.flex(
+            rx.input(name="text", default_value=row["text"], flex="1 1 14em", max_length=500,
                      required=True, custom_attrs=_testid("memory-edit-text")),
-            rx.button("Save", type="submit", size="1", custom_attrs=_testid("memory-save")),
-            rx.button("Cancel", type="button", size="1", variant="soft", color_scheme="gray",
-                      on_click=MemoriesState.cancel),
+            rx.hstack(
+                rx.el.label(
+                    rx.el.input(type="checkbox", name="supersede",
+                                custom_attrs=_testid("memory-edit-supersede")),
+                    rx.text("it changed: keep the old as history", size="1", as_="span"),
+                    style={"display": "flex", "gap": "0.3em", "alignItems": "center"},
+                ),
+                rx.button("Save", type="submit", size="1",
+                          custom_attrs=_testid("memory-save")),
+                rx.button("Cancel", type="button", size="1", variant="soft",
+                          color_scheme="gray", on_click=MemoriesState.cancel),
+                align="center",
+            ),
+            wrap="wrap",
+            gap="2",
+            align="center",
             width="100%",
         ),
         on_submit=MemoriesState.save,
@@ -80,6 +94,33 @@ def _actions(row: dict) -> rx.Component:
     )  # fmt: skip
 
 
+def _version(version: dict) -> rx.Component:
+    return rx.box(
+        rx.text(version["text"], size="1", color="var(--gray-11)"),
+        rx.text("from " + version["since"] + " until " + version["until"], size="1",
+                color="gray"),
+        custom_attrs=_testid("memory-version"),
+    )  # fmt: skip
+
+
+def _history(row: dict) -> rx.Component:
+    """The versions a memory replaced, folded away under a small "history" line."""
+    return rx.cond(
+        row["history"].length() > 0,
+        rx.el.details(
+            rx.el.summary(
+                rx.text("history: ", row["history"].length(), " earlier", as_="span",
+                        size="1", color="gray"),
+                cursor="pointer",
+                custom_attrs=_testid("memory-history-toggle"),
+            ),
+            rx.vstack(rx.foreach(row["history"], _version), spacing="1",
+                      padding_left="1em", border_left="2px solid var(--gray-a5)"),
+            custom_attrs=_testid("memory-history"),
+        ),
+    )  # fmt: skip
+
+
 def memory_item(row: dict) -> rx.Component:
     return rx.box(
         rx.cond(
@@ -100,7 +141,9 @@ def memory_item(row: dict) -> rx.Component:
                     color="gray"),
             spacing="2",
             align="center",
+            wrap="wrap",
         ),
+        _history(row),
         padding="0.6em 0",
         border_bottom="1px solid var(--gray-a4)",
         width="100%",

@@ -1,7 +1,12 @@
 """The Memory page: what the agents know about the person signed in, to search, correct,
-pin and delete (through ``MemoryService``, the same path as /api/v1/memories)."""
+pin and delete (through ``MemoryService``, the same path as /api/v1/memories); each current
+memory with the earlier versions it replaced (#42)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TypedDict
 
 import reflex as rx
 
@@ -14,7 +19,31 @@ from lumina_app.ui.state.base import AppState
 DEFAULT_AGENT = "assistant"
 
 
-def memory_row(memory: Memory) -> dict[str, str]:
+class VersionView(TypedDict):
+    """An earlier version of a memory: its text and when it held (dates, UTC)."""
+
+    id: str
+    text: str
+    since: str
+    until: str
+
+
+class MemoryView(TypedDict):
+    id: str
+    text: str
+    agent: str
+    pinned: str  # "1" or ""
+    source: str
+    seq: str
+    updated: str
+    history: list[VersionView]  # the versions it replaced, newest first
+
+
+def _day(when: datetime | None) -> str:
+    return when.date().isoformat() if when else ""
+
+
+def memory_row(memory: Memory, earlier: Sequence[Memory] = ()) -> MemoryView:
     """A memory as the page shows it (strings only: Reflex vars)."""
     source = chat_url(memory.agent_id, memory.conversation_uuid) if memory.conversation_uuid else ""
     return {
@@ -25,11 +54,20 @@ def memory_row(memory: Memory) -> dict[str, str]:
         "source": source,
         "seq": str(memory.seq or ""),
         "updated": iso_ms(memory.updated_at),
+        "history": [
+            {
+                "id": str(m.id),
+                "text": m.text,
+                "since": _day(m.valid_from or m.created_at),
+                "until": _day(m.valid_until),
+            }
+            for m in earlier
+        ],
     }
 
 
 class MemoriesState(AppState):
-    items: list[dict[str, str]] = []
+    items: list[MemoryView] = []
     query: str = ""
     editing: str = ""  # the id of the memory being edited
     message: str = ""
@@ -41,8 +79,10 @@ class MemoriesState(AppState):
         await self._refresh()
 
     async def _refresh(self) -> None:
-        found = await self._services().memories.list(self._caller(), query=self.query or None)
-        self.items = [memory_row(m) for m in found]
+        memories = self._services().memories
+        found = await memories.list(self._caller(), query=self.query or None)
+        earlier = await memories.earlier(self._caller(), found)
+        self.items = [memory_row(m, earlier[m.id]) for m in found]
 
     @rx.event
     async def search(self, form: dict) -> None:
@@ -73,10 +113,16 @@ class MemoriesState(AppState):
     @rx.event
     async def save(self, form: dict) -> None:
         memory_id, text = self.editing, str(form.get("text", ""))
+        changed = bool(form.get("supersede"))  # a newer fact, not a correction
 
         async def change() -> None:
-            await self._services().memories.edit(self._caller(), memory_id, text=text)
-            self.editing, self.message = "", "Memory corrected."
+            await self._services().memories.edit(
+                self._caller(), memory_id, text=text, supersede=changed
+            )
+            self.editing = ""
+            self.message = (
+                "Updated: the old fact is kept as history." if changed else ("Memory corrected.")
+            )
 
         await self._act(change)
 
