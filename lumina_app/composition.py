@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from lumina_app.agents.acp.cleanup import AcpCleanup
 from lumina_app.agents.agent_embedders import AgentEmbedders
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.memory_extractor import MemoryExtractor
@@ -48,6 +47,7 @@ from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.health import HealthService
+from lumina_app.services.input_caps import InputCaps
 from lumina_app.services.live import LiveHub
 from lumina_app.services.memories import MemoryService
 from lumina_app.services.openai_conversations import OpenAIConversations
@@ -88,6 +88,7 @@ from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.idempotency import IdempotencyStore
 from lumina_app.storage.sql.prompts import PromptStore
+from lumina_app.storage.sql.quotas import OwnerQuotas
 from lumina_app.storage.sql.runs import RunStore
 from lumina_app.storage.sql.schema_state import alembic_config as alembic_config
 from lumina_app.storage.sql.schema_state import schema_state as schema_state
@@ -345,7 +346,12 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     # The write strategy, chosen once: inline on SQLite, one statement per phase on
     # PostgreSQL, a run_sync transaction elsewhere (storage/sql/write_paths.py).
     cold = SQLColdStore(db, write_path=write_paths.for_database(db), flush_window=flush_window)
-    memory = MemoryManager(cold, hot, window=settings.context_window)
+    quotas = OwnerQuotas(
+        db,
+        max_conversations=settings.max_conversations_per_owner,
+        max_messages_per_day=settings.max_messages_per_owner_per_day,
+    )
+    memory = MemoryManager(cold, hot, window=settings.context_window, quotas=quotas)
     reads = MemoryReads.over(cold, db, window=settings.context_window)
     registry = AgentRegistry(settings.agents_dir)
     providers = ProviderFactory(settings)
@@ -406,7 +412,6 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         memories=long_term,
     )
     chat.sessions.on_drop.append(providers.acp.forget)  # acp agents: their process too
-    memory.hooks.on_delete(AcpCleanup(providers.acp, registry).deleted)  # and their files
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
     if mirror is not None:
         mirror.attach()
@@ -424,8 +429,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         memory,
         reads.lookup,
         reads.gateway,
-        max_messages=settings.gateway_max_messages,
-        max_chars=settings.max_task_chars,
+        caps=InputCaps(settings.gateway_max_messages, settings.max_task_chars),
     )
     services = Services(
         settings=settings,
@@ -457,7 +461,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
             ),
         ),
         openai_conversations=OpenAIConversations(
-            memory, reads.lookup, agents, runs, reads.conversations, reads.gateway
+            memory, reads.lookup, agents, runs, reads.conversations, reads.gateway, gateway.caps
         ),
         db=db,
         memory=memory,

@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     api_keys: str | None = None
     max_task_chars: int = Field(32_000, ge=1)
     max_body_bytes: int = Field(256 * 1024, ge=1024)
+    # How deep a JSON body may nest ([ and {), counted as it arrives, before any parsing:
+    # deeper is a 422 (400 at the OpenAI doors), never a parser's or serializer's 500.
+    max_json_depth: int = Field(64, ge=8, le=200)
     # Messages one /v1/chat/completions request may bring (its history and the new one);
     # each of them is held to max_task_chars like the new one (docs/SECURITY.md).
     gateway_max_messages: int = Field(1000, ge=2, le=10_000)
@@ -95,12 +98,6 @@ class Settings(BaseSettings):
     acp_max_starting: int = Field(2, ge=1)  # processes starting at once
     acp_start_timeout_seconds: float = Field(30.0, gt=0)  # to initialize and open a session
     acp_permission_timeout_seconds: float = Field(120.0, gt=0)  # "ask": then rejected
-    # Fair shares: busy agent processes and waiting permission prompts per owner (unset: a
-    # quarter of acp_max_processes, at least 1; prompts: as many as processes).
-    acp_max_per_owner: int | None = Field(None, ge=1)
-    acp_max_asks_per_owner: int | None = Field(None, ge=1)
-    acp_file_timeout_seconds: float = Field(10.0, gt=0)  # one fs/* call of an agent
-    acp_max_file_bytes: int = Field(4 * 1024 * 1024, ge=1)  # one fs/* read or write
     # Built-ins whose cost depends on their input (the calculator) run in worker processes
     # (per server process), killed after tool_cpu_seconds or the agent's toolTimeoutSeconds.
     tool_workers: int = Field(2, ge=1, le=64)
@@ -135,6 +132,13 @@ class Settings(BaseSettings):
 
     # -- idempotency keys ---------------------------------------------------------------
     idempotency_lease_seconds: float = Field(30.0, gt=0)
+
+    # -- quotas per owner (docs/SECURITY.md; 0 = no quota) --------------------------------
+    # Conversations an owner may have at once, and messages stored in an owner's
+    # conversations in any 24 hours (questions, answers, imported or added history); past
+    # either, whatever would create more is refused with a 429 naming the limit.
+    max_conversations_per_owner: int = Field(0, ge=0)
+    max_messages_per_owner_per_day: int = Field(0, ge=0)
 
     @field_validator("database_url")
     @classmethod

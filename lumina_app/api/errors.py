@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,6 +20,7 @@ from lumina_app.domain import (
     LuminaError,
     NotAuthenticated,
     NotFound,
+    QuotaExceeded,
     RequestInProgress,
     StoreUnavailable,
     TooManyAttempts,
@@ -40,8 +42,11 @@ _STATUS: list[tuple[type[LuminaError], int]] = [
     (InvalidInput, 422),
     (TooManyStreams, 429),
     (TooManyRuns, 429),
+    (QuotaExceeded, 429),
     (StoreUnavailable, 503),
 ]
+
+_RETRY_LATER = (TooManyAttempts, TooManyStreams, TooManyRuns, QuotaExceeded)  # Retry-After
 
 _HTTP_CODES = {
     400: "bad_request",
@@ -80,21 +85,44 @@ def lumina_error_response(exc: LuminaError) -> JSONResponse:
     response = error_response(status_for(exc), exc.code, str(exc), **extra)
     if isinstance(exc, NotAuthenticated):
         response.headers["WWW-Authenticate"] = "Bearer"
-    elif isinstance(exc, TooManyAttempts | TooManyStreams | TooManyRuns):
+    elif isinstance(exc, _RETRY_LATER) and exc.retry_after is not None:
         response.headers["Retry-After"] = str(exc.retry_after)
     return response
 
 
+# Pydantic names the member of a union it tried in ``loc``: ``str``, ``list[...]``,
+# ``function-after[functools.partial(<function min_length_validator at 0x7f…>, ...)]``.
+# Those are the schema's insides, not where the input was wrong: left out of messages.
+_TYPE_LABELS = frozenset(
+    {"str", "int", "float", "bool", "bytes", "none", "dict", "list", "constrained-str"}
+)
+_OBJECT_REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    parts = [
+        str(part)
+        for part in loc
+        if part != "body"
+        and not (isinstance(part, str) and (part in _TYPE_LABELS or any(c in part for c in "[(<")))
+    ]
+    return ".".join(parts) or "body"
+
+
 def describe_validation(errors: list[dict[str, Any]]) -> str:
-    parts = []
-    for err in errors[:5]:
+    parts: list[str] = []
+    for err in errors:
         if err.get("type") == "json_invalid":  # loc is ("body", <character position>)
             reason = (err.get("ctx") or {}).get("error") or err.get("msg", "")
             at = err.get("loc", ())[-1]
-            parts.append(f"body is not valid JSON (at character {at}: {reason})")
-            continue
-        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+            part = f"body is not valid JSON (at character {at}: {reason})"
+        else:
+            part = f"{_field_path(tuple(err.get('loc', ())))}: {err.get('msg', 'invalid')}"
+        part = _OBJECT_REPR.sub("…", part)
+        if part not in parts:  # one union's members often fail alike
+            parts.append(part)
+        if len(parts) == 5:
+            break
     return "; ".join(parts)
 
 

@@ -2,11 +2,14 @@
 declared Content-Length over the limit is refused at once, a streamed body is cut off as
 soon as it passes it, and a body not whole within LUMINA_BODY_READ_TIMEOUT_SECONDS of the
 request's head gets 408 (a sender dripping a byte now and then held its request, and a
-connection slot, for as long as it liked)."""
+connection slot, for as long as it liked). A JSON body nested deeper than
+LUMINA_MAX_JSON_DEPTH is refused as it arrives (422; 400 at the OpenAI doors), before any
+parser or schema recurses into it."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 
 from fastapi import HTTPException
 from fastapi.responses import JSONResponse
@@ -34,6 +37,53 @@ class _TooLarge(HTTPException):
         super().__init__(413, _too_large(limit))
 
 
+class _TooDeep(HTTPException):
+    """Invalid input found before parsing: FastAPI passes it through like ``_TooLarge``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(422, f"body is nested deeper than {limit} levels (LUMINA_MAX_JSON_DEPTH)")
+
+
+# What can change the nesting: brackets, quotes, and an escape with the byte it escapes
+# (a lone backslash ends a chunk: its byte is the next chunk's first).
+_STRUCTURE = re.compile(rb'\\.?|["\[\]{}]', re.S)
+
+
+class _Nesting:
+    """How deep a JSON body goes, counted chunk by chunk as it arrives (strings skipped),
+    without parsing it: ``feed`` raises ``_TooDeep`` past ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False  # the chunk before ended with an escape's backslash
+
+    def feed(self, chunk: bytes) -> None:
+        start = 1 if self.escaped and chunk else 0
+        self.escaped = self.escaped and not chunk
+        for match in _STRUCTURE.finditer(chunk, start):
+            token = match.group()
+            if token[0] == 0x5C:  # backslash
+                self.escaped = self.in_string and len(token) == 1
+            elif token == b'"':
+                self.in_string = not self.in_string
+            elif self.in_string:
+                continue
+            elif token in (b"[", b"{"):
+                self.depth += 1
+                if self.depth > self.limit:
+                    raise _TooDeep(self.limit)
+            else:
+                self.depth -= 1
+
+
+def _is_json(scope: Scope) -> bool:
+    """A body FastAPI would parse as JSON: declared so, or not declared at all."""
+    declared = dict(scope["headers"]).get(b"content-type")
+    return declared is None or b"json" in declared.lower()
+
+
 class _TooSlow(HTTPException):
     """Raised into the app once the deadline has passed and the 408 is sent (or a response
     had begun): whatever the app does with it is not sent."""
@@ -44,11 +94,17 @@ class _TooSlow(HTTPException):
 
 class BodyLimitMiddleware:
     def __init__(
-        self, app: ASGIApp, *, max_bytes: int | None = None, read_timeout: float | None = None
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int | None = None,
+        read_timeout: float | None = None,
+        max_depth: int | None = None,
     ) -> None:
         self.app = app
         self._max_bytes = max_bytes
         self._read_timeout = read_timeout
+        self._max_depth = max_depth
 
     @property
     def max_bytes(self) -> int:
@@ -58,6 +114,10 @@ class BodyLimitMiddleware:
     @property
     def read_timeout(self) -> float:
         return self._read_timeout or get_settings().body_read_timeout_seconds
+
+    @property
+    def max_depth(self) -> int:
+        return self._max_depth or get_settings().max_json_depth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -79,12 +139,16 @@ class BodyLimitMiddleware:
             send,
             max_bytes=self.max_bytes if sized else None,
             read_timeout=self.read_timeout,
+            nesting=_Nesting(self.max_depth) if sized and _is_json(scope) else None,
         )
         try:
             await self.app(scope, body.receive, body.send)
         except _TooLarge:
             if not body.started:
                 await _refuse(scope, send, 413, "too_large", _too_large(self.max_bytes))
+        except _TooDeep as exc:  # raised where no FastAPI route read the body
+            if not body.started:
+                await _refuse(scope, send, 422, "invalid_input", exc.detail)
         except _TooSlow:
             pass  # answered when the deadline passed
 
@@ -103,9 +167,11 @@ class _Body:
         *,
         max_bytes: int | None,
         read_timeout: float,
+        nesting: _Nesting | None = None,
     ) -> None:
         self._scope, self._receive, self._send = scope, receive, send
         self._max_bytes, self._read_timeout = max_bytes, read_timeout
+        self._nesting = nesting
         self._deadline = asyncio.get_running_loop().time() + read_timeout
         self._received = 0
         self._whole = False
@@ -125,6 +191,8 @@ class _Body:
             self._received += len(message.get("body", b""))
             if self._max_bytes is not None and self._received > self._max_bytes:
                 raise _TooLarge(self._max_bytes)
+            if self._nesting is not None:
+                self._nesting.feed(message.get("body", b""))
             self._whole = not message.get("more_body", False)
         else:  # http.disconnect
             self._whole = True
@@ -153,6 +221,7 @@ async def _refuse(scope: Scope, send: Send, status: int, code: str, message: str
     body is never read, so the connection cannot carry another request."""
     response: JSONResponse
     if scope.get("path", "").startswith(OPENAI_PREFIX):
+        status = 400 if status == 422 else status  # invalid input, as OpenAI answers it
         response = openai_error(status, message, code)
     else:
         response = error_response(status, code, message)

@@ -77,7 +77,8 @@ def from_http(exc: StarletteHTTPException) -> JSONResponse:
     if unreadable:
         return openai_error(400, unreadable, "invalid_json")
     message = exc.detail if isinstance(exc.detail, str) else "request refused"
-    response = openai_error(exc.status_code, message, None)
+    status = 400 if exc.status_code == 422 else exc.status_code  # as from_lumina
+    response = openai_error(status, message, None)
     if exc.headers:
         response.headers.update(exc.headers)
     return response

@@ -116,6 +116,18 @@ class TooManyRuns(LuminaError):
         self.limit = limit
 
 
+class QuotaExceeded(LuminaError):
+    """An owner's quota (``setting``) would be passed: nothing was stored."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, *, setting: str, limit: int, retry_after: int | None) -> None:
+        super().__init__(f"{message}; the limit is {limit} ({setting})")
+        self.setting = setting
+        self.limit = limit
+        self.retry_after = retry_after
+
+
 class UsernameTaken(LuminaError):
     """An account with that username already exists."""
 

@@ -29,6 +29,7 @@ from lumina_app.memory.views import MemoryView, WindowStats
 from lumina_app.memory.write_hooks import WriteHooks
 from lumina_app.storage.cold_store import ColdStore, Deleted
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
+from lumina_app.storage.sql.quotas import OwnerQuotas
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +37,13 @@ log = logging.getLogger(__name__)
 class MemoryManager:
     """Conversation memory over a cold store and a hot window."""
 
-    def __init__(self, cold: ColdStore, hot: HotWindow, *, window: int) -> None:
+    def __init__(
+        self, cold: ColdStore, hot: HotWindow, *, window: int, quotas: OwnerQuotas | None = None
+    ) -> None:
         self.cold = cold
         self.hot = hot
         self.window = window
+        self.quotas = quotas  # per owner, checked here: every door creates through this class
         self.stats = WindowStats()
         self._deferred = DeferredWindow()
         self.hooks = WriteHooks()  # told after the writes below: deletes, final rows
@@ -50,6 +54,7 @@ class MemoryManager:
         self, *, agent_id: str, title: str = "", owner: str = "", temporary: bool = False
     ) -> ConversationInfo:
         check_storable_text(title, "title")
+        await self._within_quota(owner, conversations=1)
         conversation = await self.cold.create_conversation(
             agent_id=agent_id, title=title, owner=owner, temporary=temporary
         )
@@ -79,6 +84,7 @@ class MemoryManager:
         """A new conversation holding ``source`` up to ``at_seq`` (messages, and the
         summaries covering no more); its window is built on its first read."""
         check_storable_text(title, "title")
+        await self._within_quota(owner, conversations=1)
         fork = await self.cold.fork_conversation(source, at_seq, title=title, owner=owner)
         await self.hooks.finalised(fork, [])
         return fork
@@ -91,6 +97,7 @@ class MemoryManager:
         """Commit the question, a ``streaming`` answer row and the run record together;
         the question joins the window with the answer, once that is final, in one round
         trip (``deferred_window``)."""
+        await self._within_quota(conversation.owner, messages=2)
         assistant.status = MessageStatus.STREAMING
         saved_user, saved_assistant = await self.cold.append_messages(
             conversation.id, [user, assistant], status=ConversationStatus.RUNNING, run=run
@@ -105,6 +112,7 @@ class MemoryManager:
         is inserted in the same transaction, and its window starts with the question and
         the final answer."""
         check_storable_text(conversation.title, "title")
+        await self._within_quota(conversation.owner, conversations=1, messages=2)
         assistant.status = MessageStatus.STREAMING
         saved_user, saved_assistant = await self.cold.start_conversation(
             conversation, [user, assistant], status=ConversationStatus.RUNNING, run=run
@@ -119,6 +127,7 @@ class MemoryManager:
         and a ``streaming`` answer row opens after it, with the run, in one transaction.
         The window is reinstalled without the superseded rows, its mark on the row just
         before the new answer (which then extends it like any answer)."""
+        await self._within_quota(conversation.owner, messages=1)
         assistant.status = MessageStatus.STREAMING
         await self.cold.answer_again(
             conversation.id, question, assistant, status=ConversationStatus.RUNNING, run=run
@@ -134,6 +143,7 @@ class MemoryManager:
         results join the window."""
         for msg in results:
             check_storable_text(msg.content, "tool output")
+        await self._within_quota(conversation.owner, messages=len(results) + 1)
         assistant.status = MessageStatus.STREAMING
         saved = await self.cold.append_messages(
             conversation.id, [*results, assistant], status=ConversationStatus.RUNNING, run=run
@@ -215,6 +225,7 @@ class MemoryManager:
         as stored (ids, seqs)."""
         for msg in msgs:
             check_storable_text(msg.content, "message")
+        await self._within_quota(conversation.owner, messages=len(msgs))
         saved = await self.cold.append_messages(conversation.id, msgs)
         await self._window_final(conversation, saved)
         return list(saved or [])
@@ -355,6 +366,11 @@ class MemoryManager:
             self.stats.count("fallback")
         except StoreUnavailable as exc:  # the write itself is committed; the window can wait
             log.warning("hot window not rebuilt after a write: %s", exc)
+
+    async def _within_quota(self, owner: str, *, conversations: int = 0, messages: int = 0) -> None:
+        """The owner's quotas (QuotaExceeded, nothing stored), before any creating write."""
+        if self.quotas is not None:
+            await self.quotas.check(owner, conversations=conversations, messages=messages)
 
     async def _hot(self, operation: Awaitable[None]) -> None:
         """Hot-tier writes are best effort: SQL already holds the truth."""

@@ -22,6 +22,7 @@ from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.services.agents import AgentService
+from lumina_app.services.input_caps import InputCaps
 from lumina_app.services.openai_gateway import history_rows
 from lumina_app.services.responses import uuid_of
 from lumina_app.services.runs import RunService
@@ -86,6 +87,7 @@ class OpenAIConversations:
         runs: RunService,
         reads: ConversationReads,
         gateway: GatewayHistory,
+        caps: InputCaps | None = None,
     ) -> None:
         self.memory = memory
         self.lookup = lookup
@@ -93,6 +95,7 @@ class OpenAIConversations:
         self.runs = runs
         self.reads = reads
         self.gateway = gateway
+        self.caps = caps or InputCaps()  # the gateway's: one set of caps for every door
 
     def _default_agent(self) -> str:
         available = [view.id for view in self.agents.list() if view.available]
@@ -103,6 +106,7 @@ class OpenAIConversations:
     async def create(
         self, principal: Principal, *, metadata: dict[str, str], items: list[Line]
     ) -> tuple[ConversationView, list[Msg]]:
+        self.caps.check(items, field="items")
         agent = self.agents.definition(metadata.get(AGENT_KEY) or self._default_agent())
         temporary = _temporary(metadata, default=False)
         first = next((line.text for line in items if line.role == "user"), "")
@@ -165,6 +169,7 @@ class OpenAIConversations:
         return ItemPage(page, len(rows) > limit)
 
     async def add(self, principal: Principal, conversation: str, items: list[Line]) -> list[Msg]:
+        self.caps.check(items, field="items")
         found = await self.lookup.find_visible(principal, uuid_of(conversation))
         # Never slip rows in beside a running turn: its answer's seq is already taken.
         running = await self.runs.running_in(principal, found.uuid)

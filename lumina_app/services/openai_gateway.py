@@ -23,7 +23,6 @@ from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.domain import (
     ConversationBusy,
     ConversationInfo,
-    InputTooLarge,
     InvalidInput,
     Msg,
     Principal,
@@ -36,6 +35,7 @@ from lumina_app.memory import MemoryManager
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.services.agents import AgentService, AgentView
+from lumina_app.services.input_caps import InputCaps
 from lumina_app.services.runs import RunService
 
 MATCH_CANDIDATES = 20  # conversations that opened alike, newest first, compared per request
@@ -90,16 +90,14 @@ class OpenAIGateway:
         lookup: ConversationLookup,
         history: GatewayHistory,
         *,
-        max_messages: int = 1000,
-        max_chars: int = 32_000,
+        caps: InputCaps | None = None,
     ) -> None:
         self.agents = agents
         self.runs = runs
         self.memory = memory
         self.lookup = lookup
         self.history = history
-        self.max_messages = max_messages
-        self.max_chars = max_chars
+        self.caps = caps or InputCaps()  # shared with the Responses and Conversations doors
 
     def models(self) -> list[tuple[AgentView, int]]:
         """The agents a client may name as ``model`` (the available ones), each with when
@@ -116,7 +114,7 @@ class OpenAIGateway:
     async def start(self, principal: Principal, turn: ChatTurn) -> GatewayRun:
         """Find or make the conversation, store what it lacks, start the run."""
         agent = self.agents.definition(turn.agent_id)
-        self._check_sizes(turn.messages)
+        self.caps.check(turn.messages)
         system, dialogue = _split(turn.messages)
         if system is not None:
             check_storable_text(system, "system message")
@@ -173,7 +171,7 @@ class OpenAIGateway:
         the session key's, else the one it continues, with what it lacks stored; else a
         new one holding it."""
         agent = self.agents.definition(agent_id)
-        self._check_sizes(lines)
+        self.caps.check(lines, field="input")
         dialogue = [line for line in lines if line.role != "system"]
         key = session_hash(session_key) if session_key else None
         if key is not None:
@@ -190,23 +188,6 @@ class OpenAIGateway:
                 conversation, opening=None, meta={**meta, "sessionKey": key}
             )
         return conversation
-
-    def _check_sizes(self, messages: list[Line]) -> None:
-        """Every message is held to what the new one is: at most ``max_chars`` characters,
-        a question never empty; and a request brings at most ``max_messages`` of them (each
-        earlier one may become a stored row and is compared when matching)."""
-        if len(messages) > self.max_messages:
-            raise InputTooLarge(
-                f"messages: {len(messages)} messages; the limit is {self.max_messages}"
-            )
-        for index, line in enumerate(messages):
-            if len(line.text) > self.max_chars:
-                raise InputTooLarge(
-                    f"messages[{index}] is {len(line.text)} characters; "
-                    f"the limit is {self.max_chars}"
-                )
-            if line.role == "user" and not line.text.strip():
-                raise InvalidInput(f"messages[{index}]: a user message must have text")
 
     async def _keyed(
         self, principal: Principal, agent_id: str, key: str, earlier: list[Line]
@@ -291,6 +272,8 @@ def history_rows(lines: list[Line]) -> list[Msg]:
         if line.role == "user":
             turn = new_turn_id()
             rows.append(Msg.user(line.text, turn_id=turn, meta=dict(meta)))
+        elif line.role == "system":  # a system or developer item: a system line, kept as one
+            rows.append(Msg.system(line.text, turn_id=turn, meta=dict(meta)))
         else:
             rows.append(Msg.assistant(line.text, turn_id=turn, meta=dict(meta)))
     return rows

@@ -214,12 +214,19 @@ class ResponsesService:
     async def start(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
         """Find the conversation, store the input's earlier items, start the run (the
         client's function tools offered to the model)."""
+        self._check_input(turn)
         previous = turn.previous_response_id
         meta = {"previousResponseId": previous} if previous else None
         if turn.image_count:
             self._check_images(turn)
         with client_tools.offered(turn.tools, meta, turn.images):
             return await self._start(principal, turn)
+
+    def _check_input(self, turn: ResponseTurn) -> None:
+        """The gateway's caps, whichever way the conversation is found, before anything is
+        stored: the messages and the tool outputs, counted and sized alike."""
+        outputs = [Line("tool", text) for _call, text in turn.outputs]
+        self.gateway.caps.check([*turn.lines, *outputs], field="input")
 
     def _check_images(self, turn: ResponseTurn) -> None:
         """Images only for an agent whose model takes them (a 400 naming why), within the
@@ -260,6 +267,7 @@ class ResponsesService:
         """``POST /v1/responses/compact``: the conversation the input is (found or made,
         with what it lacks stored), as a compaction handle; a later input carrying it goes
         on with that conversation without resending what came before."""
+        self._check_input(turn)
         named = await self._named(principal, turn)
         if named is None:
             found = await self.gateway.locate(

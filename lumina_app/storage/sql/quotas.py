@@ -1,0 +1,65 @@
+"""Quotas per owner (0 = off), counted in SQL before a conversation or message is stored:
+the conversations an owner has, and the messages stored in its conversations in the last
+24 hours. Checked, then written: requests racing each other may pass a quota by the few
+that were in flight together."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import sqlalchemy as sa
+
+from lumina_app.domain import QuotaExceeded, utcnow
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.models import conversations as C
+from lumina_app.storage.sql.models import messages as M
+
+DAY = timedelta(hours=24)
+
+
+class OwnerQuotas:
+    def __init__(
+        self, db: SQLDatabase, *, max_conversations: int = 0, max_messages_per_day: int = 0
+    ) -> None:
+        self.db = db
+        self.max_conversations = max_conversations
+        self.max_messages_per_day = max_messages_per_day
+
+    async def check(self, owner: str, *, conversations: int = 0, messages: int = 0) -> None:
+        """QuotaExceeded (a 429 naming the limit) if storing this much more would pass one."""
+        if conversations and self.max_conversations:
+            await self._conversations(owner, conversations)
+        if messages and self.max_messages_per_day:
+            await self._messages(owner, messages)
+
+    async def _conversations(self, owner: str, more: int) -> None:
+        query = sa.select(sa.func.count()).select_from(C).where(C.c.owner == owner)
+        async with self.db.connect() as conn:
+            have = (await conn.execute(query)).scalar_one()
+        if have + more > self.max_conversations:
+            raise QuotaExceeded(
+                f"this owner has {have} conversations; delete some to start another",
+                setting="LUMINA_MAX_CONVERSATIONS_PER_OWNER",
+                limit=self.max_conversations,
+                retry_after=None,
+            )
+
+    async def _messages(self, owner: str, more: int) -> None:
+        now = utcnow()
+        query = (
+            sa.select(sa.func.count(), sa.func.min(M.c.created_at))
+            .select_from(M.join(C, C.c.id == M.c.conversation_id))
+            .where(C.c.owner == owner, M.c.created_at >= now - DAY)
+        )
+        async with self.db.connect() as conn:
+            have, oldest = (await conn.execute(query)).one()
+        if have + more > self.max_messages_per_day:
+            # Room comes back as the oldest of the day's messages turns a day old.
+            wait = (oldest + DAY - now) if oldest is not None else DAY
+            raise QuotaExceeded(
+                f"{have} messages were stored in this owner's conversations in the last "
+                f"24 hours, and this request brings {more}",
+                setting="LUMINA_MAX_MESSAGES_PER_OWNER_PER_DAY",
+                limit=self.max_messages_per_day,
+                retry_after=max(1, int(wait.total_seconds()) + 1),
+            )
