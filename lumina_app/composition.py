@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from lumina_app.agents.acp.cleanup import AcpCleanup
 from lumina_app.agents.agent_embedders import AgentEmbedders
 from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.memory_extractor import MemoryExtractor
@@ -412,6 +413,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         memories=long_term,
     )
     chat.sessions.on_drop.append(providers.acp.forget)  # acp agents: their process too
+    memory.hooks.on_delete(AcpCleanup(providers.acp, registry).deleted)  # and their files
     mirror = ArchiveMirror(archive) if settings.archive_mirror else None
     if mirror is not None:
         mirror.attach()

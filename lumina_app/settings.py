@@ -98,6 +98,12 @@ class Settings(BaseSettings):
     acp_max_starting: int = Field(2, ge=1)  # processes starting at once
     acp_start_timeout_seconds: float = Field(30.0, gt=0)  # to initialize and open a session
     acp_permission_timeout_seconds: float = Field(120.0, gt=0)  # "ask": then rejected
+    # Fair shares: busy agent processes and waiting permission prompts per owner (unset: a
+    # quarter of acp_max_processes, at least 1; prompts: as many as processes).
+    acp_max_per_owner: int | None = Field(None, ge=1)
+    acp_max_asks_per_owner: int | None = Field(None, ge=1)
+    acp_file_timeout_seconds: float = Field(10.0, gt=0)  # one fs/* call of an agent
+    acp_max_file_bytes: int = Field(4 * 1024 * 1024, ge=1)  # one fs/* read or write
     # Built-ins whose cost depends on their input (the calculator) run in worker processes
     # (per server process), killed after tool_cpu_seconds or the agent's toolTimeoutSeconds.
     tool_workers: int = Field(2, ge=1, le=64)
