@@ -240,16 +240,19 @@ def migrate() -> None:
 
 @app.command()
 def sweep() -> None:
-    """Close runs a crashed process left running (answers become 'interrupted').
+    """Close runs a crashed process left running (answers become 'interrupted'), and
+    delete idempotency records past LUMINA_IDEMPOTENCY_TTL_SECONDS.
 
     Run it only while no server uses this database: it would cut its live runs.
     """
 
-    async def work(services: Services) -> int:
-        return await services.chat.recover(min_age=0)  # the operator says: none are live
+    async def work(services: Services) -> tuple[int, int]:
+        closed = await services.chat.recover(min_age=0)  # the operator says: none are live
+        return closed, await services.idempotency.sweep()
 
-    closed = _run(work)
+    closed, swept = _run(work)
     out.print(f"Closed {closed} answer(s) left streaming")
+    out.print(f"Deleted {swept} expired idempotency record(s)")
 
 
 @app.command()

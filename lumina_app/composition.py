@@ -143,6 +143,7 @@ class Services:
             asyncio.create_task(self.chat.locks.listen_for_stops(self.chat.on_stop_request)),
             asyncio.create_task(self._sweep_orphans_forever()),
             asyncio.create_task(self._checkpoint_forever()),
+            asyncio.create_task(self._sweep_idempotency_forever()),
         ]
         if self.embeddings is not None:
             self._tasks.append(asyncio.create_task(self.embeddings.run_forever()))
@@ -159,6 +160,15 @@ class Services:
                 await self.db.checkpoint()
             except StoreUnavailable as exc:
                 log.warning("SQLite checkpoint skipped: %s", exc)
+
+    async def _sweep_idempotency_forever(self, every: float = 3600.0) -> None:
+        """Idempotency records past their time go (owners who come back sweep their own)."""
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.idempotency.sweep()
+            except StoreUnavailable as exc:
+                log.warning("idempotency sweep skipped: %s", exc)
 
     async def _sweep_orphans_forever(self) -> None:
         if not self.chat.locks.shared:
@@ -353,6 +363,8 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         max_messages_per_day=settings.max_messages_per_owner_per_day,
     )
     memory = MemoryManager(cold, hot, window=settings.context_window, quotas=quotas)
+    idempotency = IdempotencyStore(db, ttl=settings.idempotency_ttl_seconds)
+    memory.hooks.on_delete(idempotency.conversation_deleted)  # what is deleted is not replayed
     reads = MemoryReads.over(cold, db, window=settings.context_window)
     registry = AgentRegistry(settings.agents_dir)
     providers = ProviderFactory(settings)
@@ -447,7 +459,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         accounts=accounts,
         users=users,
         archive=archive,
-        idempotency=IdempotencyStore(db),
+        idempotency=idempotency,
         gateway=gateway,
         responses=ResponsesService(
             gateway,

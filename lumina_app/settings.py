@@ -138,6 +138,9 @@ class Settings(BaseSettings):
 
     # -- idempotency keys ---------------------------------------------------------------
     idempotency_lease_seconds: float = Field(30.0, gt=0)
+    # A recorded response is replayed for this long after its request, then forgotten
+    # (swept by the server as the owner sends keys, and by ``python -m lumina_app sweep``).
+    idempotency_ttl_seconds: int = Field(24 * 3600, ge=60)
 
     # -- quotas per owner (docs/SECURITY.md; 0 = no quota) --------------------------------
     # Conversations an owner may have at once, and messages stored in an owner's

@@ -1,5 +1,9 @@
 """``Idempotency-Key`` on the POSTs that create: a retry with the same key and request gets
-the first response and creates nothing; the same key with another request is a 422."""
+the first response and creates nothing; the same key with another request is a 422.
+
+What is deleted is gone: a record is replayed for LUMINA_IDEMPOTENCY_TTL_SECONDS (24 h)
+at most, and is deleted with the response, run or conversation it names; a retry after
+that finds no record and is a new request (docs/SECURITY.md)."""
 
 from __future__ import annotations
 
@@ -108,4 +112,8 @@ async def idempotent_run(
         return {"runId": run_id}
 
     accepted = await idempotent(services, owner, key, scope, request, action)
+    if not started and await services.runs.records.get_run(accepted["runId"], owner=owner) is None:
+        # The run was deleted (with its conversation) since: its key is free again.
+        await services.idempotency.run_deleted(owner, accepted["runId"])
+        accepted = await idempotent(services, owner, key, scope, request, action)
     return accepted["runId"], not started

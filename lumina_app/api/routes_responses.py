@@ -39,6 +39,7 @@ from lumina_app.services.responses import (
     ResponseView,
     compacted_conversation,
     response_id,
+    run_id_of,
 )
 
 router = openai_router()
@@ -138,7 +139,8 @@ async def _opened(
 
     async def start() -> dict[str, Any]:
         first.append(await services.responses.start(caller, turn))
-        return {"id": response_id(first[0].run.run_id)}
+        # The conversation too: deleting it deletes this record (storage/sql/idempotency.py).
+        return {"id": response_id(first[0].run.run_id), "conversation": first[0].conversation_uuid}
 
     accepted = await idempotent(
         services, caller.owner, idempotency_key, "response-stream", fingerprint, start
@@ -271,8 +273,10 @@ async def delete_response(
     response_id: ResponseId, services: ServicesDep, caller: Caller
 ) -> dict[str, Any]:
     """Forget a stored response; the messages it wrote stay in its conversation (delete
-    the conversation to remove them). A running one is a 409: cancel it first."""
+    the conversation to remove them). A running one is a 409: cancel it first. An
+    ``Idempotency-Key`` that made it is free again: a retry is a new request."""
     await services.responses.delete(caller, response_id)
+    await services.idempotency.run_deleted(caller.owner, run_id_of(response_id))
     return {"id": response_id, "object": "response", "deleted": True}
 
 

@@ -1,6 +1,8 @@
 """Idempotency keys in SQL: claim a key, keep the claim alive while the request runs, then
 record the response it got. A claim whose holder stopped keeping it alive for longer than a
-lease (its process died) may be taken over by a retry."""
+lease (its process died) may be taken over by a retry. A record lives ``ttl`` seconds from
+its request: older, it is never replayed and is swept; and it goes as soon as what its
+response names (a run, a conversation) is deleted (``forget``)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from lumina_app.domain import utcnow
+from lumina_app.domain import ConversationInfo, utcnow
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import idempotency as I
 
@@ -32,12 +34,18 @@ class Claim:
     token: str
 
 
+_FORGET_BATCH = 50  # references per statement
+
+
 class IdempotencyStore:
-    def __init__(self, db: SQLDatabase) -> None:
+    def __init__(self, db: SQLDatabase, *, ttl: float = 24 * 3600) -> None:
         self.db = db
+        self.ttl = timedelta(seconds=ttl)
 
     async def get(self, owner: str, key: str) -> IdempotencyRecord | None:
-        query = sa.select(I.c.fingerprint, I.c.response).where(I.c.owner == owner, I.c.key == key)
+        query = sa.select(I.c.fingerprint, I.c.response).where(
+            I.c.owner == owner, I.c.key == key, I.c.created_at >= utcnow() - self.ttl
+        )
         async with self.db.connect() as conn:
             row = (await conn.execute(query)).first()
         return IdempotencyRecord(row.fingerprint, row.response) if row else None
@@ -48,6 +56,11 @@ class IdempotencyStore:
         claim, now = Claim(owner, key, secrets.token_hex(16)), utcnow()
         try:
             async with self.db.begin() as conn:
+                # The owner's expired records go first: this key's, if it is one of them,
+                # is then free for this request as if never used.
+                await conn.execute(
+                    sa.delete(I).where(I.c.owner == owner, I.c.created_at < now - self.ttl)
+                )
                 await conn.execute(
                     sa.insert(I).values(
                         owner=owner,
@@ -90,6 +103,35 @@ class IdempotencyStore:
         """The request failed: free the key so a retry can try again."""
         async with self.db.begin() as conn:
             await conn.execute(sa.delete(I).where(*_holds(claim)))
+
+    async def forget(self, refs: list[str], *, owner: str | None = None) -> int:
+        """Delete the records whose response names any of ``refs`` (a run's or a
+        conversation's id), the owner's only if given: a retry finds nothing to replay."""
+        gone = 0
+        text = sa.cast(I.c.response, sa.Text)
+        for start in range(0, len(refs), _FORGET_BATCH):
+            batch = refs[start : start + _FORGET_BATCH]
+            named = sa.or_(*(text.contains(ref, autoescape=True) for ref in batch))
+            query = sa.delete(I).where(named)
+            if owner is not None:
+                query = query.where(I.c.owner == owner)
+            async with self.db.begin() as conn:
+                gone += (await conn.execute(query)).rowcount
+        return gone
+
+    async def conversation_deleted(self, conversation: ConversationInfo) -> None:
+        """A delete hook: the records naming the conversation go with it."""
+        await self.forget([conversation.uuid], owner=conversation.owner)
+
+    async def run_deleted(self, owner: str, run_id: str) -> None:
+        """The records naming the run (``run-<hex>``, or its response ``resp_<hex>``)."""
+        await self.forget([run_id.removeprefix("run-")], owner=owner)
+
+    async def sweep(self) -> int:
+        """Delete every record past its ``ttl``; how many went."""
+        async with self.db.begin() as conn:
+            swept = await conn.execute(sa.delete(I).where(I.c.created_at < utcnow() - self.ttl))
+        return swept.rowcount
 
 
 def _holds(claim: Claim) -> tuple[sa.ColumnElement[bool], ...]:
