@@ -96,8 +96,9 @@ async def recall_earlier(
     agent_id: str = "",
 ) -> Recollection:
     """The best earlier messages for ``query`` outside the window (and, with scope
-    ``all``, in ``owner``'s other conversations with ``agent_id``), fitting
-    ``config.tokens``. A long message is searched by its first MAX_RECALL_CHARS."""
+    ``all``, in ``owner``'s other conversations with ``agent_id``; never for a temporary
+    conversation), fitting ``config.tokens``. A long message is searched by its first
+    MAX_RECALL_CHARS."""
     query = query[:MAX_RECALL_CHARS]
     if not text.words(query):
         return Recollection()
@@ -107,7 +108,7 @@ async def recall_earlier(
             conversation.id, query, limit=config.limit, exclude_seqs=in_window
         )
         candidates += [(hit, None) for hit in found]
-    if config.scope == "all" and owner:
+    if config.scope == "all" and owner and not conversation.temporary:  # it reads no memory
         across = await retriever.across(owner, query, agent_id=agent_id, limit=ACROSS_DEPTH)
         others = [
             (hit, Elsewhere(hit, hit.message_id, hit.conversation_pk, uuid, title, hit.score))

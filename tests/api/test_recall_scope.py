@@ -105,8 +105,8 @@ def _tool_caller():
 # -- helpers ------------------------------------------------------------------------------
 
 
-def conversation(api: httpx.Client, agent: str, title: str, headers: dict) -> str:
-    resp = api.post("/api/v1/conversations", json={"agentId": agent, "title": title},
+def conversation(api: httpx.Client, agent: str, title: str, headers: dict, **extra) -> str:
+    resp = api.post("/api/v1/conversations", json={"agentId": agent, "title": title, **extra},
                     headers=headers)  # fmt: skip
     assert resp.status_code == 201, resp.text
     return resp.json()["uuid"]
@@ -203,6 +203,9 @@ def test_the_tool_with_scope_all_finds_the_owners_other_conversations(api: httpx
     wrong, _ = tool_result(api, "recaller", {"query": "heater", "scope": "everything"},
                            current, ALICE)  # fmt: skip
     assert "scope" in wrong and "'all'" in wrong, wrong
+    private = conversation(api, "recaller", "Off the record", ALICE, temporary=True)
+    kept_apart, _ = tool_result(api, "recaller", ask, private, ALICE)
+    assert "temporary conversation" in kept_apart and "twelve" not in kept_apart, kept_apart
 
 
 def test_someone_elses_conversations_never_appear_in_any_scope(api: httpx.Client) -> None:
@@ -263,6 +266,11 @@ def test_auto_recall_scope_all_brings_in_another_conversation_named(api: httpx.C
                         headers=ALICE)  # fmt: skip
     assert renamed.status_code == 200, renamed.text
     assert context(api, run["runId"], ALICE) == sent  # recorded: rendered the same again
+
+    private = conversation(api, "rememberer", "Off the record", ALICE, temporary=True)
+    run = say(api, "rememberer", "When does the first sprint of the billing rewrite end?",
+              private, ALICE)  # fmt: skip
+    assert context(api, run["runId"], ALICE)["recalled"] == []  # a temporary one reads none
 
 
 def test_the_recorded_context_is_what_the_model_received(api: httpx.Client, fake: FakeLLM) -> None:

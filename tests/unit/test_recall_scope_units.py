@@ -1,7 +1,8 @@
 """Auto-recall over other conversations, without servers: the system message names each
 other conversation on its lines and reads back the same (what the demo model parses), a
 long message is searched by its first 2,000 characters, the current conversation is never
-drawn on twice, and the budget counts the second heading."""
+drawn on twice, a temporary one never draws on others, and the budget counts the second
+heading."""
 
 from __future__ import annotations
 
@@ -95,6 +96,9 @@ async def test_scope_conversation_never_looks_elsewhere_and_a_new_conversation_c
     found = await recall_earlier(stand_in, fresh, "budget?", wide, in_window=(),
                                  owner="ada", agent_id="a")  # fmt: skip
     assert [e.message_id for e in found.elsewhere] == [9] and not found.here
+    temporary = ConversationInfo.new(agent_id="a", title="Private", temporary=True)
+    assert not await recall_earlier(stand_in, temporary, "budget?", wide, in_window=(),
+                                    owner="ada", agent_id="a")  # fmt: skip
     tight = AutoRecallConfig(limit=5, tokens=12, scope="all")  # no room for heading + line
     assert not await recall_earlier(stand_in, fresh, "budget?", tight, in_window=(),
                                     owner="ada", agent_id="a")  # fmt: skip
@@ -109,3 +113,18 @@ def test_the_scope_is_checked() -> None:
     for bad in ("everywhere", "", None, ["all"], 1):
         problem = parsed({"scope": bad})
         assert isinstance(problem, str) and "'memory.autoRecall.scope' must be" in problem, bad
+
+
+def test_the_context_view_names_where_recalled_messages_came_from() -> None:
+    from lumina_app.services.runs import RecalledFrom
+    from lumina_app.ui.view_models.context_rows import recalled_facts
+
+    recalled = [
+        RecalledFrom(5, 3, "u-now", None, WHEN),
+        RecalledFrom(9, 12, "u-other", "Project planning", WHEN),
+        RecalledFrom(10, 14, "u-other", "Project planning", WHEN),
+    ]
+    assert recalled_facts(recalled) == [
+        "recalled #3 from this conversation",
+        "recalled #12, #14 from “Project planning” (2026-03-02)",
+    ]

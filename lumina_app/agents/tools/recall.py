@@ -112,7 +112,13 @@ class Recall:
 
     async def search_all(self, ctx: ToolContext, query: str, limit: int) -> list[Found]:
         """The ``limit`` messages most relevant to ``query`` in the owner's conversations
-        with this agent, this conversation's current turn left out."""
+        with this agent, this conversation's current turn left out. A temporary
+        conversation reads no memory of the others."""
+        conversation = await self.lookup.get_conversation(ctx.conversation_uuid, owner=ctx.owner)
+        if conversation.temporary:
+            raise ToolError(
+                "this is a temporary conversation: it does not look into other conversations"
+            )
         found = await self.retriever.across(
             ctx.owner, query, agent_id=ctx.agent_id, limit=limit + TURN_ROWS
         )
