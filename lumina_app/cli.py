@@ -110,7 +110,7 @@ def import_(
 
     Idempotent: one transaction per conversation, matched by conversationId; an archive
     holding more messages than the database appends the missing ones (only to the same
-    owner's conversation). Links are not followed and reads are capped
+    owner's conversation; an id of another owner's gets an id of its own). Links are not followed and reads are capped
     (LUMINA_IMPORT_MAX_*). Errors are printed per file and the exit code is 1 if any
     conversation failed.
     """

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 
 import pytest
 
@@ -275,6 +276,25 @@ async def test_file_access_is_confined_to_the_conversations_folder(
     assert (work / "new.txt").read_text() == "written by echo"
     escaped = answer_of(await send(services, f"/write {tmp_path / 'x.txt'}", conv))
     assert "write-refused" in escaped and not (tmp_path / "x.txt").exists()
+
+
+async def test_a_link_planted_for_a_conversations_folder_is_not_followed(
+    services, data_dir, tmp_path
+) -> None:
+    folder = echo_agent(data_dir)
+    first = await send(services, "hello")
+    conv = first[0].data["conversationId"]
+    kill_group(pid_of(first))
+    assert await wait_dead(pid_of(first))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    work = workdir(folder, conv)
+    shutil.rmtree(work)
+    work.symlink_to(elsewhere)  # what an agent with a shell could leave behind
+    events = await send(services, "hello again", conv)
+    assert result_of(events)["status"] == "failed"
+    assert "reached through a symbolic link" in result_of(events)["error"]
+    assert list(elsewhere.iterdir()) == []
 
 
 async def test_allow_reads_refuses_writes(services, data_dir) -> None:

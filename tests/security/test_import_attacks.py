@@ -54,7 +54,7 @@ async def seed_alice(database: Database, tmp_path: Path) -> tuple[str, dict]:
         await services.close()
 
 
-async def test_another_owners_conversation_is_refused_and_left_byte_identical(
+async def test_another_owners_conversation_id_gets_a_new_one_and_hers_is_left_byte_identical(
     database: Database, tmp_path: Path
 ) -> None:
     alice_id, exported = await seed_alice(database, tmp_path)
@@ -67,21 +67,19 @@ async def test_another_owners_conversation_is_refused_and_left_byte_identical(
         entry["messageId"] = "msg-bob"
     meta = {**exported["meta"], "status": "failed", "updatedAt": stamp(NOW)}
     root = tmp_path / "bob"
-    target = write_conversation(root / CONVERSATIONS / alice_id, meta, history)
+    write_conversation(root / CONVERSATIONS / alice_id, meta, history)
     write_conversation(root / CONVERSATIONS / "conv-bob00001")
 
     run = run_import(database, tmp_path, str(root), "--owner", "bob")
 
-    assert_no_crash(run)
-    line = run.error_line(f"{target}: ")
-    assert f"conversation {alice_id!r} already exists and belongs to another owner" in line
-    assert "alice" not in run.stderr  # Bob does not learn whose it is
-    assert "1 created, 0 appended, 0 unchanged, 1 failed" in run.stdout
-    assert conversation_state(database, alice_id) == before
-    assert "bob was here" not in all_stored_text(database)
-    assert rows(database, "SELECT owner FROM lumina_conversation WHERE uuid = 'conv-bob00001'") == [
-        ("bob",)
-    ]
+    assert (run.code, run.stderr) == (0, "")
+    assert "alice" not in run.stdout  # Bob does not learn whose it is
+    assert "2 created, 0 appended, 0 unchanged, 0 failed" in run.stdout
+    assert conversation_state(database, alice_id) == before  # hers, untouched
+    bobs = rows(database, "SELECT uuid FROM lumina_conversation WHERE owner = 'bob'")
+    assert len(bobs) == 2 and (alice_id,) not in bobs  # his copy under an id of its own
+    again = run_import(database, tmp_path, str(root), "--owner", "bob")
+    assert "0 created, 0 appended, 2 unchanged, 0 failed" in again.stdout  # idempotent
 
 
 # -- 2. links out of the tree ------------------------------------------------------------------

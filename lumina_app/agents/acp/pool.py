@@ -102,8 +102,12 @@ def conversation_folder(
 ) -> Path:
     """The conversation's own working folder under the agent's ``cwd`` (``workspace/``),
     below its owner's: an import that reuses a uuid for someone else never lands in it."""
+    return agent_folder / config.cwd / _below_cwd(owner, conversation_uuid)
+
+
+def _below_cwd(owner: str, conversation_uuid: str) -> Path:
     owner_name = "u-" + owner if SAFE_NAME.fullmatch(owner) else "h-" + _digest(owner)[:24]
-    return agent_folder / config.cwd / OWNERS / owner_name / _name(conversation_uuid, "c-")
+    return Path(OWNERS, owner_name, _name(conversation_uuid, "c-"))
 
 
 def legacy_folder(agent_folder: Path, config: AcpConfig, conversation_uuid: str) -> Path:
@@ -197,6 +201,10 @@ class AcpPool:
             ask_timeout=self.ask_timeout,
             may_ask=lambda: self._ask_refusal(owner),
         )
+        if client.folder != (agent_folder / config.cwd).resolve() / _below_cwd(
+            owner, conversation_uuid
+        ):  # a link planted below the agent's cwd would move its folder elsewhere
+            raise AgentStartError("the conversation's folder is reached through a symbolic link")
         async with self._starting:
             process = await start_agent(
                 config,
@@ -318,6 +326,7 @@ class AcpPool:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10):
                     await asyncio.shield(ending)
+        self._stale.discard(key)  # nothing of it is left to be stale
         state = _state_path(agent_folder, owner, uuid)
         old_state = _legacy_state_path(agent_folder, uuid)
         for path in (
