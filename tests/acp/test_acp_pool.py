@@ -187,6 +187,14 @@ async def test_an_agent_that_cannot_start_fails_the_run_clearly(services, data_d
     assert "cannot start '/nonexistent/agent'" in result_of(events)["error"]
 
 
+async def test_an_agent_that_dies_before_initialize_shows_its_stderr(services, data_dir) -> None:
+    script = "import sys; sys.stderr.write('boom-on-start'); sys.exit(2)"
+    echo_agent(data_dir, args=["-c", script])
+    events = await asyncio.wait_for(send(services, "hello"), 15)
+    assert result_of(events)["status"] == "failed"
+    assert "its stderr ends: boom-on-start" in result_of(events)["error"]
+
+
 async def test_thinking_and_the_agents_tools_are_streamed_and_kept(services, data_dir) -> None:
     echo_agent(data_dir)
     events = await send(services, "/think /tool")

@@ -184,9 +184,10 @@ def write_small(path: Path, data: bytes) -> None:
 
 
 def open_log(path: Path) -> int:
-    """An append-only fd for an agent's stderr: a regular file, never a FIFO left there."""
+    """An fd for an agent's stderr (appended to by it, its tail read by Lumina): a regular
+    file, never a FIFO left there."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:

@@ -41,6 +41,7 @@ class AgentProcess:
     client: LuminaClient
     stderr_path: Path
     stderr_fd: int = -1  # kept open: the tail is read from it, never through the path
+    last_tail: str = ""  # the tail when the process was ended and the fd closed
     capabilities: Any = None  # acp.schema.AgentCapabilities
     agent_info: str = ""
     session_id: str | None = None
@@ -73,7 +74,7 @@ class AgentProcess:
         """The end of what the agent wrote to stderr (for a failed run's message), read
         from the descriptor Lumina opened (a regular file), whatever the path holds now."""
         if self.stderr_fd < 0:
-            return ""
+            return self.last_tail
         try:
             size = os.fstat(self.stderr_fd).st_size
             data = os.pread(self.stderr_fd, _STDERR_TAIL, max(0, size - _STDERR_TAIL))
@@ -115,6 +116,7 @@ class AgentProcess:
         _signal_group(self.pid, signal.SIGKILL)  # whatever of the group is left, leader or not
         await self.process.wait()
         if self.stderr_fd >= 0:
+            self.last_tail = self.stderr_tail()  # what a failed start's message quotes
             os.close(self.stderr_fd)
             self.stderr_fd = -1
 
