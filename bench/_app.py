@@ -448,15 +448,18 @@ def write_archive(root: Path, title: str, turns: Sequence[tuple[bool, str, datet
     return conversation.uuid
 
 
-def import_and_embed(sync_url: str, root: Path) -> tuple[int, int, float]:
+def import_and_embed(sync_url: str, root: Path, *, embed: bool = True) -> tuple[int, int, float]:
     """``python -m lumina_app import ROOT`` then ``embed``, as the CLI runs them: (messages
-    imported, vectors written, embedding CPU seconds)."""
+    imported, vectors written, embedding CPU seconds). ``embed=False``: the import alone
+    (the server's worker embeds what a recall finds missing)."""
 
     async def run() -> tuple[int, int, float]:
         archive = Archive(sync_url, root)
         try:
             added, errors = await archive.import_folder(root)
             assert not errors, errors
+            if not embed:
+                return added, 0, 0.0
             worker = EmbedWorker(archive.memory.cold.db, LocalEmbedder())
             cpu = time.process_time()
             written = await worker.embed_pending()
