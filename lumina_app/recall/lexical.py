@@ -1,10 +1,12 @@
-"""BM25 (Lucene's variant) over a fixed set of documents, each a list of terms."""
+"""BM25 (Lucene's variant) over a fixed set of documents, each a list of terms or a
+mapping of terms to weights (a term's count may be fractional: a neighbour's words that
+count for less than the document's own)."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -12,26 +14,36 @@ K1 = 1.2
 B = 0.75
 
 Postings = dict[str, tuple[np.ndarray, np.ndarray]]  # term -> (document indexes, counts)
+Doc = Sequence[str] | Mapping[str, float]  # terms in order, or each term's weighted count
+
+
+def _counts(doc: Doc) -> Mapping[str, float]:
+    return doc if isinstance(doc, Mapping) else Counter(doc)
+
+
+def _length(doc: Doc) -> float:
+    return float(sum(doc.values())) if isinstance(doc, Mapping) else float(len(doc))
 
 
 class Bm25:
     """Postings built once; a query costs its terms' postings, not the corpus."""
 
-    def __init__(self, docs: Sequence[Sequence[str]], only: Collection[str] | None = None) -> None:
+    def __init__(self, docs: Sequence[Doc], only: Collection[str] | None = None) -> None:
         """``only``: the terms that will be asked for (one query's): postings for those
         alone, the same scores for a fraction of the cost."""
         if only is None:
             postings = _postings(docs, 0)
         else:
             postings = {}
+            counted = [_counts(doc) for doc in docs]
             for term in set(only):
-                counts = [(i, n) for i, doc in enumerate(docs) if (n := doc.count(term))]
+                counts = [(i, n) for i, doc in enumerate(counted) if (n := doc.get(term))]
                 if counts:
                     postings[term] = (
                         np.array([i for i, _ in counts], dtype=np.int32),
                         np.array([n for _, n in counts], dtype=np.float32),
                     )
-        self._set(np.array([len(d) for d in docs], dtype=np.float32), postings)
+        self._set(np.array([_length(d) for d in docs], dtype=np.float32), postings)
 
     def _set(self, lengths: np.ndarray, postings: Postings) -> None:
         self.size = len(lengths)
@@ -40,7 +52,7 @@ class Bm25:
         self._norm = K1 * (1 - B + B * lengths / average) if average else lengths + K1
         self._postings = postings
 
-    def extended(self, keep: int, docs: Sequence[Sequence[str]]) -> Bm25:
+    def extended(self, keep: int, docs: Sequence[Doc]) -> Bm25:
         """A new index of this one's first ``keep`` documents followed by ``docs``, scoring
         exactly as one built from them all. Only the added documents are counted: a
         conversation's next turn adds two, and rebuilding the postings of 10,000 took
@@ -62,7 +74,7 @@ class Bm25:
                 else (np.concatenate([before[0], idx]), np.concatenate([before[1], tf]))
             )
         lengths = np.concatenate(
-            [self._lengths[:keep], np.array([len(d) for d in docs], dtype=np.float32)]
+            [self._lengths[:keep], np.array([_length(d) for d in docs], dtype=np.float32)]
         )
         out = Bm25.__new__(Bm25)
         out._set(lengths, postings)
@@ -81,11 +93,11 @@ class Bm25:
         return out
 
 
-def _postings(docs: Sequence[Sequence[str]], first: int) -> Postings:
+def _postings(docs: Sequence[Doc], first: int) -> Postings:
     """Each term's (document index, count) pairs, the documents numbered from ``first``."""
-    found: dict[str, tuple[list[int], list[int]]] = {}
+    found: dict[str, tuple[list[int], list[float]]] = {}
     for i, doc in enumerate(docs, start=first):
-        for term, count in Counter(doc).items():
+        for term, count in _counts(doc).items():
             idx, tfs = found.setdefault(term, ([], []))
             idx.append(i)
             tfs.append(count)

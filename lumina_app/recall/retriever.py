@@ -1,10 +1,15 @@
 """The one retrieval path: a query's most relevant earlier messages, best first.
 
-Two rankings are fused by reciprocal-rank fusion (RRF, k = 60): BM25 over retrieval units
-and the cosine of the query's embedding with each message's. A unit is a message with what
-gives it meaning: the message before it (an answer means little without its question) and
-the date it was said (people ask "when"). The weights were measured on LoCoMo's shared half
-(bench/locomo.py, docs/PERFORMANCE.md).
+Two signals, each standardised over the rows being ranked and added with equal weight
+(CombSUM of z-scores): BM25 over retrieval units, and the cosine of the query's embedding
+with each message's stored vector. A signal whose best rows stand far above the rest
+(names in chit-chat, lexically) therefore counts for more than one that barely separates
+them, per query, with no weight chosen for a corpus. A unit is a message with what gives
+it meaning: the date it was said (people ask "when") and the message before it, whose
+words count at most as much as the message's own (a person's one-line fact after a
+3,000-character answer is not buried by it; a short reply after a short question is read
+with it). Measured on LoCoMo and on long technical chats (bench/recall.py,
+docs/PERFORMANCE.md); what was tried and dropped is in the note of #42.
 
 One conversation's index (terms, postings, vectors) is built from one indexed read and
 kept while the conversation's last seq and vector count stay the same, so a question asked
@@ -44,10 +49,13 @@ from lumina_app.storage.sql.recall_rows import RecallRow, Said
 
 log = logging.getLogger(__name__)
 
+# Messages: each signal's z-score, added with these weights (equal: see the docstring).
+FUSION_WEIGHTS = (1.0, 1.0)
+# Long-term memories' reciprocal-rank fusion (memory/memory_index.py; bench/memories.py).
 RRF_K = 60
 LEXICAL_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 0.1
-DEPTH = 200  # how deep each ranking goes into the fusion
+DEPTH = 200  # how deep each of their rankings goes into the fusion
 RANKED_CANDIDATES = 300  # across conversations: rows fetched and ranked, at most
 VECTOR_DTYPE = np.float16
 # Rows the cached conversation indexes may hold in all, besides at most ``cache_size``
@@ -108,16 +116,13 @@ class UnitIndex:
             before_terms = [[], *self.own_terms[:-1]][: len(self.rows)]
         else:
             before_terms = [text.terms(before) if before else [] for before in previous]
-        docs = []
-        for row, own, before in zip(
-            self.rows[kept:], self.own_terms[kept:], before_terms[kept:], strict=True
-        ):
-            doc = list(own)
-            if units.date:
-                doc += text.date_terms(row.created_at)
-            if units.previous:
-                doc += before
-            docs.append(doc)
+        docs = [
+            _unit(own, text.date_terms(row.created_at) if units.date else (),
+                  before if units.previous else ())
+            for row, own, before in zip(
+                self.rows[kept:], self.own_terms[kept:], before_terms[kept:], strict=True
+            )
+        ]  # fmt: skip
         if kept:
             self.bm25 = reuse.bm25.extended(kept, docs)  # type: ignore[union-attr]
         else:
@@ -207,27 +212,53 @@ class UnitIndex:
         allowed: np.ndarray,
         min_similarity: float = 0.0,
     ) -> list[tuple[int, float]]:
-        """(row index, fused score) of the allowed rows, best first."""
-        fused = np.zeros(len(self.rows), dtype=np.float64)
-        lexical = self.bm25.scores(text.query_terms(query))
+        """(row index, fused score) of the allowed rows that share a word with the query
+        or are close to it in meaning (cosine ≥ ``min_similarity``), best first."""
+        lexical = self.bm25.scores(text.query_terms(query)).astype(np.float64)
         lexical[~allowed] = 0
-        hits = np.flatnonzero(lexical > 0)
-        order = hits[np.argsort(-lexical[hits], kind="stable")][:DEPTH]
-        fused[order] += weights[0] / (RRF_K + np.arange(1, len(order) + 1))
+        eligible = allowed & (lexical > 0)
+        fused = weights[0] * _standardised(lexical, allowed)
         if vector is not None and self.vectors is not None and weights[1] > 0:
             usable = allowed[self.vector_rows]
             rows = self.vector_rows[usable]
             if len(rows) and self.vectors.shape[1] == vector.shape[0]:
                 # all allowed (a memory search): no copy of the whole matrix per query
                 vectors = self.vectors if len(rows) == len(usable) else self.vectors[usable]
-                cosine = vectors @ vector
-                close = cosine >= min_similarity
-                rows, cosine = rows[close], cosine[close]
-                best = rows[np.argsort(-cosine, kind="stable")][:DEPTH]
-                fused[best] += weights[1] / (RRF_K + np.arange(1, len(best) + 1))
-        found = np.flatnonzero(fused > 0)
+                cosine = (vectors @ vector).astype(np.float64)
+                eligible[rows[cosine >= min_similarity]] = True
+                # a row without a vector (not embedded yet) stands at the mean: z = 0
+                semantic = np.zeros(len(self.rows), dtype=np.float64)
+                semantic[rows] = _standardised(cosine, np.ones(len(rows), dtype=bool))
+                fused += weights[1] * semantic
+        found = np.flatnonzero(eligible)
         best_first = found[np.argsort(-fused[found], kind="stable")]
         return [(int(i), float(fused[i])) for i in best_first]
+
+
+def _standardised(scores: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """Each score's distance from the mean of ``among``'s, in standard deviations (0 where
+    they are all alike, and outside ``among``)."""
+    out = np.zeros(len(scores), dtype=np.float64)
+    chosen = scores[among]
+    if len(chosen) < 2:
+        return out
+    spread = float(chosen.std())
+    if spread > 0:
+        out[among] = (chosen - float(chosen.mean())) / spread
+    return out
+
+
+def _unit(own: Sequence[str], date: Sequence[str], before: Sequence[str]) -> dict[str, float]:
+    """A retrieval unit's weighted terms: its own and its date's, and the message before
+    it scaled so that it weighs at most as much as the message's own words."""
+    unit: dict[str, float] = dict(Counter(own))
+    for term in date:
+        unit[term] = unit.get(term, 0.0) + 1.0
+    if before:
+        share = min(1.0, max(len(own), 1) / len(before))
+        for term, count in Counter(before).items():
+            unit[term] = unit.get(term, 0.0) + share * count
+    return unit
 
 
 class Retriever:
@@ -239,7 +270,7 @@ class Retriever:
         embedder: Embedder | None,
         *,
         units: Units | None = None,
-        weights: tuple[float, float] = (LEXICAL_WEIGHT, SEMANTIC_WEIGHT),
+        weights: tuple[float, float] = FUSION_WEIGHTS,
         cache_size: int = 256,
         cache_rows: int = CACHE_ROWS,
         cache_chars: int = CACHE_CHARS,
