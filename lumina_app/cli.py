@@ -110,9 +110,9 @@ def import_(
 
     Idempotent: one transaction per conversation, matched by conversationId; an archive
     holding more messages than the database appends the missing ones (only to the same
-    owner's conversation; an id of another owner's gets an id of its own). Links are not followed and reads are capped
-    (LUMINA_IMPORT_MAX_*). Errors are printed per file and the exit code is 1 if any
-    conversation failed.
+    owner's conversation; an id of another owner's gets an id of its own). Links are not
+    followed and reads are capped (LUMINA_IMPORT_MAX_*). Errors are printed per file and
+    the exit code is 1 if any conversation failed.
     """
 
     async def work(services: Services) -> ImportReport:
