@@ -68,6 +68,7 @@ CACHE_CHARS = 50_000_000
 BUILD_IN_THREAD_ROWS = 2_000
 # A cached index lacking more vectors than this (an import being embedded) is read again whole.
 MAX_VECTORS_LOOKED_UP = 500
+PREFIXES = 8  # words a question asks the full-text index for, across conversations
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,13 +503,20 @@ def _recalled(row: RecallRow, score: float) -> Recalled:
 
 def prefixes(query: str) -> list[str]:
     """What the full-text index is asked for: each content word cut to what it shares with
-    its stem ("happiness" → "happi" → "happ"), so the index's prefix match finds its forms."""
+    its stem ("happiness" → "happi" → "happ"), so the index's prefix match finds its forms.
+    At most ``PREFIXES``: a longer question's longest words (the likelier to be rare; a
+    long question's first words are often its preamble)."""
+    said = text.words(query)
+    words = list(dict.fromkeys(w for w in said if w not in text.STOPWORDS)) or said[:PREFIXES]
+    if len(words) > PREFIXES:
+        longest = set(sorted(words, key=len, reverse=True)[:PREFIXES])
+        words = [w for w in words if w in longest][:PREFIXES]
     out = []
-    for word in text.keywords(query) or text.words(query)[: text.MAX_QUERY_TERMS]:
+    for word in words:
         stem = text.stem(word)
         shared = 0
         while shared < min(len(word), len(stem)) and word[shared] == stem[shared]:
             shared += 1
         common = word[:shared]
         out.append(common if len(common) >= 3 else word)
-    return list(dict.fromkeys(out))[:8]
+    return list(dict.fromkeys(out))[:PREFIXES]

@@ -10,7 +10,10 @@ from functools import lru_cache
 import Stemmer
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-MAX_QUERY_TERMS = 32
+MAX_QUERY_TERMS = 32  # words marked in a snippet
+# Terms a question is ranked by: all of a 2,000-character one (BM25 weighs each by its
+# rarity, so a long preamble's common words cost little and its last line still counts).
+RANKED_QUERY_TERMS = 400
 # A common English stopword list (the words a question is made of, not what it is about).
 _STOPWORD_TEXT = """a about above after again against all am an and any are aren't as at be
     because been
@@ -70,7 +73,7 @@ def terms(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """A query's terms, each once; a query of stopwords only keeps them ("who is it")."""
     found = terms(text) or _stem_words(words(text))
-    return list(dict.fromkeys(found))[:MAX_QUERY_TERMS]
+    return list(dict.fromkeys(found))[:RANKED_QUERY_TERMS]
 
 
 def keywords(text: str) -> list[str]:
