@@ -47,6 +47,7 @@ from lumina_app.services.agents import AgentService
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
+from lumina_app.services.exchanges import ExchangeLog
 from lumina_app.services.health import HealthService
 from lumina_app.services.input_caps import InputCaps
 from lumina_app.services.live import LiveHub
@@ -134,6 +135,7 @@ class Services:
     memories: MemoryService | None = None  # long-term memories (what agents know of people)
     permissions: AgentPermissions | None = None  # acp agents' permission requests
     live: LiveHub | None = None
+    exchanges: ExchangeLog | None = None  # turns had elsewhere, stored without a run (MCP)
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
     def start_background(self) -> None:
@@ -491,6 +493,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         embeddings=embeddings,
         memories=MemoryService(long_term, agents),
         live=live,
+        exchanges=ExchangeLog(memory, conversations, runs, chat.extractor, gateway.caps),
     )
     metric_hooks.install(
         run_observers=chat.driver.observers,

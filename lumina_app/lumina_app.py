@@ -4,6 +4,7 @@ import reflex as rx
 
 from lumina_app.api import create_api
 from lumina_app.api.guard import socket_origin_allowed
+from lumina_app.api.mcp import mcp_lifespan
 from lumina_app.lifespan import lumina_lifespan
 from lumina_app.platform import socketio
 from lumina_app.ui.access import AccessGate
@@ -11,6 +12,7 @@ from lumina_app.ui.pages import STYLESHEET, add_pages
 
 app = rx.App(api_transformer=create_api(), stylesheets=[STYLESHEET])
 app.register_lifespan_task(lumina_lifespan)
+app.register_lifespan_task(mcp_lifespan)  # after: sessions end while the services are open
 # The UI socket follows the REST rules: the same Origin rule at its handshake, and no event
 # runs before the gate has resolved who the socket is.
 socketio.check_origins(app, socket_origin_allowed)  # lumina_app/platform/socketio.py

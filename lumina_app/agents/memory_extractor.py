@@ -225,6 +225,12 @@ class MemoryExtractor:
         turn = Turn(
             run.agent, run.owner, run.conversation.uuid, run.user.seq, run.user.content, answer
         )
+        self.after_turn(turn)
+
+    def after_turn(self, turn: Turn) -> None:
+        """A turn stored without a run (an exchange logged over MCP): extracted the same way,
+        later. The caller has checked the agent keeps long-term memory and the conversation
+        is not temporary."""
         task = asyncio.create_task(self._extract(turn), name="memory-extract")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

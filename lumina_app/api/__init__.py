@@ -27,6 +27,8 @@ from lumina_app.api.docs import install_docs
 from lumina_app.api.errors import install_error_handlers, unmatched
 from lumina_app.api.guard import GuardMiddleware
 from lumina_app.api.limits import BodyLimitMiddleware
+from lumina_app.api.mcp import PATH as MCP_PATH
+from lumina_app.api.mcp import McpEndpoint
 from lumina_app.api.openai_errors import openai_unmatched
 from lumina_app.api.schemas import error_responses
 from lumina_app.api.sse import StreamsAfterRouting
@@ -83,6 +85,8 @@ def create_api(settings: Settings | None = None) -> FastAPI:
         api.include_router(module.router, responses=error_responses(401, 403, 404, 409, 413, 503))
     api.include_router(routes_metrics.router, responses=error_responses(401, 403))
     api.include_router(routes_health.router, responses=error_responses(503))
+    # The MCP server (streamable HTTP; its session manager runs in ``mcp_lifespan``).
+    api.add_route(MCP_PATH, McpEndpoint(), include_in_schema=False)
     api.add_api_route(
         routes_admin.PREFIX + "/{_rest:path}",
         routes_admin.unmatched_admin,

@@ -30,6 +30,9 @@ class MemoryOut(BaseModel):
     pinned: bool
     conversationId: str | None = Field(description="the conversation it came from, if any")
     seq: int | None = Field(description="the message of that conversation it came from")
+    origin: str | None = Field(
+        default=None, description='who added it outside a conversation ("added over MCP by …")'
+    )
     supersededBy: int | None = Field(default=None, description="the same as replacedBy")
     replacedBy: int | None = Field(default=None, description="the newer memory replacing it")
     validFrom: str = Field(description="when it became true (was learnt)")
@@ -50,6 +53,7 @@ class MemoryOut(BaseModel):
             pinned=m.pinned,
             conversationId=m.conversation_uuid,
             seq=m.seq,
+            origin=m.origin,
             supersededBy=m.superseded_by,
             replacedBy=m.superseded_by,
             validFrom=iso_us(m.valid_from or m.created_at),

@@ -41,6 +41,9 @@ class Memory:
     # When it became true (was learnt) and when a newer fact replaced it (None: current).
     valid_from: datetime | None = None
     valid_until: datetime | None = None
+    # Who added it when no conversation did: "added over MCP by <client>" (#46); None: by
+    # hand on the Memory page or the REST API, or learnt from ``conversation_uuid``.
+    origin: str | None = None
 
     @property
     def current(self) -> bool:

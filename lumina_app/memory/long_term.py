@@ -237,6 +237,7 @@ class LongTermMemory:
         conversation_uuid: str | None = None,
         seq: int | None = None,
         pinned: bool = False,
+        origin: str | None = None,
     ) -> tuple[Memory, bool]:
         """(the memory, whether it is new): the same fact already known is not kept twice.
         ``scope_agent``: where duplicates are looked for (the agent, or None: the owner's)."""
@@ -255,6 +256,7 @@ class LongTermMemory:
             seq=seq,
             model=model,
             vector=vector,
+            origin=origin,
         )
         self.written += 1
         self._changed("written")

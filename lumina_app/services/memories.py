@@ -59,12 +59,19 @@ class MemoryService:
         )
 
     async def create(
-        self, principal: Principal, *, agent_id: str, text: str, pinned: bool = False
+        self,
+        principal: Principal,
+        *,
+        agent_id: str,
+        text: str,
+        pinned: bool = False,
+        origin: str | None = None,
     ) -> tuple[Memory, bool]:
-        """(the memory, whether it is new): the same fact already known is returned."""
+        """(the memory, whether it is new): the same fact already known is returned.
+        ``origin`` says who added it ("added over MCP by <client>")."""
         self.agents.definition(agent_id)
         return await self.store.add(
-            principal.owner, agent_id, text, scope_agent=agent_id, pinned=pinned
+            principal.owner, agent_id, text, scope_agent=agent_id, pinned=pinned, origin=origin
         )
 
     async def get(self, principal: Principal, raw_id: object) -> Memory:

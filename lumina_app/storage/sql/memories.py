@@ -31,6 +31,7 @@ _COLUMNS = (
     T.c.superseded_by,
     T.c.valid_from,
     T.c.valid_until,
+    T.c.origin,
 )
 
 
@@ -49,6 +50,7 @@ def _memory(r: sa.Row) -> Memory:
         r.superseded_by,
         r.valid_from,
         r.valid_until,
+        r.origin,
     )
 
 
@@ -71,6 +73,7 @@ def _values(
     seq: int | None,
     model: str | None,
     vector: bytes | None,
+    origin: str | None = None,
 ) -> dict[str, Any]:
     now = utcnow()
     return {
@@ -83,6 +86,7 @@ def _values(
         "seq": seq,
         "model": model,
         "vector": _encoded(vector),
+        "origin": origin,
         "created_at": now,
         "updated_at": now,
         "valid_from": now,
@@ -110,6 +114,7 @@ def _memory_of(memory_id: int, row: dict[str, Any]) -> Memory:
         row["created_at"],
         row["updated_at"],
         valid_from=row["valid_from"],
+        origin=row["origin"],
     )
 
 
@@ -375,6 +380,7 @@ async def insert_imported(
                     "seq": memory.seq,
                     "model": model,
                     "vector": _encoded(vector),
+                    "origin": memory.origin,
                     "created_at": memory.created_at,
                     "updated_at": memory.updated_at,
                     "valid_from": memory.valid_from or memory.created_at,

@@ -343,6 +343,8 @@ class MemoryRow(SQLModel, table=True):
     )
     model: str | None = Field(default=None, sa_column=sa.Column(sa.String(128), nullable=True))
     vector: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # who added it outside a conversation, e.g. "added over MCP by Claude Code" (0016)
+    origin: str | None = Field(default=None, sa_column=sa.Column(sa.String(128), nullable=True))
     created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
     updated_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
 

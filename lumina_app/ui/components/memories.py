@@ -75,7 +75,8 @@ def _source(row: dict) -> rx.Component:
         row["source"] != "",
         rx.link("from a conversation (message " + row["seq"] + ")", href=row["source"],
                 size="1", custom_attrs=_testid("memory-source")),
-        rx.text("added by hand", size="1", color="gray"),
+        rx.text(rx.cond(row["origin"] != "", row["origin"], "added by hand"), size="1",
+                color="gray", custom_attrs=_testid("memory-origin")),
     )  # fmt: skip
 
 

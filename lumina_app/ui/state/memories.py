@@ -35,6 +35,7 @@ class MemoryView(TypedDict):
     pinned: str  # "1" or ""
     source: str
     seq: str
+    origin: str  # "added over MCP by …", or "" (by hand, or from ``source``)
     updated: str
     history: list[VersionView]  # the versions it replaced, newest first
 
@@ -53,6 +54,7 @@ def memory_row(memory: Memory, earlier: Sequence[Memory] = ()) -> MemoryView:
         "pinned": "1" if memory.pinned else "",
         "source": source,
         "seq": str(memory.seq or ""),
+        "origin": memory.origin or "",
         "updated": iso_ms(memory.updated_at),
         "history": [
             {
