@@ -49,6 +49,7 @@ from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.exchanges import ExchangeLog
 from lumina_app.services.health import HealthService
+from lumina_app.services.imports import ImportService
 from lumina_app.services.input_caps import InputCaps
 from lumina_app.services.live import LiveHub
 from lumina_app.services.memories import MemoryService
@@ -135,6 +136,7 @@ class Services:
     memories: MemoryService | None = None  # long-term memories (what agents know of people)
     permissions: AgentPermissions | None = None  # acp agents' permission requests
     live: LiveHub | None = None
+    imports: ImportService | None = None  # other products' chat exports (#47)
     exchanges: ExchangeLog | None = None  # turns had elsewhere, stored without a run (MCP)
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
@@ -186,6 +188,8 @@ class Services:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.imports is not None:
+            await self.imports.close()
         await self.chat.shutdown()
         if self.runs.titles is not None:
             await self.runs.titles.close()
@@ -493,6 +497,14 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         embeddings=embeddings,
         memories=MemoryService(long_term, agents),
         live=live,
+        imports=ImportService(
+            archive,
+            agents,
+            long_term,
+            max_bytes=settings.import_max_bytes,
+            extractor=chat.extractor,
+            on_stored=(lambda c: embeddings.due(c.id)) if embeddings is not None else None,
+        ),
         exchanges=ExchangeLog(memory, conversations, runs, chat.extractor, gateway.caps),
     )
     metric_hooks.install(

@@ -135,6 +135,9 @@ class Settings(BaseSettings):
     import_max_file_bytes: int = Field(64 * 1024**2, ge=1024)
     import_max_zip_bytes: int = Field(1024**3, ge=1024)
     import_max_zip_members: int = Field(100_000, ge=1)
+    # Another product's chat export (docs/IMPORTS.md): the upload, and its conversations
+    # file once unzipped; over it, 413 and nothing imported.
+    import_max_bytes: int = Field(128 * 1024**2, ge=1024)
 
     # -- idempotency keys ---------------------------------------------------------------
     idempotency_lease_seconds: float = Field(30.0, gt=0)

@@ -12,6 +12,7 @@ from lumina_app.api import (
     routes_auth,
     routes_export,
     routes_health,
+    routes_imports,
     routes_memories,
     routes_metrics,
     routes_openai,
@@ -74,6 +75,7 @@ def create_api(settings: Settings | None = None) -> FastAPI:
         routes_memories,
         routes_agents,
         routes_runs,
+        routes_imports,
     ):
         api.include_router(module.router, responses=errors)
     api.include_router(routes_auth.router, responses=error_responses(401, 403, 413, 422, 429))

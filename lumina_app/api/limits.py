@@ -20,6 +20,8 @@ from lumina_app.api.openai_errors import OPENAI_PREFIX, openai_error
 from lumina_app.settings import get_settings
 
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+_UPLOAD_PATHS = ("/api/v1/imports", "/_upload")  # chat exports (docs/IMPORTS.md)
+_MULTIPART_ROOM = 64 * 1024
 
 
 def _too_large(limit: int) -> str:
@@ -111,6 +113,13 @@ class BodyLimitMiddleware:
         """Read lazily: building the app must not read (or fail on) settings at import."""
         return self._max_bytes or get_settings().max_body_bytes
 
+    def max_bytes_for(self, path: str) -> int:
+        """A chat export's upload (the API's and the Import page's) may be larger: up to
+        LUMINA_IMPORT_MAX_BYTES plus room for the multipart framing."""
+        if path.startswith(_UPLOAD_PATHS):
+            return max(self.max_bytes, get_settings().import_max_bytes + _MULTIPART_ROOM)
+        return self.max_bytes
+
     @property
     def read_timeout(self) -> float:
         return self._read_timeout or get_settings().body_read_timeout_seconds
@@ -124,20 +133,21 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         sized = scope["method"] not in _NO_BODY
+        limit = self.max_bytes_for(scope.get("path", ""))
         declared = dict(scope["headers"]).get(b"content-length")
         if sized and declared is not None:
             try:
-                too_big = int(declared) > self.max_bytes
+                too_big = int(declared) > limit
             except ValueError:
                 too_big = False
             if too_big:
-                await _refuse(scope, send, 413, "too_large", _too_large(self.max_bytes))
+                await _refuse(scope, send, 413, "too_large", _too_large(limit))
                 return
         body = _Body(
             scope,
             receive,
             send,
-            max_bytes=self.max_bytes if sized else None,
+            max_bytes=limit if sized else None,
             read_timeout=self.read_timeout,
             nesting=_Nesting(self.max_depth) if sized and _is_json(scope) else None,
         )
@@ -145,7 +155,7 @@ class BodyLimitMiddleware:
             await self.app(scope, body.receive, body.send)
         except _TooLarge:
             if not body.started:
-                await _refuse(scope, send, 413, "too_large", _too_large(self.max_bytes))
+                await _refuse(scope, send, 413, "too_large", _too_large(limit))
         except _TooDeep as exc:  # raised where no FastAPI route read the body
             if not body.started:
                 await _refuse(scope, send, 422, "invalid_input", exc.detail)
