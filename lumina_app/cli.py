@@ -22,8 +22,9 @@ from lumina_app.cli_common import err, out
 from lumina_app.cli_common import run_with_services as _run
 from lumina_app.cli_common import settings_or_exit as _settings
 from lumina_app.composition import Services, alembic_config, schema_state
-from lumina_app.domain import ImportOutcome, StoreUnavailable
+from lumina_app.domain import ImportOutcome, Principal, StoreUnavailable, Via
 from lumina_app.services.health import Health
+from lumina_app.services.imports import ImportJob, ImportSource
 from lumina_app.settings import Settings
 
 T = TypeVar("T")
@@ -131,6 +132,50 @@ def import_(
         markup=False,
     )
     if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command("import-chats")
+def import_chats(
+    path: Annotated[Path, typer.Argument(help="conversations.json, the export's .zip, or a .json")],
+    source: Annotated[
+        ImportSource,
+        typer.Option("--from", help="chatgpt | claude | openwebui | librechat | memories"),
+    ],
+    owner: Annotated[str, typer.Option(help="Who the conversations belong to.")] = "",
+    agent: Annotated[str, typer.Option(help="The agent they are filed under.")] = "assistant",
+    extract_memories: Annotated[
+        bool, typer.Option("--extract-memories", help="Learn memories from them too.")
+    ] = False,
+) -> None:
+    """Import another product's chat export (docs/IMPORTS.md): the whole file is checked
+    first (nothing stored if it is bad), then each conversation goes in once; importing
+    the same file again adds nothing. Exit 1 if anything failed."""
+
+    async def work(services: Services) -> ImportJob:
+        assert services.imports is not None
+        data = path.read_bytes()
+        principal = Principal(owner=owner, via=Via.OPERATOR, name="operator")
+        return await services.imports.run(
+            principal,
+            source=source,
+            data=data,
+            agent_id=agent,
+            extract_memories=extract_memories,
+            memories_from=source if source is not ImportSource.MEMORIES else ImportSource.CHATGPT,
+        )
+
+    job = _run(work)
+    for error in job.errors:
+        err.print(f"error: {_printable(error)}", markup=False)
+    out.print(
+        f"Imported {_printable(str(path))} ({source.label}): {job.conversations_added} "
+        f"conversation(s) added, {job.conversations_skipped} skipped, {job.messages_added} "
+        f"message(s), {job.branches_skipped} other branch(es) left out"
+        + (f", {job.memories_added} memory(ies)" if job.memories_added else ""),
+        markup=False,
+    )
+    if job.errors or job.status != "done":
         raise typer.Exit(1)
 
 
