@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -285,19 +286,73 @@ def migrate() -> None:
 
 @app.command()
 def sweep() -> None:
-    """Close runs a crashed process left running (answers become 'interrupted'), and
-    delete idempotency records past LUMINA_IDEMPOTENCY_TTL_SECONDS.
+    """Close runs a crashed process left running (answers become 'interrupted'), delete
+    idempotency records past LUMINA_IDEMPOTENCY_TTL_SECONDS, finish account deletions that
+    were interrupted, and delete conversations past their retention (LUMINA_RETENTION_DAYS,
+    an agent's "retentionDays"; 0 keeps them forever).
 
     Run it only while no server uses this database: it would cut its live runs.
     """
 
-    async def work(services: Services) -> tuple[int, int]:
+    async def work(services: Services) -> tuple[int, int, int, int]:
         closed = await services.chat.recover(min_age=0)  # the operator says: none are live
-        return closed, await services.idempotency.sweep()
+        swept = await services.idempotency.sweep()
+        assert services.deletion is not None and services.retention is not None
+        finished = len(await services.deletion.finish_pending())
+        return closed, swept, finished, await services.retention.sweep()
 
-    closed, swept = _run(work)
+    closed, swept, finished, expired = _run(work)
     out.print(f"Closed {closed} answer(s) left streaming")
     out.print(f"Deleted {swept} expired idempotency record(s)")
+    out.print(f"Finished {finished} interrupted account deletion(s)")
+    out.print(f"Deleted {expired} conversation(s) past their retention")
+
+
+@app.command()
+def backup(
+    path: Annotated[Path, typer.Argument(help="The file to write (must not exist).")],
+) -> None:
+    """Copy a SQLite database to PATH with SQLite's online backup: a consistent copy while
+    the server keeps serving. For MariaDB/MySQL and PostgreSQL use their own tools
+    (docs/OPERATIONS.md)."""
+    settings = _settings()
+    url = make_url(settings.database_url)
+    backend = url.get_backend_name()
+    if backend != "sqlite":
+        tool = "pg_dump / pg_restore" if backend == "postgresql" else "mariadb-dump"
+        err.print(
+            f"error: backup copies SQLite databases only; this one is {backend}: use {tool} "
+            "(docs/OPERATIONS.md)",
+            markup=False,
+        )
+        raise typer.Exit(2)
+    source = Path(url.database or "")
+    if not source.is_file():
+        err.print(f"error: no database file at {source}", markup=False)
+        raise typer.Exit(1)
+    if path.exists():
+        err.print(f"error: {path} exists: choose a new file", markup=False)
+        raise typer.Exit(1)
+    try:
+        pages = sqlite_backup(source, path)
+    except (OSError, sqlite3.Error) as exc:
+        path.unlink(missing_ok=True)
+        err.print(f"error: backup failed: {exc}", markup=False)
+        raise typer.Exit(1) from None
+    out.print(f"Backed up {source} to {path} ({pages} pages)", markup=False)
+
+
+def sqlite_backup(source: Path, target: Path) -> int:
+    """SQLite's online backup API in one step: it reads one snapshot (in WAL mode writers
+    go on meanwhile; a backup in several steps would restart at every write)."""
+    src = sqlite3.connect(source, timeout=30)
+    dst = sqlite3.connect(target)
+    try:
+        src.backup(dst)
+        return dst.execute("PRAGMA page_count").fetchone()[0]
+    finally:
+        dst.close()
+        src.close()
 
 
 @app.command()

@@ -72,6 +72,25 @@ def list_users() -> None:
     out.print(table)
 
 
+@users_app.command("delete")
+def delete_user(
+    name: str,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete an account and everything it owns: conversations, messages, runs, vectors,
+    memories, keys, sessions, archive files, Redis keys. Cannot be undone. Run it again to
+    finish a deletion that was interrupted."""
+    if not yes:
+        typer.confirm(f"Delete {name} and everything it owns, for good?", abort=True)
+
+    async def work(services: Services):
+        assert services.deletion is not None
+        return await services.deletion.delete_user(OPERATOR, name)
+
+    report = run_with_services(work)
+    out.print(f"Deleted {report.username}: {report.detail()}", markup=False)
+
+
 @users_app.command("disable")
 def disable_user(name: str) -> None:
     """Stop an account signing in; its sessions end and its keys are revoked now."""

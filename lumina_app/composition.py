@@ -41,6 +41,8 @@ from lumina_app.observability import hooks as metric_hooks
 from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
 from lumina_app.recall.retriever import Retriever
 from lumina_app.recall.worker import EmbedWorker
+from lumina_app.services.account_deletion import AccountDeletion
+from lumina_app.services.account_export import AccountExport
 from lumina_app.services.accounts import AccountService
 from lumina_app.services.agent_permissions import AgentPermissions
 from lumina_app.services.agents import AgentService
@@ -56,8 +58,10 @@ from lumina_app.services.memories import MemoryService
 from lumina_app.services.openai_conversations import OpenAIConversations
 from lumina_app.services.openai_gateway import OpenAIGateway
 from lumina_app.services.passwords import Passwords
+from lumina_app.services.purge import ConversationPurge
 from lumina_app.services.recall import RecallService
 from lumina_app.services.responses import ImageLimits, ResponsesService
+from lumina_app.services.retention import Retention
 from lumina_app.services.runs import RunService
 from lumina_app.services.search import SearchService
 from lumina_app.services.signin import SignInService
@@ -136,6 +140,9 @@ class Services:
     memories: MemoryService | None = None  # long-term memories (what agents know of people)
     permissions: AgentPermissions | None = None  # acp agents' permission requests
     live: LiveHub | None = None
+    deletion: AccountDeletion | None = None  # an account and all it owns
+    account_export: AccountExport | None = None  # all an account has, as one zip
+    retention: Retention | None = None  # conversations past their time
     imports: ImportService | None = None  # other products' chat exports (#47)
     exchanges: ExchangeLog | None = None  # turns had elsewhere, stored without a run (MCP)
     _tasks: list[asyncio.Task] = field(default_factory=list)
@@ -148,6 +155,7 @@ class Services:
             asyncio.create_task(self._sweep_orphans_forever()),
             asyncio.create_task(self._checkpoint_forever()),
             asyncio.create_task(self._sweep_idempotency_forever()),
+            asyncio.create_task(self._sweep_retention_forever()),
         ]
         if self.embeddings is not None:
             self._tasks.append(asyncio.create_task(self.embeddings.run_forever()))
@@ -173,6 +181,19 @@ class Services:
                 await self.idempotency.sweep()
             except StoreUnavailable as exc:
                 log.warning("idempotency sweep skipped: %s", exc)
+
+    async def _sweep_retention_forever(self) -> None:
+        """Account deletions an interruption left half done are finished at start-up;
+        conversations past their retention go then and every sweep interval."""
+        while True:
+            try:
+                if self.deletion is not None:
+                    await self.deletion.finish_pending()
+                if self.retention is not None:
+                    await self.retention.sweep()
+            except (StoreUnavailable, RedisError, OSError) as exc:
+                log.warning("retention sweep skipped: %s", exc)
+            await asyncio.sleep(self.settings.retention_sweep_seconds)
 
     async def _sweep_orphans_forever(self) -> None:
         if not self.chat.locks.shared:
@@ -506,6 +527,21 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
             on_stored=(lambda c: embeddings.due(c.id)) if embeddings is not None else None,
         ),
         exchanges=ExchangeLog(memory, conversations, runs, chat.extractor, gateway.caps),
+    )
+    purge = ConversationPurge(memory, reads.conversations, archive)
+    services.retention = Retention(
+        purge, reads.conversations, registry, default_days=settings.retention_days
+    )
+    services.account_export = AccountExport(reads.conversations, archive, accounts, long_term)
+    services.deletion = AccountDeletion(
+        users=UserStore(db),
+        auth=auth,
+        passwords=Passwords(min_length=settings.password_min_length),
+        audit=AuditLog(AuditStore(db)),
+        purge=purge,
+        archive=archive,
+        live=live,
+        forget_owner=[chat.cap.forget, services.streams.forget, signin.limits.forget],
     )
     metric_hooks.install(
         run_observers=chat.driver.observers,

@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     sse_keepalive_seconds: float = Field(15.0, gt=0)
     sse_send_timeout_seconds: float = Field(30.0, gt=0)
     archive_mirror: bool = False
+    # Conversations untouched this many days are deleted by the sweep (an agent's
+    # config.json "retentionDays" overrides it); 0 keeps them forever.
+    retention_days: int = Field(0, ge=0)
+    retention_sweep_seconds: float = Field(3600.0, gt=0)  # how often the server sweeps
     log_format: Literal["text", "json"] = "text"  # json: one object per line, with run ids
     mcp_start_timeout_seconds: float = Field(20.0, gt=0)  # an MCP server's start-up
     mcp_retry_seconds: float = Field(30.0, ge=0)  # before starting a failed server again

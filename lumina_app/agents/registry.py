@@ -31,6 +31,7 @@ AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _OVERRIDES = ("provider", "base_url", "model", "temperature", "api_key")
 _TOOL_KEYS = ("tools", "mcpServers", "maxToolSteps", "toolTimeoutSeconds")
 _CLIENT_SYSTEM = "allowClientSystemPrompt"
+_RETENTION = "retentionDays"
 
 
 @dataclass(slots=True)
@@ -65,6 +66,9 @@ class AgentDefinition:
         return self.vision and (self.provider or default_provider) == "openai"
 
     titles: bool = True  # "titles": false keeps a new conversation's cut first message
+    # "retentionDays": conversations untouched that long are deleted (0: kept forever;
+    # None: LUMINA_RETENTION_DAYS decides)
+    retention_days: int | None = None
     title_prompt: str = DEFAULT_TITLE_PROMPT  # the agent's title.md, or the default
 
     @property
@@ -173,7 +177,7 @@ class AgentRegistry:
             return AgentDefinition(id=agent_id, name=name, error=memory)
         known = {
             "name", "description", "memory", "acp", "embeddings", "vision", "titles",
-            _CLIENT_SYSTEM, *_OVERRIDES, *_TOOL_KEYS,
+            _RETENTION, _CLIENT_SYSTEM, *_OVERRIDES, *_TOOL_KEYS,
         }  # fmt: skip
         return AgentDefinition(
             id=agent_id,
@@ -195,6 +199,7 @@ class AgentRegistry:
             vision=config.get("vision") is True,
             titles=config.get("titles", True),
             title_prompt=_prompt_file(folder / TITLE_FILE) or DEFAULT_TITLE_PROMPT,
+            retention_days=config.get(_RETENTION),
         )
 
 
@@ -209,6 +214,11 @@ def _check_config(config: dict[str, Any]) -> str | None:
             return f"config.json: {key!r} must be a string"
     if config.get("provider") not in (None, "demo", "openai", "acp"):
         return f"config.json: unknown provider {config['provider']!r} (use demo, openai or acp)"
+    retention = config.get(_RETENTION)
+    if retention is not None and (
+        isinstance(retention, bool) or not isinstance(retention, int) or retention < 0
+    ):
+        return f"config.json: {_RETENTION!r} must be a whole number of days (0: keep forever)"
     temperature = config.get("temperature")
     if temperature is not None and (
         isinstance(temperature, bool)

@@ -34,6 +34,10 @@ class RunCap:
     async def release(self, owner: str, run_id: str) -> None:
         await self.slots.release([_key(owner)], run_id)
 
+    async def forget(self, owner: str) -> None:
+        """The owner's slots gone (a deleted account leaves no key behind)."""
+        await self.slots.clear(_key(owner))
+
 
 def _key(owner: str) -> str:
     return f"runs:{owner}"

@@ -1,14 +1,18 @@
-"""The caller's own account: password, signed-in sessions, API keys."""
+"""The caller's own account: password, signed-in sessions, API keys; export everything it
+has (one zip, streamed), or delete it with everything it owns."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
+from fastapi.responses import StreamingResponse
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import ServicesDep
 from lumina_app.api.schemas_accounts import (
+    AccountDeleted,
     ChangePassword,
     CreatedKeyOut,
+    DeleteAccount,
     KeyOut,
     NewKeyBody,
     PasswordChanged,
@@ -16,6 +20,7 @@ from lumina_app.api.schemas_accounts import (
     SessionOut,
     SessionsRevoked,
 )
+from lumina_app.services.auth import SESSION_COOKIE
 
 router = APIRouter(prefix="/api/v1", tags=["account"], route_class=AuthenticatedRoute)
 
@@ -69,3 +74,36 @@ async def revoke_key(key_id: RowId, caller: Caller, services: ServicesDep) -> Re
     """Revoke a key at once (another account's key is not found)."""
     await services.accounts.revoke_key(caller, key_id)
     return Response(status_code=204)
+
+
+@router.get(
+    "/account/export",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/zip": {}}, "description": "a .zip"}},
+)
+async def export_account(caller: Caller, services: ServicesDep) -> StreamingResponse:
+    """Everything the caller has, as one zip written while it downloads: every conversation
+    in the archive layout with a Markdown transcript, the long-term memories, and
+    ``account.json`` (settings, keys by name and prefix; no password hash, no key)."""
+    export = services.account_export
+    assert export is not None
+    return StreamingResponse(
+        export.stream(caller),
+        media_type="application/zip",
+        headers={
+            "Content-Disposition": f'attachment; filename="{export.filename(caller)}"',
+            "Cache-Control": "no-store",
+        },
+    )
+
+
+@router.post("/account/delete", response_model=AccountDeleted)
+async def delete_account(
+    body: DeleteAccount, caller: Caller, services: ServicesDep, response: Response
+) -> AccountDeleted:
+    """Delete the caller's account and everything it owns, given its password and its
+    username typed as ``confirm``. Cannot be undone; the audit log keeps the counts."""
+    assert services.deletion is not None
+    report = await services.deletion.delete_own(caller, body.password, body.confirm)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return AccountDeleted.of(report)

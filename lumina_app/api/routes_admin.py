@@ -13,6 +13,7 @@ from lumina_app.api.deps import ServicesDep
 from lumina_app.api.errors import allowed_methods, no_such_endpoint, not_served
 from lumina_app.api.schemas import NoNul
 from lumina_app.api.schemas_accounts import (
+    AccountDeleted,
     AuditOut,
     NewUser,
     ResetPassword,
@@ -72,6 +73,14 @@ async def reset_password(
         revoke_keys=body.revokeKeys,
     )
     return UserWithPassword(user=UserOut.of(made.user), temporaryPassword=made.temporary)
+
+
+@router.post("/users/{username}/delete", response_model=AccountDeleted)
+async def delete_user(username: Username, caller: Caller, services: ServicesDep) -> AccountDeleted:
+    """Delete the account and everything it owns (conversations, memories, keys, sessions,
+    archive files, Redis keys). Cannot be undone; the audit log keeps the counts."""
+    assert services.deletion is not None
+    return AccountDeleted.of(await services.deletion.delete_user(caller, username))
 
 
 @router.get("/audit", response_model=list[AuditOut])

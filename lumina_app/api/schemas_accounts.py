@@ -11,6 +11,7 @@ from lumina_app.api.schemas import NoNul, StrictBody, Unicode
 from lumina_app.domain import ApiKeyInfo, AuditEntry, Role, User
 from lumina_app.domain.accounts import MAX_KEY_NAME_CHARS, MAX_PASSWORD_CHARS
 from lumina_app.domain.views import iso_us
+from lumina_app.services.account_deletion import DeletionReport
 from lumina_app.services.accounts import Me, SessionView
 from lumina_app.services.audit import audit_record
 
@@ -198,3 +199,36 @@ class AuditOut(BaseModel):
     @classmethod
     def of(cls, entry: AuditEntry) -> AuditOut:
         return cls(id=entry.id or 0, **audit_record(entry))
+
+
+# -- deleting an account -------------------------------------------------------------------
+
+
+class DeleteAccount(StrictBody):
+    password: Password
+    confirm: Annotated[str, Unicode, NoNul, Field(max_length=128)]  # the username, typed
+
+
+class AccountDeleted(BaseModel):
+    """How much went (counts only)."""
+
+    username: str
+    conversations: int
+    messages: int
+    runs: int
+    memories: int
+    sessions: int
+    keys: int
+
+    @classmethod
+    def of(cls, report: DeletionReport) -> AccountDeleted:
+        c, r = report.conversations, report.rest
+        return cls(
+            username=report.username,
+            conversations=c.conversations,
+            messages=c.messages,
+            runs=c.runs,
+            memories=r.memories,
+            sessions=r.sessions,
+            keys=r.keys,
+        )

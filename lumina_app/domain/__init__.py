@@ -13,6 +13,7 @@ from lumina_app.domain.accounts import (
     AuditEntry,
     AuditEvent,
     ClaimCounts,
+    PurgeCounts,
     Role,
     User,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "NotFound",
     "Principal",
     "ProviderError",
+    "PurgeCounts",
     "QuotaExceeded",
     "RequestInProgress",
     "Role",

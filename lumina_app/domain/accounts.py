@@ -65,6 +65,8 @@ class AuditEvent(StrEnum):
     PASSWORD_RESET = "password-reset"
     SESSIONS_REVOKED = "sessions-revoked"
     DATA_CLAIMED = "data-claimed"
+    USER_DELETE_STARTED = "user-delete-started"
+    USER_DELETED = "user-deleted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,16 @@ class ClaimCounts:
     idempotency_keys: int = 0
     idempotency_dropped: int = 0  # the user already had a record under the same key
     sessions: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeCounts:
+    """What deleting an account removed beside its conversations (counts only)."""
+
+    memories: int = 0
+    sessions: int = 0
+    keys: int = 0
+    idempotency_keys: int = 0
 
 
 def normalize_username(name: str) -> str:

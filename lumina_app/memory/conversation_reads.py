@@ -5,6 +5,7 @@ a page's answers, rows by id. Always from SQL: the hot window is for contexts.""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from lumina_app.domain import ConversationInfo, MessageStatus, Msg, MsgRole
 from lumina_app.domain.versions import AnswerRow, number_versions
@@ -17,6 +18,29 @@ class ConversationReads:
     def __init__(self, cold: ColdStore, db: SQLDatabase) -> None:
         self.cold = cold
         self.db = db
+
+    async def batch(
+        self,
+        *,
+        owner: str | None = None,
+        agent_id: str | None = None,
+        updated_before: datetime | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> list[ConversationInfo]:
+        """The first ``limit`` conversations by row id past ``after_id`` matching: a
+        purge's next batch, an export's next page."""
+        return await self.cold.select_conversations(
+            owner=owner,
+            agent_id=agent_id,
+            updated_before=updated_before,
+            after_id=after_id,
+            limit=limit,
+        )
+
+    async def agent_ids(self) -> list[str]:
+        """Every agent id with conversations (deleted agents' too)."""
+        return await self.cold.agent_ids()
 
     async def list_conversations(
         self,

@@ -78,6 +78,16 @@ class MemoryManager:
         await self._hot(self.hot.delete(conversation.uuid))
         await self.hooks.deleted(conversation, run_ids)
 
+    async def delete_many(self, conversations: Sequence[ConversationInfo]) -> list[str]:
+        """``delete`` for a batch: every row of them in one SQL transaction, then each one's
+        hot key and hooks; returns the run ids deleted."""
+        run_ids = await self.cold.delete_conversations([c.id for c in conversations])
+        for conversation in conversations:
+            self._deferred.drop_conversation(conversation.uuid)
+            await self._hot(self.hot.delete(conversation.uuid))
+            await self.hooks.deleted(conversation, run_ids.get(conversation.id, []))
+        return [run_id for ids in run_ids.values() for run_id in ids]
+
     async def fork(
         self, source: ConversationInfo, at_seq: int, *, title: str, owner: str
     ) -> ConversationInfo:

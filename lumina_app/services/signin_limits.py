@@ -57,6 +57,10 @@ class SignInLimits:
             raise TooManyAttempts(f"too many failed sign-ins: try again in {seconds} s", seconds)
         return attempt
 
+    async def forget(self, username: str) -> None:
+        """The account's own count gone (a deleted account leaves no key behind)."""
+        await self.slots.clear(f"signin:user:{username}")
+
     async def succeeded(self, attempt: Attempt) -> None:
         """The attempt is given back, and the account's own count starts again (not the
         address's: one valid account must not buy more guesses at another)."""

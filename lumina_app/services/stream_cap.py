@@ -31,6 +31,11 @@ class StreamCap:
         self._tasks: set[asyncio.Task] = set()
         self._renewer: asyncio.Task | None = None
 
+    async def forget(self, owner: str) -> None:
+        """The owner's shared slots gone (a deleted account leaves no key behind)."""
+        if self._slots is not None:
+            await self._slots.clear(_key(owner))
+
     async def take(self, owner: str, *, limit: int) -> StreamSlot:
         held = self._open.get(owner, 0)
         if held >= limit:

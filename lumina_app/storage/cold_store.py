@@ -100,6 +100,26 @@ class ColdStore(Protocol):
     async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         """The conversation with its messages, summaries and runs; returns the run ids."""
 
+    async def delete_conversations(
+        self, conversation_pks: Sequence[ConversationPk]
+    ) -> dict[ConversationPk, list[str]]:
+        """Several conversations with all their rows in one transaction; each one's run ids."""
+
+    async def select_conversations(
+        self,
+        *,
+        owner: str | None = None,
+        agent_id: str | None = None,
+        updated_before: datetime | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> list[ConversationInfo]:
+        """Conversations by row id past ``after_id``, filtered by owner, agent, last
+        activity before."""
+
+    async def agent_ids(self) -> list[str]:
+        """Every agent id that has conversations."""
+
     async def conversation_uuid(self, conversation_pk: ConversationPk) -> str | None: ...
 
     async def delete_message(self, conversation_pk: ConversationPk, message_id: int) -> Deleted:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from lumina_app.domain import Role, User
+from lumina_app.domain import PurgeCounts, Role, User
 
 
 class UserRecords(Protocol):
@@ -28,8 +28,14 @@ class UserRecords(Protocol):
         self, user_id: int, password_hash: str, *, must_change_password: bool
     ) -> None: ...
 
-    async def disable(self, user_id: int) -> tuple[int, int]:
+    async def disable(self, user_id: int, *, deleting: bool = False) -> tuple[int, int]:
         """Disable the account and, in the same transaction, end its sessions and revoke its
-        keys: ``(sessions ended, keys revoked)``."""
+        keys: ``(sessions ended, keys revoked)``; ``deleting`` marks it as being deleted."""
+
+    async def deleting(self) -> list[User]:
+        """Accounts whose deletion began and has not finished."""
+
+    async def purge(self, user_id: int, owner: str) -> PurgeCounts:
+        """The account's row, memories, sessions, keys and idempotency records, at once."""
 
     async def enable(self, user_id: int) -> None: ...

@@ -279,21 +279,58 @@ class SQLColdStore:
             return await self._delete_conversation(conversation_pk)
 
     async def _delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
+        return (await self._delete_conversations([conversation_pk])).get(conversation_pk, [])
+
+    async def delete_conversations(
+        self, conversation_pks: Sequence[ConversationPk]
+    ) -> dict[ConversationPk, list[str]]:
+        """Several conversations with all their rows in one transaction; each one's run ids."""
+        if not conversation_pks:
+            return {}
+        with offloaded():
+            return await self._delete_conversations(list(conversation_pks))
+
+    async def _delete_conversations(
+        self, pks: list[ConversationPk]
+    ) -> dict[ConversationPk, list[str]]:
+        run_ids: dict[ConversationPk, list[str]] = {pk: [] for pk in pks}
         async with self.db.begin() as conn:
-            run_ids = (
-                (
-                    await conn.execute(
-                        sa.select(R.c.run_id).where(R.c.conversation_id == conversation_pk)
-                    )
-                )
-                .scalars()
-                .all()
+            found = await conn.execute(
+                sa.select(R.c.conversation_id, R.c.run_id).where(R.c.conversation_id.in_(pks))
             )
-            await conn.execute(sa.delete(R).where(R.c.conversation_id == conversation_pk))
-            await conn.execute(sa.delete(S).where(S.c.conversation_id == conversation_pk))
-            await conn.execute(sa.delete(M).where(M.c.conversation_id == conversation_pk))
-            await conn.execute(sa.delete(C).where(C.c.id == conversation_pk))
-        return list(run_ids)
+            for conversation_pk, run_id in found:
+                run_ids[conversation_pk].append(run_id)
+            await conn.execute(sa.delete(R).where(R.c.conversation_id.in_(pks)))
+            await conn.execute(sa.delete(S).where(S.c.conversation_id.in_(pks)))
+            await conn.execute(sa.delete(M).where(M.c.conversation_id.in_(pks)))
+            await conn.execute(sa.delete(C).where(C.c.id.in_(pks)))
+        return run_ids
+
+    async def select_conversations(
+        self,
+        *,
+        owner: str | None = None,
+        agent_id: str | None = None,
+        updated_before: datetime | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> list[ConversationInfo]:
+        """Conversations by row id (oldest first), filtered: what a purge works through."""
+        query = sa.select(C).where(C.c.id > after_id).order_by(C.c.id).limit(limit)
+        if owner is not None:
+            query = query.where(C.c.owner == owner)
+        if agent_id is not None:
+            query = query.where(C.c.agent_id == agent_id)
+        if updated_before is not None:
+            query = query.where(C.c.updated_at < updated_before)
+        async with self.db.connect() as conn:
+            return [_conversation(row) for row in await conn.execute(query)]
+
+    async def agent_ids(self) -> list[str]:
+        """Every agent id that has conversations."""
+        async with self.db.connect() as conn:
+            found = await conn.execute(sa.select(C.c.agent_id).distinct())
+            return sorted(found.scalars())
 
     async def delete_message(self, conversation_pk: ConversationPk, message_id: int) -> Deleted:
         """One message (an answer with its calls' TOOL rows) out of the conversation, in

@@ -6,11 +6,17 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from lumina_app.domain import Role, User, UsernameTaken, utcnow
+from lumina_app.domain import PurgeCounts, Role, User, UsernameTaken, utcnow
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import api_keys as K
+from lumina_app.storage.sql.models import idempotency as IDEM
+from lumina_app.storage.sql.models import memories as MEM
 from lumina_app.storage.sql.models import sessions as S
 from lumina_app.storage.sql.models import users as U
+
+# A password hash nothing verifies against: the account is being deleted (resumable: the
+# mark is committed before anything goes, and only the last transaction removes the row).
+DELETING = "!deleting"
 
 _USER_COLUMNS = (
     U.c.id,
@@ -98,7 +104,7 @@ class UserStore:
                 )
             )
 
-    async def disable(self, user_id: int) -> tuple[int, int]:
+    async def disable(self, user_id: int, *, deleting: bool = False) -> tuple[int, int]:
         now = utcnow()
         async with self.db.begin() as conn:
             await conn.execute(
@@ -106,6 +112,10 @@ class UserStore:
                 .where(U.c.id == user_id, U.c.disabled_at.is_(None))
                 .values(disabled_at=now)
             )
+            if deleting:
+                await conn.execute(
+                    sa.update(U).where(U.c.id == user_id).values(password_hash=DELETING)
+                )
             sessions = await conn.execute(
                 sa.update(S)
                 .where(S.c.user_id == user_id, S.c.revoked_at.is_(None))
@@ -121,3 +131,27 @@ class UserStore:
     async def enable(self, user_id: int) -> None:
         async with self.db.begin() as conn:
             await conn.execute(sa.update(U).where(U.c.id == user_id).values(disabled_at=None))
+
+    async def deleting(self) -> list[User]:
+        """Accounts whose deletion began and has not finished."""
+        query = sa.select(*_USER_COLUMNS).where(U.c.password_hash == DELETING)
+        async with self.db.connect() as conn:
+            return [user_of(row) for row in await conn.execute(query.order_by(U.c.id))]
+
+    async def purge(self, user_id: int, owner: str) -> PurgeCounts:
+        """The account's row and what it owns beside conversations (long-term memories,
+        sessions, API keys, idempotency records), in one transaction."""
+        async with self.db.begin() as conn:
+            memories = await conn.execute(sa.delete(MEM).where(MEM.c.owner == owner))
+            sessions = await conn.execute(
+                sa.delete(S).where(sa.or_(S.c.user_id == user_id, S.c.owner == owner))
+            )
+            keys = await conn.execute(sa.delete(K).where(K.c.user_id == user_id))
+            idempotency = await conn.execute(sa.delete(IDEM).where(IDEM.c.owner == owner))
+            await conn.execute(sa.delete(U).where(U.c.id == user_id))
+        return PurgeCounts(
+            memories=memories.rowcount,
+            sessions=sessions.rowcount,
+            keys=keys.rowcount,
+            idempotency_keys=idempotency.rowcount,
+        )
