@@ -122,6 +122,10 @@ class PostgresWrites(TransactionWrites):
             return await self.db.one_statement(writes_pg.final_write(values, settle, run))
         return await super().settle(values, only_streaming=only_streaming, settle=settle, run=run)
 
+    async def retitle(self, conversation_uuid: str, title: str, *, replacing: str) -> bool:
+        """A proposed title as one compare-and-set statement on the write connections."""
+        return await self.db.one_statement(writes_pg.retitle(conversation_uuid, title, replacing))
+
 
 def for_database(db: SQLDatabase) -> TransactionWrites:
     """The write strategy for ``db``'s backend."""
@@ -130,6 +134,3 @@ def for_database(db: SQLDatabase) -> TransactionWrites:
     if db.dialect == "postgresql":
         return PostgresWrites(db)
     return TransactionWrites(db)
-
-    async def retitle(self, conversation_uuid: str, title: str, *, replacing: str) -> bool:
-        return await self.db.one_statement(writes_pg.retitle(conversation_uuid, title, replacing))
