@@ -352,6 +352,7 @@ SERVER_FIXTURES = {
 }
 
 
+@pytest.hookimpl(trylast=True)  # after ``-m`` has deselected: ``-m unit`` needs no server
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A run with any test beyond the fast tier first checks that the servers answer."""
     if config.option.collectonly or all(item.get_closest_marker("unit") for item in items):
