@@ -9,16 +9,18 @@ from lumina_app.ui.components.admin import admin_page
 from lumina_app.ui.components.context import context_dialog
 from lumina_app.ui.components.conversation import conversation_pane
 from lumina_app.ui.components.heartbeat import heartbeat
+from lumina_app.ui.components.imports import import_page
 from lumina_app.ui.components.keys import keys_page
 from lumina_app.ui.components.login import AUTH_SCRIPT, login_page
 from lumina_app.ui.components.memories import memories_page
 from lumina_app.ui.components.sidebar import drawer, sidebar
 from lumina_app.ui.components.sidebar_dialogs import delete_dialog, rename_dialog
-from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, HOME, KEYS, LOGIN, MEMORIES
+from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, HOME, IMPORT, KEYS, LOGIN, MEMORIES
 from lumina_app.ui.state.account import AccountState
 from lumina_app.ui.state.admin import AdminState
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
+from lumina_app.ui.state.imports import ImportState
 from lumina_app.ui.state.keys import KeysState
 from lumina_app.ui.state.live import LiveState
 from lumina_app.ui.state.login import LoginState
@@ -85,3 +87,4 @@ def add_pages(app: rx.App) -> None:
     app.add_page(keys_page, route=KEYS, title="API keys · Lumina", on_load=KeysState.load)
     app.add_page(admin_page, route=ADMIN, title="Lumina", on_load=AdminState.load)
     app.add_page(memories_page, route=MEMORIES, title="Memory · Lumina", on_load=MemoriesState.load)
+    app.add_page(import_page, route=IMPORT, title="Import · Lumina", on_load=ImportState.load)

@@ -14,6 +14,7 @@ ACCOUNT = "/account"
 KEYS = "/keys"
 ADMIN = "/admin"
 MEMORIES = "/memories"
+IMPORT = "/import"
 
 
 def chat_url(agent_id: str, conversation_id: str | None = None) -> str:

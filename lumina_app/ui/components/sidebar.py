@@ -7,6 +7,7 @@ import reflex as rx
 
 from lumina_app.ui.components.conversation_list import conversation_list
 from lumina_app.ui.components.identity import identity
+from lumina_app.ui.components.imports import import_link
 from lumina_app.ui.components.memories import memory_link
 from lumina_app.ui.components.sidebar_search import search_box
 from lumina_app.ui.state.chat import ChatState
@@ -44,7 +45,7 @@ def sidebar_content() -> rx.Component:
         ),
         search_box(),
         conversation_list(),
-        memory_link(),
+        rx.hstack(memory_link(), import_link(), spacing="4"),
         identity(),
         spacing="3",
         height="100%",
