@@ -11,9 +11,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
-    SerializerFunctionWrapHandler,
     StrictBool,
-    model_serializer,
 )
 from pydantic_core import core_schema
 
@@ -130,14 +128,9 @@ class ConversationOut(BaseModel):
     updatedAt: str
     parentUuid: str | None = None  # a fork's original, and the last seq it copied
     forkedAtSeq: int | None = None
-    temporary: bool | None = None  # only a temporary conversation has it (true)
-
-    @model_serializer(mode="wrap")
-    def _without_temporary(self, handler: SerializerFunctionWrapHandler) -> dict:
-        data = handler(self)
-        if not data.get("temporary"):  # a normal conversation's JSON is unchanged
-            data.pop("temporary", None)
-        return data
+    # Only a temporary conversation has it (true). Left out by a field rule, not a model
+    # serializer: the schema keeps every field for clients (lumina_client checks them).
+    temporary: bool | None = Field(default=None, exclude_if=lambda v: not v)
 
     @classmethod
     def of(cls, conv: ConversationInfo) -> ConversationOut:
