@@ -78,6 +78,7 @@ def memory_document(agent_id: str, owner: str, memories: Sequence[Memory]) -> di
                 "createdAt": iso_ms(m.created_at),
                 "updatedAt": iso_ms(m.updated_at),
                 **({"supersededBy": m.superseded_by} if m.superseded_by else {}),
+                **({"origin": m.origin} if m.origin else {}),  # e.g. "added over MCP by …"
             }
             for m in sorted(memories, key=lambda m: (m.created_at, m.id))
             if m.status in EXPORTED
@@ -187,6 +188,7 @@ def _memory(
         created_at=created,
         updated_at=item.timestamp("updatedAt") or created,
         superseded_by=_whole(item, "supersededBy"),
+        origin=item.text("origin", limit=128),
     )
 
 

@@ -326,3 +326,27 @@ async def test_a_logged_exchange_feeds_memory_extraction(server: AppServer) -> N
             time.sleep(0.2)  # noqa: ASYNC251 - a plain poll of the REST API
         assert learnt and city in learnt[0]["text"]
         assert learnt[0]["origin"] is None  # it came from the conversation, which is linked
+
+
+@pytest.fixture(scope="module")
+def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    """Local mode: no keys, loopback callers only (SQLite)."""
+    env = {"LUMINA_API_KEYS": "", "LUMINA_REDIS_URL": "", "LUMINA_DEMO_DELAY_MS": "0"}
+    up = AppServer(tmp_path_factory.mktemp("mcp-local"), backend_only=True, env=env)
+    up.start()
+    try:
+        yield up
+    finally:
+        up.stop()
+
+
+async def test_local_mode_answers_loopback_without_a_key(local_server: AppServer) -> None:
+    async with mcp_session(local_server, None, client="Cursor") as session:
+        memory = (await call(session, "remember", text="Works from Porto"))["memory"]
+        logged = await call(session, "log_exchange", agent="assistant", user="hi", assistant="yo")
+    assert memory["origin"] == "added over MCP by Cursor"
+    async with httpx.AsyncClient(base_url=local_server.url, timeout=30) as http:
+        items = (await http.get("/api/v1/memories")).json()["items"]
+        listed = (await http.get("/api/v1/conversations")).json()["items"]
+    assert [m["origin"] for m in items if m["id"] == memory["id"]] == [memory["origin"]]
+    assert logged["conversationId"] in [c["uuid"] for c in listed]
