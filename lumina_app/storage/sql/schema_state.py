@@ -16,6 +16,9 @@ from sqlalchemy.engine import make_url
 from lumina_app.domain import StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: alembic.ini, alembic/
+# What comes next, said once: `make run` checks, then migrates (so no "run make migrate"
+# one line before make does it), and an operator outside make has the CLI.
+MIGRATES = "`make run` migrates it next; alone: `make migrate` or `python -m lumina_app migrate`"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,12 +33,9 @@ class SchemaState:
     def describe(self) -> str:
         """One line for the operator; empty when the database is at head."""
         if self.current is None:
-            return "database not migrated yet: run `make migrate`"
+            return f"database not migrated yet ({MIGRATES})"
         if not self.migrated:
-            return (
-                f"database at revision {self.current}, the code needs {self.head}: "
-                "run `make migrate`"
-            )
+            return f"database at revision {self.current}, the code needs {self.head} ({MIGRATES})"
         return ""
 
 
