@@ -164,7 +164,17 @@ def markdown_transcript(conv: ConversationInfo, msgs: Sequence[Msg]) -> str:
     ]
     for msg in msgs:
         stamp = f" · {iso_ms(msg.created_at)}" if msg.created_at else ""
-        lines += ["", f"### {_MD_ROLE[msg.role]}{stamp}", "", msg.content]
+        body = [msg.content] if msg.content else []
+        # a tool step's answer says nothing itself: what it called is its section
+        body += [f"- called `{one_line(str(c.get('name', '?')))}` with "
+                 f"`{one_line(str(c.get('arguments', '')))[:500] or '{}'}`"
+                 for c in msg.tool_calls]  # fmt: skip
+        if msg.role is MsgRole.TOOL:
+            name = one_line(str(msg.meta.get("name", "")))
+            heading = f"### Tool result{f' · `{name}`' if name else ''}{stamp}"
+        else:
+            heading = f"### {_MD_ROLE[msg.role]}{stamp}"
+        lines += ["", heading, "", *(body or ["_(empty)_"])]
     return "\n".join(lines) + "\n"
 
 
