@@ -19,7 +19,8 @@ import pytest
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import BACKENDS, SHARED_REDIS_URL
+from tests.conftest import BACKENDS
+from tests.keyed_server import keyed_server
 from tests.server import AppServer
 
 pytestmark = pytest.mark.slow
@@ -35,31 +36,25 @@ TOOLS = {
     "log_exchange",
 }
 MISSING = "00000000-0000-4000-8000-000000000000"
+INIT = {  # an initialize request, as a client without the SDK sends it
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "1"},
+    },
+}
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def server(
     request: pytest.FixtureRequest, _databases, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[AppServer]:
-    database = _databases(request.param)
-    database.truncate()
-    env = {
-        "LUMINA_API_KEYS": "alice:key-alice,bob:key-bob",
-        "LUMINA_REDIS_URL": SHARED_REDIS_URL,
-        "LUMINA_REDIS_PREFIX": "mcp-" + secrets.token_hex(4),
-        "LUMINA_DEMO_DELAY_MS": "0",
-    }
-    up = AppServer(
-        tmp_path_factory.mktemp(f"mcp-{request.param}"),
-        backend_only=True,
-        env=env,
-        database_url=database.url,
-    )
-    up.start()
-    try:
+    workdir = tmp_path_factory.mktemp(f"mcp-{request.param}")
+    with keyed_server(_databases(request.param), workdir) as up:
         yield up
-    finally:
-        up.stop()
 
 
 @asynccontextmanager
@@ -221,43 +216,23 @@ async def test_other_owners_ids_are_not_found(server: AppServer) -> None:
 
 
 def test_without_a_key_or_with_a_wrong_one_no_session_opens(server: AppServer) -> None:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "curl", "version": "1"},
-        },
-    }
     accept = {"Accept": "application/json, text/event-stream"}
     for headers in ({}, {"Authorization": "Bearer key-mallory"}, {"Authorization": "Basic x"}):
-        resp = httpx.post(server.url + "/mcp", json=init, headers={**accept, **headers})
+        resp = httpx.post(server.url + "/mcp", json=INIT, headers={**accept, **headers})
         assert resp.status_code == 401, resp.text
         assert resp.json()["error"]["code"] == "unauthorized"
         assert "mcp-session-id" not in resp.headers
     ok = httpx.post(
-        server.url + "/mcp", json=init, headers={**accept, "Authorization": "Bearer key-alice"}
+        server.url + "/mcp", json=INIT, headers={**accept, "Authorization": "Bearer key-alice"}
     )
     assert ok.status_code == 200 and ok.headers["mcp-session-id"]
 
 
 def test_a_session_is_the_owners_who_opened_it(server: AppServer) -> None:
     """Bob presenting Alice's session id gets no session (the SDK's 404), not her tools."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "curl", "version": "1"},
-        },
-    }
     accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
     opened = httpx.post(
-        server.url + "/mcp", json=init, headers={**accept, "Authorization": "Bearer key-alice"}
+        server.url + "/mcp", json=INIT, headers={**accept, "Authorization": "Bearer key-alice"}
     )
     session = opened.headers["mcp-session-id"]
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
