@@ -1,4 +1,5 @@
-"""The account page (/account): change the password, see and end signed-in sessions."""
+"""The account page (/account): change the password, see and end signed-in sessions,
+download everything, delete the account with all it owns."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from lumina_app.ui.state.base import AppState
 from lumina_app.ui.view_models.account_views import SessionRow
 
 CHANGE_PASSWORD = rx.call_script("luminaChangePassword()", callback=AccountState.password_done)
+DELETE_ACCOUNT = rx.call_script("luminaDeleteAccount()", callback=AccountState.delete_done)
+EXPORT_URL = "/api/v1/account/export"
 
 
 def password_field(id_: str, label: str, complete: str) -> rx.Component:
@@ -111,6 +114,73 @@ def sessions() -> rx.Component:
     )
 
 
+def export_section() -> rx.Component:
+    return section(
+        "Your data",
+        rx.text(
+            "One zip of everything you have here: every conversation (the archive's folders "
+            "and a Markdown transcript each), what the agents remember about you, and your "
+            "account's settings. Passwords and keys are never in it.",
+            size="2",
+            color="gray",
+        ),
+        rx.button(
+            rx.icon("download", size=14),
+            "Download everything",
+            variant="soft",
+            on_click=rx.call_script(f"luminaDownload({EXPORT_URL!r})"),
+            custom_attrs={"data-testid": "export-everything"},
+        ),
+    )
+
+
+def delete_section() -> rx.Component:
+    return section(
+        "Delete this account",
+        rx.text(
+            "Deletes the account and everything it owns — conversations, memories, keys, "
+            "sessions and files — for good. Download everything first if you want a copy.",
+            size="2",
+            color="gray",
+        ),
+        rx.form(
+            rx.vstack(
+                password_field("delete-password", "Your password", "current-password"),
+                rx.vstack(
+                    rx.text(
+                        "Type your username to confirm",
+                        size="2",
+                        weight="medium",
+                        as_="label",
+                        html_for="delete-confirm",
+                    ),
+                    rx.input(
+                        id="delete-confirm",
+                        auto_complete="off",
+                        placeholder=AppState.signed_in_as,
+                        required=True,
+                        width="100%",
+                        custom_attrs={"data-testid": "delete-confirm"},
+                    ),
+                    spacing="1",
+                    width="100%",
+                ),
+                rx.button(
+                    "Delete my account and everything it owns",
+                    type="submit",
+                    color_scheme="red",
+                    custom_attrs={"data-testid": "delete-account"},
+                ),
+                width="100%",
+                max_width="24em",
+            ),
+            on_submit=DELETE_ACCOUNT,
+            reset_on_submit=False,
+        ),
+        border="1px solid var(--red-6)",
+    )
+
+
 def account_page() -> rx.Component:
     return shell(
         ACCOUNT,
@@ -118,7 +188,7 @@ def account_page() -> rx.Component:
         notice(AccountState.message, AccountState.error),
         rx.cond(
             AppState.has_account,
-            rx.fragment(password_form(), sessions()),
-            no_account("Passwords and sessions"),
+            rx.fragment(password_form(), sessions(), export_section(), delete_section()),
+            rx.fragment(no_account("Passwords and sessions"), export_section()),
         ),
     )

@@ -1,4 +1,5 @@
-"""The admin page (/admin): create accounts, disable and enable them, reset passwords."""
+"""The admin page (/admin): create accounts, disable and enable them, reset passwords,
+delete them with everything they own."""
 
 from __future__ import annotations
 
@@ -113,10 +114,49 @@ def user_item(row: UserRow) -> rx.Component:
                     on_click=AdminState.open_reset(name),
                     custom_attrs={"data-testid": "reset-password"},
                 ),
+                delete_button(name),
                 spacing="2",
             )
         ),
         custom_attrs={"data-testid": "user-row", "data-username": name},
+    )
+
+
+def delete_button(name: rx.Var[str]) -> rx.Component:
+    """Delete, after a second "yes" naming what goes."""
+    return rx.alert_dialog.root(
+        rx.alert_dialog.trigger(
+            rx.button(
+                "Delete",
+                size="1",
+                variant="soft",
+                color_scheme="red",
+                disabled=name == AppState.signed_in_as,
+                custom_attrs={"data-testid": "delete-user"},
+            )
+        ),
+        rx.alert_dialog.content(
+            rx.alert_dialog.title("Delete ", name, "?"),
+            rx.alert_dialog.description(
+                "The account and everything it owns — conversations, memories, keys, "
+                "sessions, files — are deleted for good.",
+                size="2",
+            ),
+            rx.flex(
+                rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray")),
+                rx.alert_dialog.action(
+                    rx.button(
+                        "Delete for good",
+                        color_scheme="red",
+                        on_click=AdminState.delete(name),
+                        custom_attrs={"data-testid": "confirm-delete-user"},
+                    )
+                ),
+                spacing="3",
+                justify="end",
+                margin_top="1em",
+            ),
+        ),
     )
 
 

@@ -54,6 +54,19 @@ window.luminaChangePassword = async () => {
   luminaClear("current-password", "new-password", "new-password-again");
   return {ok: true, ended: r.data.otherSessionsEnded};
 };
+window.luminaDownload = (path) => {
+  const link = document.createElement("a");
+  link.href = path; link.download = ""; document.body.appendChild(link);
+  link.click(); link.remove();
+};
+window.luminaDeleteAccount = async () => {
+  const r = await luminaApi("POST", "/api/v1/account/delete",
+    {password: luminaField("delete-password"), confirm: luminaField("delete-confirm")});
+  luminaClear("delete-password");
+  if (!r.ok) return r;
+  window.location.assign("/login");
+  return {ok: true, conversations: r.data.conversations};
+};
 window.luminaCreateKey = async () => {
   const r = await luminaApi("POST", "/api/v1/keys", {name: luminaField("key-name")});
   if (!r.ok) return r;

@@ -62,3 +62,11 @@ class AccountState(AppState):
         ended = int(result.get("ended") or 0)
         self.message = f"Password changed; {ended} other browser(s) signed out."
         await self._refresh()
+
+    @rx.event
+    async def delete_done(self, result: dict) -> None:
+        """What the page's request to delete the account came back with (on success the
+        page has already left for the sign-in page)."""
+        self.message = self.error = ""
+        if not result.get("ok"):
+            self.error = str(result.get("error") or "The account was not deleted.")

@@ -61,6 +61,18 @@ class AdminState(AppState):
     async def enable(self, username: str) -> None:
         await self._act(username, disable=False)
 
+    @rx.event
+    async def delete(self, username: str) -> None:
+        self.message = self.error = ""
+        deletion = self._services().deletion
+        assert deletion is not None
+        try:
+            report = await deletion.delete_user(self._caller(), username)
+            self.message = f"Deleted {username}: {report.detail()}."
+        except (InvalidInput, NotFound) as exc:
+            self.error = str(exc)
+        await self._refresh()
+
     async def _act(self, username: str, *, disable: bool) -> None:
         self.message = self.error = ""
         users, caller = self._services().users, self._caller()
