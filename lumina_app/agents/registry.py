@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from math import inf
@@ -26,7 +29,10 @@ from lumina_app.agents.tools.config import (
     parse_tool_config,
 )
 
+log = logging.getLogger(__name__)
+
 PROMPT_FILES = ("agent.md", "soul.md", "identity.md", "user.md", "tools.md")
+MAX_DEFINITION_BYTES = 1_000_000  # one config.json or prompt file
 AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _OVERRIDES = ("provider", "base_url", "model", "temperature", "api_key")
 _TOOL_KEYS = ("tools", "mcpServers", "maxToolSteps", "toolTimeoutSeconds")
@@ -129,8 +135,8 @@ class AgentRegistry:
         parts = []
         for name in ("config.json", *PROMPT_FILES, SUMMARY_FILE, MEMORY_FILE, TITLE_FILE):
             try:
-                stat = (folder / name).stat()
-                parts.append((name, stat.st_mtime_ns, stat.st_size))
+                info = (folder / name).stat()
+                parts.append((name, info.st_mtime_ns, info.st_size))
             except FileNotFoundError:
                 parts.append((name, None, None))
         return tuple(parts)
@@ -138,7 +144,7 @@ class AgentRegistry:
     @staticmethod
     def _load(agent_id: str, folder: Path) -> AgentDefinition:
         try:
-            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            config = json.loads(_read_text(folder / "config.json"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             return AgentDefinition(
                 id=agent_id, name=agent_id, error=f"config.json unreadable: {exc}"
@@ -165,11 +171,9 @@ class AgentRegistry:
         assert not isinstance(embeddings, str)
         prompts = []
         for filename in PROMPT_FILES:
-            path = folder / filename
-            if path.is_file():
-                text = path.read_text(encoding="utf-8").strip()
-                if text:
-                    prompts.append(text)
+            text = _prompt_file(folder / filename)
+            if text:
+                prompts.append(text)
         summary_prompt = _prompt_file(folder / SUMMARY_FILE)
         memory_prompt = _prompt_file(folder / MEMORY_FILE)
         memory = parse_memory(config, summary_prompt, memory_prompt)
@@ -204,8 +208,34 @@ class AgentRegistry:
 
 
 def _prompt_file(path: Path) -> str | None:
-    """A prompt file's text, or None when it is missing or empty."""
-    return (path.read_text(encoding="utf-8").strip() or None) if path.is_file() else None
+    """A prompt file's text, or None when it is missing, empty or not a regular file."""
+    try:
+        return _read_text(path).strip() or None
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("agent prompt %s left out: %s", path, exc)
+        return None
+
+
+def _read_text(path: Path) -> str:
+    """A definition file's text, read only if it is a regular file (checked on the opened
+    descriptor) of at most ``MAX_DEFINITION_BYTES``: an agent process with a shell can
+    write its own folder, and a named pipe there would block the reading thread for ever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        if info.st_size > MAX_DEFINITION_BYTES:
+            raise OSError(f"{path.name} is over {MAX_DEFINITION_BYTES} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(MAX_DEFINITION_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_DEFINITION_BYTES:
+        raise OSError(f"{path.name} is over {MAX_DEFINITION_BYTES} bytes")
+    return data.decode("utf-8")
 
 
 def _check_config(config: dict[str, Any]) -> str | None:

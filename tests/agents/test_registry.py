@@ -70,3 +70,34 @@ def test_titles_switch_and_prompt(tmp_path) -> None:
     assert not off.titles and off.title_prompt == "Name it."
     assert "titles" not in off.extra
     assert not odd.available and "'titles' must be true or false" in odd.error
+
+
+def test_a_named_pipe_in_an_agent_folder_never_blocks_the_reader(tmp_path, monkeypatch) -> None:
+    """An agent process with a shell can write its own folder: a FIFO swapped in where
+    config.json or a prompt file was, between the check that it is a file and the read,
+    must make the agent unavailable (or the prompt left out) at once, never block the
+    thread that reads definitions (the event loop's). ``is_file`` answering True for
+    everything stands for that window."""
+    import concurrent.futures
+    import os
+    from pathlib import Path
+
+    write_agent(tmp_path, "piped", {"name": "Piped"})
+    (tmp_path / "piped" / "config.json").unlink()
+    os.mkfifo(tmp_path / "piped" / "config.json")
+    write_agent(tmp_path, "talker", {"name": "Talker"}, {"soul.md": "Be brief."})
+    os.mkfifo(tmp_path / "talker" / "agent.md")
+    registry = AgentRegistry(tmp_path, recheck_seconds=0)
+    monkeypatch.setattr(Path, "is_file", lambda self: True)
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    read = pool.submit(lambda: (registry.get("piped"), registry.get("talker")))
+    try:
+        piped, talker = read.result(timeout=5)
+    finally:
+        if not read.done():  # the old code blocks in open(): a writer releases it
+            for name in ("piped/config.json", "talker/agent.md"):
+                fd = os.open(tmp_path / name, os.O_WRONLY | os.O_NONBLOCK)
+                os.close(fd)
+        pool.shutdown(wait=True)
+    assert not piped.available and "not a regular file" in piped.error
+    assert talker.available and talker.system_prompt == "Be brief."
