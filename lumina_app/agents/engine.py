@@ -489,6 +489,10 @@ async def _shielded(begin: Coroutine[None, None, ActiveRun]) -> ActiveRun:
 
 
 def title_from(text: str, limit: int = 60) -> str:
-    """A conversation's default title: its first question, on one line, cut to ``limit``."""
-    flat = " ".join(text.split())
+    """A conversation's default title: its first question, on one line, cut to ``limit``,
+    without a leading ``/command`` (unless that is all there is)."""
+    words = text.split()
+    while len(words) > 1 and words[0].startswith("/"):
+        words.pop(0)
+    flat = " ".join(words)
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

@@ -48,7 +48,10 @@ def clean_title(reply: str | None) -> str | None:
     nothing is left."""
     line = next((s.strip() for s in (reply or "").splitlines() if s.strip()), "")
     line = _LABEL.sub("", line).strip().strip(_QUOTES).strip()
-    line = " ".join(line.split()).rstrip(_ENDS).strip().strip(_QUOTES).strip()
+    words = line.split()
+    while len(words) > 1 and words[0].startswith("/"):  # a /command is not a title
+        words.pop(0)
+    line = " ".join(words).rstrip(_ENDS).strip().strip(_QUOTES).strip()
     if len(line) > MAX_TITLE_CHARS:
         cut = line[: MAX_TITLE_CHARS - 1]
         line = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(",.;: ") + "…"
