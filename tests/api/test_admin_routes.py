@@ -30,7 +30,7 @@ def admin_paths() -> list[str]:
         for route in routes_admin.router.routes
         if isinstance(route, APIRoute)
     }
-    assert len(paths) == 6  # seven routes: GET and POST of users share a path
+    assert len(paths) == 7  # eight routes: GET and POST of users share a path
     return [*sorted(paths), routes_admin.PREFIX + "/no-such-thing"]
 
 
