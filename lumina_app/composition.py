@@ -145,6 +145,7 @@ class Services:
     retention: Retention | None = None  # conversations past their time
     imports: ImportService | None = None  # other products' chat exports (#47)
     exchanges: ExchangeLog | None = None  # turns had elsewhere, stored without a run (MCP)
+    sweeps: bool = True  # the server's periodic sweeps (a CLI command runs its own)
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
     def start_background(self) -> None:
@@ -155,8 +156,9 @@ class Services:
             asyncio.create_task(self._sweep_orphans_forever()),
             asyncio.create_task(self._checkpoint_forever()),
             asyncio.create_task(self._sweep_idempotency_forever()),
-            asyncio.create_task(self._sweep_retention_forever()),
         ]
+        if self.sweeps:
+            self._tasks.append(asyncio.create_task(self._sweep_retention_forever()))
         if self.embeddings is not None:
             self._tasks.append(asyncio.create_task(self.embeddings.run_forever()))
         if self.live is not None:
@@ -556,6 +558,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     )
     if recover:
         await chat.recover()
+    services.sweeps = recover
     services.start_background()
     return services
 

@@ -101,6 +101,7 @@ class PurgeCounts:
     sessions: int = 0
     keys: int = 0
     idempotency_keys: int = 0
+    account: bool = False  # the account row went in this call (not in a concurrent one)
 
 
 def normalize_username(name: str) -> str:

@@ -80,6 +80,7 @@ class AccountDeletion:
         self.archive = archive
         self.live = live
         self.forget_owner = list(forget_owner)  # Redis counters kept per owner
+        self._lock = asyncio.Lock()
 
     async def delete_own(self, principal: Principal, password: str, confirm: str) -> DeletionReport:
         """The caller's own account, given its password and its username typed again."""
@@ -116,6 +117,10 @@ class AccountDeletion:
         ]
 
     async def _delete(self, user: User, *, actor: str, address: str) -> DeletionReport:
+        async with self._lock:  # one deletion at a time in this process
+            return await self._delete_locked(user, actor=actor, address=address)
+
+    async def _delete_locked(self, user: User, *, actor: str, address: str) -> DeletionReport:
         owner = user.username
         pending = {u.id for u in await self.users.deleting()}
         if user.id not in pending:
@@ -133,6 +138,8 @@ class AccountDeletion:
         await self._remove_memory_files(owner)
         report.rest = await self.users.purge(user.id, owner)
         self.auth.forget_user(user.id)
+        if not report.rest.account:  # a concurrent deletion (another process) finished it
+            return report
         await self.audit.record(
             AuditEvent.USER_DELETED,
             username=owner,

@@ -5,6 +5,10 @@ finishes when run again. Deleting one conversation leaves nothing of it either."
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+
 import pytest
 import sqlalchemy as sa
 
@@ -134,3 +138,26 @@ async def test_a_deleted_conversation_leaves_nothing_anywhere(site) -> None:
     gone_needles = [gone, held.runs[0], held.runs[1], held.texts[0], held.texts[1]]
     assert everywhere(services, gone_needles) == []
     assert everywhere(services, [kept, held.texts[2]])  # the other one is whole
+
+
+async def test_the_cli_deletes_an_account(api_factory, sqlite_database) -> None:
+    services, _client = await api_factory(archive_mirror=True)
+    held = await account_with_everything(services, "tom-cli", conversations=1)
+    settings = services.settings
+    env = {
+        **os.environ,
+        "LUMINA_DATABASE_URL": settings.database_url,
+        "LUMINA_DATA_DIR": str(settings.data_dir),
+        "LUMINA_REDIS_URL": settings.redis_url or "",
+        "LUMINA_REDIS_PREFIX": settings.redis_prefix,
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "lumina_app", "users", "delete", "tom-cli", "--yes",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out = (await proc.communicate())[0].decode()
+    assert proc.returncode == 0, out
+    assert "Deleted tom-cli: 1 conversation(s), 4 message(s), 2 run(s)" in out
+    assert everywhere(services, held.needles, audit_names={"tom-cli", held.key_prefix}) == []
+    entries = await services.users.audit_entries(OPERATOR, username="tom-cli")
+    assert [e.actor for e in entries if e.event is AuditEvent.USER_DELETED] == ["operator"]

@@ -148,8 +148,9 @@ class UserStore:
             )
             keys = await conn.execute(sa.delete(K).where(K.c.user_id == user_id))
             idempotency = await conn.execute(sa.delete(IDEM).where(IDEM.c.owner == owner))
-            await conn.execute(sa.delete(U).where(U.c.id == user_id))
+            account = await conn.execute(sa.delete(U).where(U.c.id == user_id))
         return PurgeCounts(
+            account=account.rowcount > 0,
             memories=memories.rowcount,
             sessions=sessions.rowcount,
             keys=keys.rowcount,
