@@ -309,3 +309,30 @@ async def test_a_memory_block_becomes_memories_with_provenance(api) -> None:
     )
     assert (await finished(api, again.json()["importId"]))["memoriesAdded"] == 0
     assert (await api.get("/api/v1/memories", headers=BOB)).json()["items"] == []
+
+
+def _claude_chat(said: str, answer: str) -> bytes:
+    return json.dumps([{
+        "uuid": "c1a7de00-0000-4000-8000-0000000000aa", "name": "About me",
+        "created_at": "2025-04-01T08:00:00Z", "updated_at": "2025-04-01T08:01:00Z",
+        "chat_messages": [
+            {"uuid": "q1", "text": said, "sender": "human", "created_at": "2025-04-01T08:00:00Z"},
+            {"uuid": "a1", "text": answer, "sender": "assistant",
+             "created_at": "2025-04-01T08:00:30Z"},
+        ],
+    }]).encode()  # fmt: skip
+
+
+@pytest.mark.parametrize("learn", [True, False])
+async def test_learning_memories_from_an_import_only_when_ticked(api, learn) -> None:
+    """ "Learn memories from these" runs the extractor over each imported question and its
+    answer (the demo extractor keeps "my name is …"); unticked, nothing is learnt."""
+    data = _claude_chat("Hello, my name is Ada and I work on graph databases.", "Hi Ada!")
+    form = {"extractMemories": "true"} if learn else {}
+    result = await imported(api, "claude", data, **form)
+    assert result["conversationsAdded"] == 1
+    listed = (await api.get("/api/v1/memories", headers=ALICE)).json()["items"]
+    if learn:
+        assert result["memoriesAdded"] >= 1 and any("Ada" in m["text"] for m in listed), listed
+    else:
+        assert result["memoriesAdded"] == 0 and listed == []
