@@ -8,9 +8,9 @@ from lumina_app.api.mcp import mcp_lifespan
 from lumina_app.lifespan import lumina_lifespan
 from lumina_app.platform import socketio
 from lumina_app.ui.access import AccessGate
-from lumina_app.ui.pages import STYLESHEET, add_pages
+from lumina_app.ui.pages import HEAD, STYLESHEET, add_pages
 
-app = rx.App(api_transformer=create_api(), stylesheets=[STYLESHEET])
+app = rx.App(api_transformer=create_api(), stylesheets=[STYLESHEET], head_components=HEAD)
 app.register_lifespan_task(lumina_lifespan)
 app.register_lifespan_task(mcp_lifespan)  # after: sessions end while the services are open
 # The UI socket follows the REST rules: the same Origin rule at its handshake, and no event

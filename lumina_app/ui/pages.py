@@ -6,6 +6,8 @@ import reflex as rx
 
 from lumina_app.ui.components.account import account_page
 from lumina_app.ui.components.admin import admin_page
+from lumina_app.ui.components.composer import COMPOSER_SCRIPT
+from lumina_app.ui.components.connection import install_overlay
 from lumina_app.ui.components.context import context_dialog
 from lumina_app.ui.components.conversation import conversation_pane
 from lumina_app.ui.components.heartbeat import heartbeat
@@ -13,6 +15,7 @@ from lumina_app.ui.components.imports import import_page
 from lumina_app.ui.components.keys import keys_page
 from lumina_app.ui.components.login import AUTH_SCRIPT, login_page
 from lumina_app.ui.components.memories import memories_page
+from lumina_app.ui.components.not_found import not_found_page
 from lumina_app.ui.components.sidebar import drawer, sidebar
 from lumina_app.ui.components.sidebar_dialogs import delete_dialog, rename_dialog
 from lumina_app.ui.routes import ACCOUNT, ADMIN, CHAT, HOME, IMPORT, KEYS, LOGIN, MEMORIES
@@ -28,6 +31,9 @@ from lumina_app.ui.state.memories import MemoriesState
 from lumina_app.ui.state.sidebar import SidebarState
 
 STYLESHEET = "/lumina.css"
+NOT_FOUND = "404"  # Reflex's route for unknown addresses
+# Loaded in every page's head, so keys typed before the page is interactive are kept.
+HEAD = [rx.el.script(src=COMPOSER_SCRIPT)]
 # Scrolling up to the "Load older messages" button loads the older page (infinite scroll);
 # the button stays for keyboard users and browsers without IntersectionObserver.
 LOAD_OLDER_ON_SCROLL = """
@@ -80,8 +86,11 @@ def chat_page() -> rx.Component:
 
 
 def add_pages(app: rx.App) -> None:
+    install_overlay(app)
+    # The chat's title follows the open conversation (set by the composer's script).
     app.add_page(chat_page, route=HOME, title="Lumina", on_load=ON_LOAD)
     app.add_page(chat_page, route=CHAT, title="Lumina", on_load=ON_LOAD)
+    app.add_page(not_found_page, route=NOT_FOUND, title="Not found · Lumina")
     app.add_page(login_page, route=LOGIN, title="Sign in · Lumina", on_load=LoginState.load)
     app.add_page(account_page, route=ACCOUNT, title="Account · Lumina", on_load=AccountState.load)
     app.add_page(keys_page, route=KEYS, title="API keys · Lumina", on_load=KeysState.load)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components.composer import composer
 from lumina_app.ui.components.message import bubble, message_item, steps_and_answer, user_text
 from lumina_app.ui.components.message_actions import edit_dialog
 from lumina_app.ui.state.chat import ChatState
@@ -52,8 +53,7 @@ def header() -> rx.Component:
             min_width="0",
             flex="1",
         ),
-        rx.spacer(),
-        temporary_switch(),
+        temporary_switch(),  # no spacer: the title (flex 1) takes all the room there is
         rx.color_mode.button(variant="ghost"),
         align="center",
         width="100%",
@@ -75,7 +75,7 @@ def temporary_switch() -> rx.Component:
                         size="1",
                         custom_attrs={"data-testid": "temporary-toggle"},
                     ),
-                    rx.text("Temporary chat", size="1"),
+                    rx.text("Temporary chat", size="1", display=["none", "inline"]),
                     spacing="2",
                     align="center",
                 ),
@@ -186,7 +186,8 @@ def empty_state() -> rx.Component:
                     rx.cond(
                         ChatState.temporary,
                         "Temporary chat: nothing here is remembered, and no memory is used.",
-                        "Send a message to start.",
+                        "Ask anything: answers stream in, and what matters is remembered "
+                        "across your conversations.",
                     ),
                     size="2",
                     color="gray",
@@ -247,50 +248,22 @@ def message_list() -> rx.Component:
     )
 
 
-def composer() -> rx.Component:
-    return rx.form(
-        rx.hstack(
-            rx.text_area(
-                id="composer",
-                name="message",
-                placeholder="Message… (Enter to send, Shift+Enter for a new line)",
-                enter_key_submit=True,
-                auto_height=True,
-                rows="1",
-                max_length=32000,
-                width="100%",
-                size="3",
-                custom_attrs={"data-testid": "composer"},
-            ),
-            rx.cond(
-                ChatState.streaming,
-                rx.button(
-                    rx.icon("square"),
-                    "Stop",
-                    type="button",
-                    color_scheme="red",
-                    size="3",
-                    on_click=ChatState.stop,
-                    custom_attrs={"data-testid": "stop-button"},
-                ),
-                rx.button(
-                    rx.icon("send"),
-                    "Send",
-                    type="submit",
-                    size="3",
-                    disabled=ChatState.agent_id == "",
-                    custom_attrs={"data-testid": "send-button"},
-                ),
-            ),
-            align="end",
-            width="100%",
-        ),
-        on_submit=ChatState.send,
-        reset_on_submit=True,
-        width="100%",
-        max_width="52em",
-        margin_x="auto",
-        padding="0.75em 1em 1em",
+def jump_to_latest() -> rx.Component:
+    """Shown by the script while the list is scrolled up from its end."""
+    return rx.button(
+        rx.icon("arrow-down", size=14),
+        "Jump to latest",
+        size="1",
+        variant="surface",
+        radius="full",
+        position="absolute",
+        bottom="0.75em",
+        left="50%",
+        transform="translateX(-50%)",
+        z_index="5",
+        box_shadow="var(--shadow-3)",
+        class_name="lumina-hidden",
+        custom_attrs={"data-testid": "jump-latest"},
     )
 
 
@@ -309,7 +282,28 @@ def conversation_pane() -> rx.Component:
                 padding="4em",
                 flex="1",
             ),
-            rx.fragment(message_list(), composer(), edit_dialog()),
+            rx.fragment(
+                rx.box(
+                    message_list(),
+                    jump_to_latest(),
+                    position="relative",
+                    flex="1",
+                    min_height="0",
+                    width="100%",
+                    display="flex",
+                ),
+                composer(),
+                edit_dialog(),
+                # Clicked by the script when the connection is back: read the page again.
+                rx.el.button(
+                    id="lumina-reconnected",
+                    type="button",
+                    on_click=ChatState.reconnected,
+                    class_name="lumina-hidden",
+                    aria_hidden="true",
+                    tab_index=-1,
+                ),
+            ),
         ),
         spacing="0",
         height="100dvh",

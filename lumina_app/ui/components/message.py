@@ -11,7 +11,7 @@ from lumina_app.ui.view_models.views import MessageView, StepView
 
 STATUS_COLORS = {
     "superseded": "gray",
-    "stopped": "amber",
+    "stopped": "gray",  # the person's own Stop: neutral, not an error
     "interrupted": "orange",
     "failed": "red",
     "streaming": "blue",
@@ -50,23 +50,28 @@ def status_badge(status) -> rx.Component:
     )
 
 
+def timestamp(time) -> rx.Component:
+    """The date and time; on a phone only the time (the full one in its tooltip)."""
+    return rx.fragment(
+        rx.moment(time, format="YYYY-MM-DD HH:mm", class_name="lumina-time lumina-time-long"),
+        rx.moment(time, format="HH:mm", class_name="lumina-time lumina-time-short"),
+    )
+
+
 def bubble(role, author, time, body: rx.Component, status, error, testid: str) -> rx.Component:
     return rx.hstack(
         avatar(role),
         rx.box(
             rx.hstack(
                 rx.text(author, weight="bold", size="2"),
-                rx.cond(
-                    time != "",
-                    rx.moment(time, format="YYYY-MM-DD HH:mm", size="1", color="gray"),
-                ),
+                rx.cond(time != "", timestamp(time)),
                 status_badge(status),
                 spacing="2",
                 align="center",
             ),
             body,
             rx.cond(
-                error != "",
+                (error != "") & (status != "stopped"),
                 rx.callout(
                     error, icon="triangle_alert", color_scheme="red", size="1", margin_top="0.5em"
                 ),

@@ -46,6 +46,7 @@ def version_switcher(msg: MessageView) -> rx.Component:
                 msg["version"].to_string() + " / " + msg["versions"].to_string(),
                 size="1",
                 color="gray",
+                white_space="nowrap",
                 custom_attrs={"data-testid": "version-label"},
             ),
             rx.icon_button(
@@ -59,6 +60,7 @@ def version_switcher(msg: MessageView) -> rx.Component:
             ),
             spacing="1",
             align="center",
+            flex_shrink="0",
         ),
     )
 
@@ -88,6 +90,17 @@ def message_actions(msg: MessageView) -> rx.Component:
                     on_click=MessageActions.fork_here(msg["seq"]),
                 ),
                 rx.cond(
+                    msg["last"] & (msg["status"] == "stopped"),
+                    rx.button(
+                        rx.icon("play", size=12),
+                        "Continue",
+                        size="1",
+                        variant="soft",
+                        on_click=ChatState.continue_answer,
+                        custom_attrs={"data-testid": "continue-message"},
+                    ),
+                ),
+                rx.cond(
                     msg["last"] & (msg["status"] != "superseded"),
                     _action(
                         "refresh-cw",
@@ -102,7 +115,9 @@ def message_actions(msg: MessageView) -> rx.Component:
         used_mark(msg),
         spacing="2",
         align="center",
-        margin_left="3.2em",  # under the message, past the avatar
+        wrap="wrap",
+        row_gap="0",
+        margin_left=["0", "3.2em"],  # under the message, past the avatar (not on a phone)
         class_name="lumina-actions",
         custom_attrs={"data-testid": "message-actions"},
     )

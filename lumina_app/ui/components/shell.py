@@ -42,13 +42,16 @@ def top(here: str) -> rx.Component:
             rx.hstack(tab("Account", ACCOUNT, here), tab("API keys", KEYS, here), spacing="2"),
         ),
         rx.cond(AppState.is_admin, tab("Admin", ADMIN, here)),
-        rx.button(
-            "Sign out",
-            size="2",
-            variant="soft",
-            color_scheme="gray",
-            on_click=rx.call_script("luminaSignOut()"),
-            custom_attrs={"data-testid": "sign-out"},
+        rx.cond(
+            ~AppState.local_mode,  # local mode has nobody signed in
+            rx.button(
+                "Sign out",
+                size="2",
+                variant="soft",
+                color_scheme="gray",
+                on_click=rx.call_script("luminaSignOut()"),
+                custom_attrs={"data-testid": "sign-out"},
+            ),
         ),
         align="center",
         width="100%",

@@ -6,6 +6,7 @@ over to a background event that starts the run and follows it (``StreamState``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import reflex as rx
@@ -21,6 +22,8 @@ from lumina_app.ui.state.stream import StreamState
 from lumina_app.ui.view_models.versions import arrange, retire_answer, with_memories
 from lumina_app.ui.view_models.views import explain
 
+CONTINUE = "Continue from where you stopped."
+
 
 class ChatState(StreamState):
     agent_description: str = ""
@@ -29,6 +32,7 @@ class ChatState(StreamState):
     # nothing is read from or written to long-term memory for it.
     temporary: bool = False
     _send_text: str = ""
+    _offered: str = ""  # a send waiting for the page's yes (see send())
     # The address of the new conversation this page's own redirect goes to (see load()).
     _arriving: str = ""
     # The open conversation's last seq when load() read it (what LiveState checks against).
@@ -97,9 +101,41 @@ class ChatState(StreamState):
 
     @rx.event
     def send(self, form: dict):
+        """The composer's send: asked back to the page before it starts (the page may have
+        given up on it while the connection was gone: then it is not sent, ever)."""
         text = str(form.get("message") or "").strip()
         if not text or self.streaming or not self.agent_id:
-            return
+            return None
+        self._offered = text
+        nonce = json.dumps(str(form.get("nonce") or ""))
+        return rx.call_script(
+            f"window.__lumina ? window.__lumina.accept({nonce}) : true",
+            callback=ChatState.accept_send,
+        )
+
+    @rx.event
+    def accept_send(self, accepted: bool):
+        text, self._offered = self._offered, ""
+        if accepted is not True:
+            return None
+        return self._begin(text)
+
+    @rx.event
+    def continue_answer(self):
+        """Continue a stopped answer: a new turn that asks for the rest."""
+        return self._begin(CONTINUE)
+
+    @rx.event
+    def reconnected(self):
+        """The connection is back: read the open conversation again (what happened meanwhile)."""
+        if self.streaming and self.run_id:
+            return None  # its follower is still feeding it
+        self._arriving = ""
+        return ChatState.load
+
+    def _begin(self, text: str):
+        if not text or self.streaming or not self.agent_id:
+            return None
         self._ticket += 1
         self.error = ""
         self.streaming, self.stream_text = True, ""
@@ -135,7 +171,10 @@ class ChatState(StreamState):
                     self._reset_stream()
                     self.error = explain(exc)
                     self._rows = arrange(self._rows)  # a retired answer is back
-            yield rx.set_value("composer", text)
+            if text:  # the words go back into the composer (and its draft)
+                yield rx.call_script(
+                    f"window.__lumina && window.__lumina.restore({json.dumps(text)})"
+                )
             yield HealthState.check
             return
         async with self:

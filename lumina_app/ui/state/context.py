@@ -9,6 +9,13 @@ from lumina_app.domain import NotFound
 from lumina_app.ui.state.base import AppState
 from lumina_app.ui.view_models.context_rows import context_rows, recalled_facts
 
+# How the context was built (DESIGN §5 scenarios A, B, C), said for people.
+SCENARIO_WORDS = {
+    "new": "New conversation",
+    "continue": "Same session (kept in memory)",
+    "resume": "Resumed from saved history",
+}
+
 
 class ContextState(AppState):
     open: bool = False
@@ -31,7 +38,8 @@ class ContextState(AppState):
         first, last = context.window
         window = f"messages {first}–{last}" if first is not None else "no earlier messages"
         self.facts = [
-            f"{context.scenario.value} · {context.model}",
+            f"{SCENARIO_WORDS.get(context.scenario.value, context.scenario.value)} · "
+            f"model {context.model}",
             f"window: {window}",
             *([_earlier(context.earlier)] if context.earlier else []),
             f"~{context.tokens} tokens",
