@@ -37,6 +37,7 @@ from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import StoreUnavailable
 from lumina_app.memory import MemoryManager, MemoryReads
 from lumina_app.memory.long_term import LongTermMemory
+from lumina_app.memory.memory_sources import DeletedSources
 from lumina_app.observability import hooks as metric_hooks
 from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
 from lumina_app.recall.retriever import Retriever
@@ -409,7 +410,11 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         choice = AgentEmbedders(registry, embeds, timeout=settings.embeddings_timeout)
         embeddings = EmbedWorker(db, embeds, choice=choice)
         retriever.choice = choice
-    long_term = LongTermMemory(db, embeds)
+    long_term = LongTermMemory(db, embeds, max_per_owner=settings.max_memories_per_owner)
+    # what was learnt in a deleted conversation or message stays, marked "source deleted"
+    sources = DeletedSources(db)
+    memory.hooks.on_delete(sources.conversation_deleted)
+    memory.hooks.on_rows_removed(sources.rows_removed)
     if embeddings is not None:
         memory.hooks.on_final(embeddings.on_final)
         retriever.on_missing = embeddings.due

@@ -8,7 +8,10 @@ new text; #42) or ``none``. The agent's own model is asked with its ``memory.md`
 the offline ``demo`` model extracts deterministically ("my name is …", "call me …", "I live
 in …", "I prefer …", "I work on …", "my <thing> averages|ends|costs|… <value>").
 A run never waits for it. A provider failure is logged and retried with backoff; a reply
-that is not the JSON asked for changes nothing and is logged.
+that is not the JSON asked for changes nothing and is logged. At most
+:data:`MAX_OPERATIONS` operations of a turn are applied (the rest dropped, with a warning);
+a pinned memory or one the person added by hand is never replaced (#43); past the owner's
+memory limit nothing more is added (a warning, once until there is room again).
 """
 
 from __future__ import annotations
@@ -26,12 +29,22 @@ from lumina_app.agents.providers import Provider, ProviderFactory
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.agents.tools.memories import scope_of
-from lumina_app.domain import InvalidInput, ProviderError, StoreUnavailable, TextDelta
+from lumina_app.domain import (
+    InvalidInput,
+    ProviderError,
+    QuotaExceeded,
+    StoreUnavailable,
+    TextDelta,
+)
 from lumina_app.domain.memories import Memory, MemoryNotFound
 from lumina_app.memory.long_term import LongTermMemory, normalised
+from lumina_app.memory.memory_rules import MemoryProtected
 
 log = logging.getLogger(__name__)
 TURN_CHARS = 4000  # what of a question and its answer the extractor reads
+# Operations applied from one turn: a model (or a question written to make it) once asked
+# for 130; one turn says a few things about a person, never this many.
+MAX_OPERATIONS = 20
 
 
 class ExtractionFailed(Exception):
@@ -213,6 +226,7 @@ class MemoryExtractor:
         self.on_failed: list[Callable[[str], None]] = []
         self._tasks: set[asyncio.Task] = set()
         self._owners: dict[str, asyncio.Lock] = {}
+        self._full: set[str] = set()  # owners at their memory limit, warned about once
 
     def after_run(self, run: ActiveRun) -> None:
         """A run ended: extract what its turn says about the person, later (never from a
@@ -285,8 +299,15 @@ class MemoryExtractor:
     async def _apply(
         self, turn: Turn, scope: str | None, known: Sequence[Memory], ops: Sequence[Operation]
     ) -> list[Operation]:
-        ids = {m.id for m in known}
-        applied = []
+        ids = {m.id: m for m in known}
+        applied: list[Operation] = []
+        ops = [op for op in ops if op.op != "none"]
+        if len(ops) > MAX_OPERATIONS:
+            log.warning(
+                "memories of %s: %d operations from one turn, the first %d applied",
+                turn.conversation_uuid, len(ops), MAX_OPERATIONS,
+            )  # fmt: skip
+            ops = ops[:MAX_OPERATIONS]
         for op in ops:
             try:
                 if op.op == "add":
@@ -309,15 +330,22 @@ class MemoryExtractor:
                         agent_id=turn.agent.id,
                         conversation_uuid=turn.conversation_uuid,
                         seq=turn.seq,
+                        by_agent=True,
                     )
                     if newer.id == op.id:
                         continue  # the same text again: nothing changed
-                    ids.discard(op.id)
+                    ids.pop(op.id, None)
                 else:
-                    continue  # none, or an id that is not among the known ones
-            except (InvalidInput, MemoryNotFound) as exc:
+                    continue  # an id that is not among the known ones
+            except (InvalidInput, MemoryNotFound, MemoryProtected) as exc:
                 log.info("memory operation %s skipped: %s", op.op, exc)
                 continue
+            except QuotaExceeded as exc:
+                if turn.owner not in self._full:
+                    self._full.add(turn.owner)
+                    log.warning("memories of %s: nothing more kept: %s", turn.owner, exc)
+                break
+            self._full.discard(turn.owner)
             applied.append(op)
             for hook in self.on_applied:
                 hook(turn.agent.id, op.op, 1)

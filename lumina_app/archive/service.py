@@ -27,6 +27,7 @@ from lumina_app.domain import (
     ImportOutcome,
     InvalidInput,
     Msg,
+    QuotaExceeded,
 )
 from lumina_app.domain.access import is_safe_name
 from lumina_app.domain.ids import parse_conversation_uuid
@@ -290,7 +291,12 @@ class ArchiveService:
                 f"owner {owner!r} (an import writes only its own owner's memories)"
             )
             return item
-        item.memories, _ = await self.memories.import_archived(owner, read.agent_id, read.memories)
+        try:
+            added = await self.memories.import_archived(owner, read.agent_id, read.memories)
+        except QuotaExceeded as exc:  # the owner's memory limit: this file is not imported
+            item.error = f"{path}: {exc}"
+            return item
+        item.memories = added[0]
         return item
 
     async def _import_zip(

@@ -9,27 +9,36 @@ Facts change over time (#42): a newer statement about the same thing does not ov
 the old one. :meth:`LongTermMemory.supersede` closes it (``valid_until`` = now,
 ``superseded_by`` = the new id) and adds a current memory (``valid_from`` = now); searches
 and contexts see current memories only, :meth:`LongTermMemory.history` the whole chain.
+
+At scale (#43): an owner keeps at most ``max_per_owner`` memories (:meth:`check_room`, on
+every path that makes one); a scope's index is built by one lookup at a time, on threads
+of its own. Which memories only the person may change: ``memory_rules.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
-import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 import numpy as np
 
-from lumina_app.domain import InvalidInput
-from lumina_app.domain.memories import MAX_MEMORY_CHARS, Memory, MemoryNotFound, MemoryStatus
+from lumina_app.domain import InvalidInput, QuotaExceeded
+from lumina_app.domain.memories import Memory, MemoryNotFound, MemoryStatus
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.domain.views import iso_ms
 from lumina_app.memory.memory_index import MemoryIndex, thread_terms
+from lumina_app.memory.memory_rules import CONTEXT_PREFIX as CONTEXT_PREFIX
+from lumina_app.memory.memory_rules import check_agent_may_change, checked_text, normalised
+from lumina_app.memory.memory_rules import context_message as context_message
+from lumina_app.memory.memory_rules import memory_id as memory_id
 from lumina_app.recall.embedders import Embedder, EmbeddingError
 from lumina_app.recall.retriever import LEXICAL_WEIGHT, SEMANTIC_WEIGHT, VECTOR_DTYPE
 from lumina_app.storage.sql import memories as rows
@@ -37,7 +46,6 @@ from lumina_app.storage.sql.database import SQLDatabase
 
 log = logging.getLogger(__name__)
 
-CONTEXT_PREFIX = "What you know about this person:"
 # A change is read again when it is this close to the newest one an index holds: another
 # process's write may commit a moment after a later one (its time is taken before its turn).
 CHANGE_MARGIN = timedelta(seconds=1)
@@ -47,6 +55,20 @@ REBUILD_AFTER_S = 600.0
 # count of owners alone let 256 owners of 100,000 imported memories each hold ~25 GB. At
 # ≤ 500 characters and one vector each, ~1.5 KB a memory: ~300 MB at most.
 CACHE_MEMORIES = 200_000
+# Indexes built at once, whoever's (#43): each on this pool's threads, never the loop's nor
+# the default executor the rest of the server shares; one owner's concurrent cold turns
+# share one build (``LongTermMemory._building``), so the peak is two indexes being made.
+BUILD_THREADS = 2
+_builds = ThreadPoolExecutor(BUILD_THREADS, thread_name_prefix="memory-index")
+SETTING = "LUMINA_MAX_MEMORIES_PER_OWNER"
+
+
+def _built(found: Sequence, model: str) -> MemoryIndex:
+    """An index of :func:`rows.with_vectors`'s rows (on a build thread): decoded, split,
+    its order taken once, so the loop's first ranking costs no sort."""
+    index = MemoryIndex(rows.decoded(found, model), thread_terms)
+    index.ordered()
+    return index
 
 
 @dataclass(slots=True)
@@ -65,23 +87,6 @@ def _slots(index: MemoryIndex) -> int:
     return len(index) + index.dead
 
 
-def normalised(text: str) -> str:
-    """A fact as compared for duplicates: case, spacing and the final stop ignored."""
-    return " ".join(text.casefold().split()).rstrip(".!;, ")
-
-
-def checked_text(text: str) -> str:
-    """A memory's text as stored, or InvalidInput saying what is wrong with it."""
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidInput("a memory needs some text")
-    if "\x00" in text:
-        raise InvalidInput("a memory must not contain NUL characters")
-    flat = " ".join(text.split())
-    if len(flat) > MAX_MEMORY_CHARS:
-        raise InvalidInput(f"a memory is limited to {MAX_MEMORY_CHARS} characters")
-    return flat
-
-
 class LongTermMemory:
     """Store, edit and search an owner's memories. ``agent_id`` None in a read means every
     agent of the owner (an agent with ``"longTerm": {"scope": "owner"}``)."""
@@ -93,9 +98,14 @@ class LongTermMemory:
         *,
         cache_size: int = 256,
         cache_memories: int = CACHE_MEMORIES,
+        max_per_owner: int = 0,
     ) -> None:
         self.db = db
         self.embedder = embedder
+        self.max_per_owner = max_per_owner  # memories an owner may keep (0: no limit)
+        # (owner, agent) → [its lock, how many hold or wait for it]: one build at a time
+        self._building: dict[tuple, list] = {}
+        self.builds = 0  # indexes read whole and built (tests, the scale bench)
         # (owner, agent) → the index of its active memories and what it was read at
         self._cache: OrderedDict[tuple, _Kept] = OrderedDict()
         self._cache_size = cache_size
@@ -150,10 +160,32 @@ class LongTermMemory:
         ranked = index.ranked(query, vector, (LEXICAL_WEIGHT, SEMANTIC_WEIGHT), minimum)
         return ranked[:limit]
 
+    @contextlib.asynccontextmanager
+    async def _one_at_a_time(self, key: tuple) -> AsyncIterator[None]:
+        """Held while a scope's index is checked or built: concurrent cold turns of one
+        owner wait for the first one's build and then find it kept, instead of reading and
+        building a copy each (4 copies of 100,000 memories took RSS to 1.7 GB)."""
+        entry = self._building.get(key)
+        if entry is None:
+            entry = self._building[key] = [asyncio.Lock(), 0]
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1] -= 1
+            if not entry[1]:
+                del self._building[key]
+
     async def _index(self, owner: str, agent_id: str | None) -> MemoryIndex:
-        """The owner's active memories, searchable: built once from one read (off the event
-        loop's thread), then kept; a change since (seen by one aggregate read) is taken in
-        by reading only the memories changed after the newest one the index holds."""
+        """The owner's active memories, searchable: built once from one read (decoded and
+        split on a build thread), then kept; a change since (seen by one aggregate read) is
+        taken in by reading only the memories changed after the newest one the index holds.
+        One scope's lookups go one at a time (the first cold one builds, the others wait)."""
+        async with self._one_at_a_time((owner, agent_id)):
+            return await self._current_index(owner, agent_id)
+
+    async def _current_index(self, owner: str, agent_id: str | None) -> MemoryIndex:
         key = (owner, agent_id)
         version = (*await rows.version(self.db, owner=owner, agent_id=agent_id), self.model)
         cached = self._cache.get(key)
@@ -165,8 +197,11 @@ class LongTermMemory:
                 cached.version = version
                 self._shrink()  # it may have grown
                 return index
-        found = await rows.with_vectors(self.db, owner=owner, agent_id=agent_id, model=self.model)
-        index = await asyncio.to_thread(MemoryIndex, found, thread_terms)
+        found = await rows.with_vectors(self.db, owner=owner, agent_id=agent_id)
+        loop = asyncio.get_running_loop()
+        index = await loop.run_in_executor(_builds, _built, found, self.model)
+        del found
+        self.builds += 1
         self._cache[key] = _Kept(version, index)
         self._shrink()
         return index
@@ -227,6 +262,22 @@ class LongTermMemory:
 
     # -- writes -----------------------------------------------------------------------
 
+    async def check_room(self, owner: str, more: int = 1) -> None:
+        """QuotaExceeded (a 429, a tool error) if keeping ``more`` memories would pass the
+        owner's limit. Every way a memory is made comes through here (add, supersede, an
+        archive's memory file); forgetting some makes room."""
+        if not self.max_per_owner or more <= 0:
+            return
+        have = await rows.kept(self.db, owner=owner)
+        if have + more > self.max_per_owner:
+            raise QuotaExceeded(
+                f"this owner keeps {have} memories (current ones and their history); "
+                "forget some to keep more",
+                setting=SETTING,
+                limit=self.max_per_owner,
+                retry_after=None,
+            )
+
     async def add(
         self,
         owner: str,
@@ -245,6 +296,7 @@ class LongTermMemory:
         same = await self.find_same(owner, scope_agent, text)
         if same is not None:
             return same, False
+        await self.check_room(owner)
         model, vector = await self._embedded(text)
         memory = await rows.insert(
             self.db,
@@ -263,10 +315,19 @@ class LongTermMemory:
         return memory, True
 
     async def edit(
-        self, owner: str, memory_id: int, *, text: str | None = None, pinned: bool | None = None
+        self,
+        owner: str,
+        memory_id: int,
+        *,
+        text: str | None = None,
+        pinned: bool | None = None,
+        by_agent: bool = False,
     ) -> Memory:
-        """Change a memory's text or pin in place; MemoryNotFound if it is not the owner's."""
+        """Change a memory's text or pin in place; MemoryNotFound if it is not the owner's.
+        ``by_agent``: an agent asks (MemoryProtected for a pinned or hand-written one)."""
         current = await self.get(owner, memory_id)
+        if by_agent:
+            check_agent_may_change(current)
         model, vector = (None, None)
         if text is not None:
             text = checked_text(text)
@@ -295,13 +356,17 @@ class LongTermMemory:
         agent_id: str | None = None,
         conversation_uuid: str | None = None,
         seq: int | None = None,
+        by_agent: bool = False,
     ) -> Memory:
         """A new fact replacing a current one, which stays as its history (``superseded``,
         valid until now); the same text again changes nothing. ``agent_id``: the new one's
         agent (default: the old one's). MemoryNotFound if it is not the owner's; InvalidInput
-        if it was already replaced (only the current version is)."""
+        if it was already replaced (only the current version is); ``by_agent``:
+        MemoryProtected for a pinned or hand-written one."""
         text = checked_text(text)
         current = await self.get(owner, memory_id)
+        if by_agent:
+            check_agent_may_change(current)
         if not current.current:
             raise InvalidInput(
                 f"memory {memory_id} was replaced by memory {current.superseded_by}: "
@@ -309,6 +374,7 @@ class LongTermMemory:
             )
         if normalised(text) == normalised(current.text):
             return current
+        await self.check_room(owner)  # the old one stays, as history
         model, vector = await self._embedded(text)
         memory = await rows.supersede(
             self.db,
@@ -332,11 +398,13 @@ class LongTermMemory:
         for hook in self.on_changed:
             hook(change)
 
-    async def forget(self, owner: str, memory_id: int) -> None:
+    async def forget(self, owner: str, memory_id: int, *, by_agent: bool = False) -> None:
         """Never used again: the memory is marked ``deleted``. Forgetting a current fact
         forgets its history too (what it used to be); forgetting an earlier version removes
-        only that one from the history."""
+        only that one from the history. ``by_agent``: as :meth:`edit`."""
         memory = await self.get(owner, memory_id)
+        if by_agent:
+            check_agent_may_change(memory)
         ids = [memory.id]
         if memory.current:
             ids += [m.id for m in (await rows.replaced(self.db, ids, owner=owner))[memory.id]]
@@ -395,6 +463,7 @@ class LongTermMemory:
                 new.append(memory)
             else:
                 known[memory.id] = found
+        await self.check_room(owner, sum(m.status is not MemoryStatus.DELETED for m in new))
         vectors = await self._embedded_many([m.text for m in new])
         await rows.insert_imported(
             self.db, new, vectors, owner=owner, agent_id=agent_id, known=known
@@ -435,22 +504,3 @@ class LongTermMemory:
         except EmbeddingError as exc:
             log.warning("memory search without embeddings: %s", exc)
             return None
-
-
-def context_message(memories: Sequence[Memory]) -> str:
-    """The system message a run gets: one ``- fact`` line per memory, in the given order."""
-    if not memories:
-        return ""
-    return "\n".join([CONTEXT_PREFIX, *(f"- {m.text}" for m in memories)])
-
-
-_ID = re.compile(r"[0-9]{1,18}")
-
-
-def memory_id(raw: object) -> int:
-    """A memory id from outside (a path, a tool argument); anything else is not found."""
-    if isinstance(raw, int) and not isinstance(raw, bool) and 0 < raw < 10**18:
-        return raw
-    if isinstance(raw, str) and _ID.fullmatch(raw) and int(raw) > 0:
-        return int(raw)
-    raise MemoryNotFound(raw)

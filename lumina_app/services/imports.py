@@ -44,6 +44,7 @@ from lumina_app.domain import (
     MsgRole,
     NotFound,
     Principal,
+    QuotaExceeded,
     StoreUnavailable,
     utcnow,
 )
@@ -276,6 +277,9 @@ class ImportService:
             except InvalidInput as exc:
                 job.errors.append(f"{fact[:60]!r}: {exc}")
                 new = False
+            except QuotaExceeded as exc:  # the owner's memory limit: the rest is not kept
+                job.errors.append(f"{len(facts) - job.done} memories not kept: {exc}")
+                return
             job.memories_added += new
             job.done += 1
 

@@ -85,16 +85,20 @@ class MemoryService:
         text: str | None = None,
         pinned: bool | None = None,
         supersede: bool = False,
+        by_agent: bool = False,
     ) -> Memory:
         """The memory as edited: in place, or with ``supersede`` (and a new ``text``) the new
-        current memory replacing it, the old one kept as its history (then pinned as asked)."""
+        current memory replacing it, the old one kept as its history (then pinned as asked).
+        ``by_agent``: an agent asks (an MCP client), not the person: a pinned memory or one
+        they added by hand is a MemoryProtected (403, a tool error) and stays as it is."""
         memory = memory_id(raw_id)
+        owner = principal.owner
         if supersede and text is not None:
-            newer = await self.store.supersede(principal.owner, memory, text)
+            newer = await self.store.supersede(owner, memory, text, by_agent=by_agent)
             if pinned is None or newer.pinned == pinned:
                 return newer
-            return await self.store.edit(principal.owner, newer.id, pinned=pinned)
-        return await self.store.edit(principal.owner, memory, text=text, pinned=pinned)
+            return await self.store.edit(owner, newer.id, pinned=pinned)
+        return await self.store.edit(owner, memory, text=text, pinned=pinned, by_agent=by_agent)
 
     async def history(self, principal: Principal, raw_id: object) -> list[Memory]:
         """The chain a memory belongs to, newest first (the current version, then each it
@@ -107,8 +111,9 @@ class MemoryService:
         """For each of ``found`` (the caller's): the versions it replaced, newest first."""
         return await self.store.earlier(principal.owner, [m.id for m in found])
 
-    async def delete(self, principal: Principal, raw_id: object) -> None:
-        await self.store.forget(principal.owner, memory_id(raw_id))
+    async def delete(self, principal: Principal, raw_id: object, *, by_agent: bool = False) -> None:
+        """Forget one memory (``by_agent``: as :meth:`edit`)."""
+        await self.store.forget(principal.owner, memory_id(raw_id), by_agent=by_agent)
 
     async def forget_all(self, principal: Principal, *, agent_id: str | None = None) -> int:
         if agent_id is not None:

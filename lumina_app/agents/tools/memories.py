@@ -3,7 +3,9 @@ keeps what it knows about the person with ``remember``, ``update_memory`` and ``
 and looks it up with ``memories`` (current facts only). ``update_memory`` keeps the old
 fact as history (#42): it is closed and a new current memory holds the new text. Every
 call is the calling owner's: another owner's memory id (or another agent's, for an
-agent-scoped memory) is "not found"."""
+agent-scoped memory) is "not found". A pinned memory, or one the person added by hand, is
+theirs alone (#43): ``update_memory`` and ``forget`` answer that only they can change it,
+and leave it as it is; past the owner's memory limit ``remember`` says so."""
 
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from typing import Any
 
 from lumina_app.agents.registry import AgentDefinition
 from lumina_app.agents.tools.spec import Tool, ToolContext, ToolError, ToolOutput, ToolSpec
-from lumina_app.domain import InvalidInput
+from lumina_app.domain import InvalidInput, QuotaExceeded
 from lumina_app.domain.memories import MAX_MEMORY_CHARS, Memory, MemoryNotFound
 from lumina_app.memory.long_term import LongTermMemory, memory_id
+from lumina_app.memory.memory_rules import MemoryProtected
 
 REMEMBER, FORGET, UPDATE, SEARCH = "remember", "forget", "update_memory", "memories"
 NAMES = (REMEMBER, FORGET, UPDATE, SEARCH)
@@ -110,14 +113,17 @@ class MemoryTools:
                 conversation_uuid=ctx.conversation_uuid,
                 seq=ctx.turn_seq,
             )
-        except InvalidInput as exc:
+        except (InvalidInput, QuotaExceeded) as exc:
             raise ToolError(str(exc)) from None
         said = "Remembered" if new else "Already known"
         return ToolOutput(f"{said} (memory #{memory.id}): {memory.text}")
 
     async def _forget(self, scope: str | None, args: dict, ctx: ToolContext) -> ToolOutput:
         memory = await self._visible(scope, ctx, args["id"])
-        await self.store.forget(ctx.owner, memory.id)
+        try:
+            await self.store.forget(ctx.owner, memory.id, by_agent=True)
+        except MemoryProtected as exc:
+            raise ToolError(str(exc)) from None
         return ToolOutput(f"Forgot memory #{memory.id}.")
 
     async def _update(self, scope: str | None, args: dict, ctx: ToolContext) -> ToolOutput:
@@ -130,8 +136,9 @@ class MemoryTools:
                 agent_id=ctx.agent_id,
                 conversation_uuid=ctx.conversation_uuid,
                 seq=ctx.turn_seq,
+                by_agent=True,
             )
-        except InvalidInput as exc:
+        except (InvalidInput, QuotaExceeded, MemoryProtected) as exc:
             raise ToolError(str(exc)) from None
         if newer.id == memory.id:
             return ToolOutput(f"Already known (memory #{memory.id}): {memory.text}")

@@ -255,18 +255,21 @@ async def search_memories(
 
 @lumina_errors
 async def update_memory(ctx: Context, id: MemoryIdArg, text: MemoryText) -> dict[str, Any]:
-    """Correct a memory's text in place."""
+    """Correct a memory's text in place (not a pinned one or one the person added by
+    hand: only they can change those)."""
     services = _services()
     assert services.memories is not None
-    return {"memory": _memory(await services.memories.edit(caller(ctx), id, text=text))}
+    edited = await services.memories.edit(caller(ctx), id, text=text, by_agent=True)
+    return {"memory": _memory(edited)}
 
 
 @lumina_errors
 async def forget(ctx: Context, id: MemoryIdArg) -> dict[str, Any]:
-    """Forget one memory for good: it is never used again."""
+    """Forget one memory for good: it is never used again (not a pinned one or one the
+    person added by hand: only they can forget those)."""
     services = _services()
     assert services.memories is not None
-    await services.memories.delete(caller(ctx), id)
+    await services.memories.delete(caller(ctx), id, by_agent=True)
     return {"forgotten": id}
 
 

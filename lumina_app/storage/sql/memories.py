@@ -15,6 +15,7 @@ from lumina_app.domain import utcnow
 from lumina_app.domain.memories import Memory, MemoryStatus
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import memories as T
+from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
 _COLUMNS = (
@@ -144,13 +145,52 @@ async def listing(
         return [_memory(r) for r in (await conn.execute(query)).all()]
 
 
-async def with_vectors(
-    db: SQLDatabase, *, owner: str, agent_id: str | None, model: str
-) -> list[tuple[Memory, bytes | None]]:
-    """The active memories a search ranks, with their vector of ``model`` if they have one."""
+async def with_vectors(db: SQLDatabase, *, owner: str, agent_id: str | None) -> list[sa.Row]:
+    """The active memories a search ranks, as rows (:func:`decoded` makes them memories with
+    their vectors, off the event loop's thread: at thousands that is most of the cost)."""
     where = sa.and_(_scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value)
+    query = sa.select(*_COLUMNS, T.c.model, T.c.vector).where(where)
     with offloaded():  # every memory of the owner: keep it off the event loop's thread
-        return await _with_vectors(db, where, model)
+        async with db.connect() as conn:
+            return list((await conn.execute(query)).all())
+
+
+def decoded(rows: Sequence[sa.Row], model: str) -> list[tuple[Memory, bytes | None]]:
+    """Rows of :func:`with_vectors` as memories, each with its vector of ``model`` if any."""
+    return [
+        (_memory(r), base64.b64decode(r.vector) if r.vector and r.model == model else None)
+        for r in rows
+    ]
+
+
+async def kept(db: SQLDatabase, *, owner: str) -> int:
+    """How many memories the owner keeps: current ones and their history (not forgotten)."""
+    query = sa.select(sa.func.count()).where(
+        T.c.owner == owner,
+        T.c.status.in_([MemoryStatus.ACTIVE.value, MemoryStatus.SUPERSEDED.value]),
+    )
+    async with db.connect() as conn:
+        return int((await conn.execute(query)).scalar_one())
+
+
+async def source_deleted(
+    db: SQLDatabase,
+    *,
+    owner: str,
+    conversation_uuid: str,
+    origin: str,
+    conversation_pk: int | None = None,
+) -> int:
+    """The owner's memories learnt in a conversation (with ``conversation_pk``: from one of
+    its messages no longer there) unlinked from it and marked ``origin``; how many were.
+    Their time is kept (their place among the newest does not change)."""
+    where = sa.and_(T.c.owner == owner, T.c.conversation_uuid == conversation_uuid)
+    if conversation_pk is not None:
+        there = sa.select(M.c.seq).where(M.c.conversation_id == conversation_pk)
+        where = sa.and_(where, T.c.seq.is_not(None), T.c.seq.not_in(there))
+    query = sa.update(T).where(where).values(conversation_uuid=None, seq=None, origin=origin)
+    async with db.begin() as conn:
+        return (await conn.execute(query)).rowcount
 
 
 async def stamps_since(
