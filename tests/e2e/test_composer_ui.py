@@ -107,6 +107,8 @@ def test_new_conversation_shortcut_focuses_the_composer(page: Page, app_server) 
     open_new(page, app_server.url)
     send(page, "Something to leave")
     wait_idle(page)
+    page.get_by_test_id("new-conversation").first.hover()
+    expect(page.get_by_role("tooltip")).to_contain_text("Ctrl+Shift+O")
     page.get_by_test_id("conversation-title").click()  # focus away from the composer
     page.keyboard.press("Control+Shift+O")
     expect(page).to_have_url(re.compile(r"/chat/assistant$"))

@@ -36,12 +36,15 @@ def sidebar_content() -> rx.Component:
             align="center",
         ),
         agent_picker(),
-        rx.link(
-            rx.button(rx.icon("plus"), "New conversation", width="100%", variant="soft"),
-            href="/chat/" + ChatState.agent_id,
-            width="100%",
-            on_click=SidebarState.set_drawer_open(False),
-            custom_attrs={"data-testid": "new-conversation"},
+        rx.tooltip(
+            rx.link(
+                rx.button(rx.icon("plus"), "New conversation", width="100%", variant="soft"),
+                href="/chat/" + ChatState.agent_id,
+                width="100%",
+                on_click=SidebarState.set_drawer_open(False),
+                custom_attrs={"data-testid": "new-conversation"},
+            ),
+            content="New conversation (Ctrl+Shift+O, ⌘⇧O on a Mac)",
         ),
         search_box(),
         conversation_list(),
