@@ -51,7 +51,7 @@ def status_badge(status) -> rx.Component:
 
 
 def timestamp(time) -> rx.Component:
-    """The date and time; on a phone only the time (the full one in its tooltip)."""
+    """The date and time; on a phone only the time (CSS picks one: .lumina-time-*)."""
     return rx.fragment(
         rx.moment(time, format="YYYY-MM-DD HH:mm", class_name="lumina-time lumina-time-long"),
         rx.moment(time, format="HH:mm", class_name="lumina-time lumina-time-short"),
