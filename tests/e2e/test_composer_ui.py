@@ -282,3 +282,22 @@ def test_pictures_at_desktop_and_phone_sizes(browser, app_server) -> None:
     expect(page.get_by_test_id("continue-message")).to_be_visible()
     shot(page, "phone-stopped")
     context.close()
+
+
+def test_a_second_tab_following_the_answer_keeps_the_text_too(browser, app_server) -> None:
+    """The same rule whoever started the run: a tab that only follows it keeps the text."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    first, second = context.new_page(), context.new_page()
+    open_new(first, app_server.url)
+    send(first, "Started in the first tab /long")
+    expect(first).to_have_url(re.compile(r"/chat/assistant/[0-9a-f-]{36}$"))
+    second.goto(first.url)
+    expect(second.get_by_test_id("streaming-message")).to_be_visible()
+    composer(second).fill("Typed in the second tab")
+    composer(second).press("Enter")
+    expect(second.get_by_test_id("composer-hint")).to_be_visible()
+    second.wait_for_timeout(300)
+    expect(composer(second)).to_have_value("Typed in the second tab")
+    expect(second.get_by_test_id("send-button")).to_be_visible(timeout=20_000)
+    expect(composer(second)).to_have_value("Typed in the second tab")
+    context.close()
