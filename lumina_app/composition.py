@@ -391,6 +391,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         db,
         max_conversations=settings.max_conversations_per_owner,
         max_messages_per_day=settings.max_messages_per_owner_per_day,
+        max_stored_bytes=settings.max_stored_bytes_per_owner,
     )
     memory = MemoryManager(cold, hot, window=settings.context_window, quotas=quotas)
     idempotency = IdempotencyStore(db, ttl=settings.idempotency_ttl_seconds)

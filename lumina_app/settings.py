@@ -155,6 +155,9 @@ class Settings(BaseSettings):
     # either, whatever would create more is refused with a 429 naming the limit.
     max_conversations_per_owner: int = Field(0, ge=0)
     max_messages_per_owner_per_day: int = Field(0, ge=0)
+    # The bytes of text (UTF-8) stored in an owner's messages: at or past it, new input is
+    # refused with a 413 naming the limit (an answer already streaming still ends).
+    max_stored_bytes_per_owner: int = Field(0, ge=0)
     # Long-term memories an owner may keep (current ones and their history; forgotten ones
     # not counted), whoever adds them (REST, the Memory page, tools, MCP, the extractor,
     # imports): past it, a 429 / a tool error naming the limit. 0 = no limit.

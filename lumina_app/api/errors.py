@@ -22,6 +22,7 @@ from lumina_app.domain import (
     NotFound,
     QuotaExceeded,
     RequestInProgress,
+    StoredBytesExceeded,
     StoreUnavailable,
     TooManyAttempts,
     TooManyRuns,
@@ -39,6 +40,7 @@ _STATUS: list[tuple[type[LuminaError], int]] = [
     (RequestInProgress, 409),
     (UsernameTaken, 409),
     (InputTooLarge, 413),
+    (StoredBytesExceeded, 413),  # before QuotaExceeded: the first match wins
     (InvalidInput, 422),
     (TooManyStreams, 429),
     (TooManyRuns, 429),

@@ -128,6 +128,11 @@ class QuotaExceeded(LuminaError):
         self.retry_after = retry_after
 
 
+class StoredBytesExceeded(QuotaExceeded):
+    """An owner's stored text reached ``LUMINA_MAX_STORED_BYTES_PER_OWNER``: a 413, since
+    waiting frees nothing (deleting does)."""
+
+
 class UsernameTaken(LuminaError):
     """An account with that username already exists."""
 
