@@ -41,12 +41,28 @@ def output_text(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
-def function_call_item(call: ClientCall, status: str = "completed") -> dict[str, Any]:
+def namespaced(tools: list[dict[str, Any]] | None) -> dict[str, tuple[str, str]]:
+    """The tools a client sent inside ``namespace`` tools, by the name the model calls
+    (``<namespace>__<name>``): a call of one goes back as ``name`` + ``namespace``."""
+    return {
+        f"{tool['namespace']}__{tool['name']}": (tool["namespace"], tool["name"])
+        for tool in tools or []
+        if tool.get("namespace")
+    }
+
+
+def function_call_item(
+    call: ClientCall,
+    status: str = "completed",
+    spaces: dict[str, tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    found = (spaces or {}).get(call.name)
     return {
         "type": "function_call",
         "id": "fc_" + call.call_id,
         "call_id": call.call_id,
-        "name": call.name,
+        "name": found[1] if found else call.name,
+        **({"namespace": found[0]} if found else {}),
         "arguments": call.arguments if status == "completed" else "",
         "status": status,
     }
@@ -116,12 +132,14 @@ def reasoning_item(message_item_id: str, text: str) -> dict[str, Any]:
     }
 
 
-def output_items(view: ResponseView, status: str) -> list[dict[str, Any]]:
+def output_items(
+    view: ResponseView, status: str, spaces: dict[str, tuple[str, str]] | None = None
+) -> list[dict[str, Any]]:
     """An ended response's output: its reasoning (if the model thought aloud), its
     answer, the calls of the client's tools it made."""
     answer = answer_item(view.message_id, view.content, status)
     thought = [reasoning_item(answer["id"], view.reasoning)] if view.reasoning else []
-    return [*thought, answer, *(function_call_item(call) for call in view.calls)]
+    return [*thought, answer, *(function_call_item(call, spaces=spaces) for call in view.calls)]
 
 
 def compaction_item(handle: str) -> dict[str, Any]:
@@ -165,7 +183,7 @@ def response_object(
         "model": view.agent_id,
         "previous_response_id": view.previous_response_id,
         "instructions": instructions,
-        "output": [] if running else output_items(view, status),
+        "output": [] if running else output_items(view, status, namespaced(tools)),
         "error": error,
         "tools": tools or [],
         "tool_choice": "auto",
@@ -207,6 +225,7 @@ class ResponseFramer:
         finish: Callable[[RunFinished], dict[str, Any]],
     ) -> None:
         self.response = response
+        self.spaces = namespaced(response.get("tools"))
         self.finish = finish
         self.item = answer_item(message_id, "", "in_progress")
         self.seq = 0
@@ -241,7 +260,10 @@ class ResponseFramer:
             elif item["type"] == "message" and item["content"] and item["content"][0]["text"]:
                 out += self._answered(item["content"][0]["text"])
             elif item["type"] == "function_call":
-                out += self.called(ClientCall(item["call_id"], item["name"], item["arguments"]))
+                name = item["name"]
+                if item.get("namespace"):
+                    name = f"{item['namespace']}__{name}"
+                out += self.called(ClientCall(item["call_id"], name, item["arguments"]))
             elif item["type"] == "compaction":
                 out += self._whole(item)
         return out + self.ended(final)
@@ -261,14 +283,16 @@ class ResponseFramer:
             out += self._closed(self.text, done)
         index = self._next()
         on = {"item_id": "fc_" + call.call_id, "output_index": index}
-        opening = function_call_item(call, "in_progress")
+        opening = function_call_item(call, "in_progress", self.spaces)
         return (
             out
             + self._event("response.output_item.added", output_index=index, item=opening)
             + self._event("response.function_call_arguments.delta", **on, delta=call.arguments)
             + self._event("response.function_call_arguments.done", **on, arguments=call.arguments)
             + self._event(
-                "response.output_item.done", output_index=index, item=function_call_item(call)
+                "response.output_item.done",
+                output_index=index,
+                item=function_call_item(call, spaces=self.spaces),
             )
         )
 

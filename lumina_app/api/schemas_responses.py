@@ -8,6 +8,7 @@ honour yet (``item_reference`` items, images, files) is refused with a clear 400
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -248,11 +249,16 @@ class FunctionTool(BaseModel):
     parameters: dict[str, Any] | None = None
 
     def shown(self) -> dict[str, Any]:
-        """The tool as a response lists it (Open Responses' ``FunctionTool``: every field)."""
+        """The tool as a response lists it (Open Responses' ``FunctionTool``: every field);
+        a member of a ``namespace`` tool by its own name, with its namespace."""
         strict = getattr(self, "strict", None)
+        space = getattr(self, "lumina_namespace", None)
+        named = {"name": self.name}
+        if isinstance(space, list) and len(space) == 2:
+            named = {"namespace": space[0], "name": space[1]}
         return {
             "type": "function",
-            "name": self.name,
+            **named,
             "description": self.description,
             "parameters": self.parameters,
             "strict": strict if isinstance(strict, bool) else None,
@@ -267,6 +273,32 @@ class FunctionTool(BaseModel):
             "parameters": parameters,
         }
         return {"type": "function", "function": function}
+
+
+def _functions(tools: list[dict[str, Any]] | None) -> list[FunctionTool]:
+    """The client's function tools, those inside a ``namespace`` tool included, named
+    ``<namespace>__<name>`` for the model (Codex sends its MCP servers' tools as
+    ``mcp__<server>`` namespaces); the model's call goes back to the client as ``name`` +
+    ``namespace`` (``responses_wire.namespaced``). A member whose qualified name is not a
+    valid tool name (over 64 characters) is left out."""
+    found: list[FunctionTool] = []
+    for tool in tools or []:
+        if tool.get("type") == "function":
+            found.append(FunctionTool.model_validate(tool))
+        elif tool.get("type") == "namespace" and isinstance(tool.get("tools"), list):
+            prefix = str(tool.get("name", ""))
+            for member in tool["tools"]:
+                if not isinstance(member, dict) or member.get("type", "function") != "function":
+                    continue
+                qualified = {
+                    **member,
+                    "type": "function",
+                    "name": f"{prefix}__{member.get('name')}",
+                    "lumina_namespace": [prefix, str(member.get("name"))],
+                }
+                if re.fullmatch(TOOL_NAME, qualified["name"]):
+                    found.append(FunctionTool.model_validate(qualified))
+    return found
 
 
 class ConversationRef(BaseModel):
@@ -300,11 +332,7 @@ class CreateResponse(BaseModel):
     def _function_tools(cls, value: list[dict[str, Any]] | None) -> object:
         # Hosted and custom tool types (web_search, local_shell, ...) are ignored, as the
         # spec lets a server do; function tools must be well formed, each name once.
-        names = [
-            FunctionTool.model_validate(tool).name
-            for tool in value or []
-            if tool.get("type") == "function"
-        ]
+        names = [tool.name for tool in _functions(value)]
         if len(names) != len(set(names)):
             raise ValueError("two function tools have the same name")
         return value
@@ -350,18 +378,10 @@ class CreateResponse(BaseModel):
 
     def shown_tools(self) -> list[dict[str, Any]]:
         """The function tools as the response lists them (hosted ones, ignored, are not)."""
-        return [
-            FunctionTool.model_validate(tool).shown()
-            for tool in self.tools or []
-            if tool.get("type") == "function"
-        ]
+        return [tool.shown() for tool in _functions(self.tools)]
 
     def function_tools(self) -> list[dict[str, Any]]:
-        return [
-            FunctionTool.model_validate(tool).spec()
-            for tool in self.tools or []
-            if tool.get("type") == "function"
-        ]
+        return [tool.spec() for tool in _functions(self.tools)]
 
     def conversation_id(self) -> str | None:
         if isinstance(self.conversation, ConversationRef):
