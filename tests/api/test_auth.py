@@ -64,6 +64,12 @@ def routes(
         ("GET", f"/api/v1/memories/{memory}", {}),
         ("PATCH", f"/api/v1/memories/{memory}", {"json": {"text": "x"}}),
         ("DELETE", f"/api/v1/memories/{memory}", {}),
+        ("GET", f"/api/v1/memories/{memory}/history", {}),
+        ("POST", "/api/v1/imports", {"data": {"source": "chatgpt"}, "files": IMPORT_FILE}),
+        ("POST", "/api/v1/imports/preview", {"data": {"source": "chatgpt"}, "files": IMPORT_FILE}),
+        ("GET", "/api/v1/imports/IMPORT", {}),
+        ("GET", "/api/v1/account/export", {}),
+        ("POST", "/api/v1/account/delete", {"json": {"password": "x", "confirm": "x"}}),
         ("GET", "/api/v1/account/sessions", {}),
         ("DELETE", f"/api/v1/account/sessions/{session}", {}),
         ("POST", "/api/v1/account/sessions/revoke-others", {}),
@@ -77,6 +83,7 @@ def routes(
         ("POST", f"/api/v1/admin/users/{user}/disable", {}),
         ("POST", f"/api/v1/admin/users/{user}/enable", {}),
         ("POST", f"/api/v1/admin/users/{user}/password", {"json": {}}),
+        ("POST", f"/api/v1/admin/users/{user}/delete", {}),
         ("GET", "/api/v1/admin/audit", {}),
         ("GET", "/v1/models", {}),
         ("POST", "/v1/chat/completions", {"json": chat_body()}),
@@ -107,6 +114,7 @@ def openai_state_routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
 
 
 ITEM = {"role": "user", "content": "x"}
+IMPORT_FILE = {"file": ("conversations.json", b"[]", "application/json")}
 
 
 def chat_body(conversation: str | None = None) -> dict:
@@ -159,6 +167,7 @@ async def test_the_route_table_covers_every_api_route(api) -> None:
         "KEY": "{key_id}",
         "USER": "{username}",
         "MEMORY": "{memory_id}",
+        "IMPORT": "{import_id}",
     }
     listed = set()
     for m, p, _ in routes("CONV", "RUN", "SESSION", "KEY", "USER", "MEMORY"):
@@ -189,7 +198,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 27  # every POST and PATCH route above
+    assert len(with_bodies) == 31  # every POST and PATCH route above
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 

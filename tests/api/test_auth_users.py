@@ -51,7 +51,7 @@ async def test_bobs_key_gets_404_for_everything_of_alices(two_users, fake_llm) -
             if p in (f"/api/v1/keys/{key_id}", f"/api/v1/account/sessions/{session_id}")
             or p.startswith("/api/v1/admin")
         ]
-        assert len(account_routes) == 9  # her key, her session, the seven admin routes
+        assert len(account_routes) == 10  # her key, her session, the eight admin routes
         for method, path, kwargs in foreign_routes(conv, run) + account_routes:
             resp = await api.request(method, path, headers=bob, **kwargs)
             assert error_of(resp, 404)["code"] == "not_found", (method, path, kwargs)
