@@ -82,6 +82,6 @@ def test_an_answer_shows_exactly_what_its_model_was_given(page: Page, app_server
     expect(sent.nth(0)).to_contain_text("system")
     expect(sent.nth(1)).to_contain_text("The secret word is pineapple.")
     expect(sent.nth(3)).to_contain_text("What was the secret word?")
-    expect(dialog).to_contain_text("continue")
+    expect(dialog).to_contain_text("Same session (kept in memory)")  # the "continue" scenario
     page.wait_for_timeout(400)  # the dialog's fade-in, for the picture
     shot(page, "context")
