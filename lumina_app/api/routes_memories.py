@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
-from pydantic import BaseModel, Field, StrictBool, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import ServicesDep
@@ -75,6 +75,16 @@ class CreateMemory(StrictBody):
 
 
 class EditMemory(StrictBody):
+    # The schema says what the validator enforces: "supersede": true needs a text.
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        json_schema_extra={
+            "if": {"properties": {"supersede": {"const": True}}, "required": ["supersede"]},
+            "then": {"required": ["text"], "properties": {"text": {"type": "string"}}},
+        },
+    )
+
     text: MemoryText | None = None
     pinned: StrictBool | None = None
     supersede: StrictBool = Field(
