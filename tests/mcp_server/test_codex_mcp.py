@@ -81,7 +81,8 @@ def test_codex_keeps_a_memory_through_luminas_mcp_server(
     assert "Noted in Lumina." in out, out[-2000:]
     mine = _api(server, "/api/v1/memories").json()["items"]
     kept = [m for m in mine if m["text"] == FACT]
-    assert kept, (mine, [m for r in fake.requests for m in r["messages"] if m.get("role") == "tool"])
+    said_back = [m for r in fake.requests for m in r["messages"] if m.get("role") == "tool"]
+    assert kept, (mine, said_back)  # what Codex answered the call with, if it did not run it
     assert kept[0]["origin"].startswith("added over MCP by "), kept[0]
     assert "codex" in kept[0]["origin"].lower(), kept[0]
     assert all(
