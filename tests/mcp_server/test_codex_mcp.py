@@ -4,40 +4,31 @@ says (``[mcp_servers.lumina]`` with ``url`` and ``bearer_token_env_var``), calls
 ``remember`` when the model (a stand-in behind a Lumina agent) asks for it; the memory is
 then the key owner's, with Codex named as where it came from, and no one else's."""
 
+# ruff: noqa: F811  (the fixtures imported from the Responses tests are test parameters)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.api.helpers import fake_model_server
-from tests.api.test_responses_codex import KEY, _api, _codex_binary, _config, _run
+# Codex from npm, the stand-in model and a server with an "echo" agent on it: the fixtures
+# the Responses tests run Codex with, shared rather than written again.
+from tests.api.test_responses_codex import (  # noqa: F401 - fixtures
+    KEY,
+    _api,
+    _config,
+    _run,
+    codex,
+    fake,
+    server,
+)
 from tests.fake_llm import Call, FakeLLM, Reply, Script
 from tests.server import AppServer
 
 pytestmark = pytest.mark.slow
 
 FACT = "The user deploys the dashboard on Fly.io."
-
-
-@pytest.fixture(scope="module")
-def codex() -> Path:
-    return _codex_binary()
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeLLM) -> Iterator[AppServer]:
-    keys, agents = f"ada:{KEY},bob:key-bob", {"echo": {"name": "Echo"}}
-    with fake_model_server(tmp_path_factory.mktemp("codex-mcp"), keys, fake.base_url, agents) as up:
-        yield up
 
 
 def _remember_tool(request: dict) -> str | None:
@@ -48,7 +39,10 @@ def _remember_tool(request: dict) -> str | None:
 
 
 def test_codex_keeps_a_memory_through_luminas_mcp_server(
-    codex: Path, server: AppServer, fake: FakeLLM, tmp_path: Path
+    codex: Path,
+    server: AppServer,
+    fake: FakeLLM,
+    tmp_path: Path,
 ) -> None:
     home, work = tmp_path / "codex-home", tmp_path / "work"
     work.mkdir()
