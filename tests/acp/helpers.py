@@ -67,7 +67,7 @@ def alive(pid: int) -> bool:
     """Running (a zombie waiting for its reaper counts as ended)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
+    except (FileNotFoundError, ProcessLookupError, IndexError):  # reaped while read
         return False
     return state not in ("Z", "X")
 

@@ -54,7 +54,9 @@ class AgentProcess:
 
     @property
     def alive(self) -> bool:
-        return self.process.returncode is None
+        """Running: not exited, nor (where ``/proc`` tells) killed a moment ago and not yet
+        reaped by the event loop — such a process is never handed the next prompt."""
+        return self.process.returncode is None and not _exited(self.process.pid)
 
     @property
     def can_load(self) -> bool:
@@ -119,6 +121,20 @@ class AgentProcess:
             self.last_tail = self.stderr_tail()  # what a failed start's message quotes
             os.close(self.stderr_fd)
             self.stderr_fd = -1
+
+
+def _exited(pid: int) -> bool:
+    """The process is a zombie or gone, as ``/proc`` shows it (False where there is none)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return _HAS_PROC
+    except OSError:
+        return False
+    return stat.rsplit(b")", 1)[-1].split()[:1] in ([b"Z"], [b"X"])
+
+
+_HAS_PROC = Path("/proc/self/stat").exists()
 
 
 def _signal_group(pgid: int, sig: int) -> None:
