@@ -5,13 +5,17 @@ a phone's action row."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.conftest import ROOT
 from tests.e2e.test_chat_ui import answers, open_new, send, shot, wait_idle
-from tests.server import AppServer
+from tests.server import VENV_BIN, AppServer
 
 pytestmark = pytest.mark.e2e
 
@@ -196,6 +200,7 @@ def test_a_lost_connection_shows_a_banner_and_an_unsent_message_waits_for_retry(
     assert top["y"] + top["height"] <= send_box["y"], "the banner covers the composer"
     composer(page).fill("Sent while offline")
     composer(page).press("Enter")
+    expect(page.get_by_test_id("unsent")).to_be_visible()
     expect(page.get_by_test_id("unsent")).to_contain_text("Not sent")
     expect(composer(page)).to_have_value("Sent while offline")
     shot(page, "connection-lost")
@@ -209,6 +214,86 @@ def test_a_lost_connection_shows_a_banner_and_an_unsent_message_waits_for_retry(
     expect(page.locator("[data-testid=message][data-role=user]")).to_have_count(2, timeout=20_000)
     expect(composer(page)).to_have_value("")
     expect(page.get_by_test_id("unsent")).to_be_hidden()
+    context.close()
+
+
+# A turn written into the conversation by another process while the page is cut off.
+OFFLINE_TURN = """
+import asyncio, sys
+from lumina_app.cli_common import opened
+from lumina_app.domain import LOCAL
+from lumina_app.settings import Settings
+
+async def main():
+    async with opened(Settings()) as services:
+        async for _ in services.runs.stream(
+            LOCAL, agent_id="assistant", message=sys.argv[1], conversation_uuid=sys.argv[2]
+        ):
+            pass
+
+asyncio.run(main())
+"""
+
+
+def test_the_open_conversation_is_read_again_when_the_connection_returns(
+    browser, own_server
+) -> None:
+    """What happened while the page was cut off (here a turn written by another process)
+    is on screen once the connection is back, without a reload."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    open_new(page, own_server.url)
+    send(page, "Before the cut")
+    wait_idle(page)
+    expect(page).to_have_url(re.compile(r"/chat/assistant/[0-9a-f-]{36}$"))
+    uuid = page.url.rsplit("/", 1)[-1]
+    own_server.kill()
+    expect(page.get_by_test_id("connection-banner")).to_contain_text("Reconnecting")
+    subprocess.run(
+        [str(VENV_BIN / "python"), "-c", OFFLINE_TURN, "Written while the page was away", uuid],
+        env=own_server.env(), cwd=ROOT, check=True, timeout=120, capture_output=True,
+    )  # fmt: skip
+    own_server.start()
+    expect(page.get_by_test_id("connection-back")).to_be_visible(timeout=60_000)
+    users = page.locator("[data-testid=message][data-role=user]")
+    expect(users).to_have_count(2, timeout=20_000)
+    expect(users.last).to_contain_text("Written while the page was away")
+    expect(answers(page)).to_have_count(2)
+    context.close()
+
+
+def test_a_send_the_server_does_not_take_in_4s_is_not_sent_and_never_goes_later(
+    browser, own_server
+) -> None:
+    """The socket looks connected but the server does not answer (frozen): after 4 s the
+    message is shown as not sent and kept in the composer; when the server wakes up it
+    does not go out on its own; Retry sends it once."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    open_new(page, own_server.url)
+    send(page, "Before the freeze")
+    wait_idle(page)
+    os.killpg(own_server.proc.pid, signal.SIGSTOP)
+    try:
+        composer(page).fill("Sent to a frozen server")
+        composer(page).press("Enter")
+        page.wait_for_timeout(2000)
+        expect(page.get_by_test_id("unsent")).to_be_hidden()  # not yet: 4 s are given
+        expect(page.get_by_test_id("unsent")).to_be_visible(timeout=6000)
+        expect(page.get_by_test_id("unsent")).to_contain_text("Not sent")
+        expect(composer(page)).to_have_value("Sent to a frozen server")
+    finally:
+        os.killpg(own_server.proc.pid, signal.SIGCONT)
+    page.wait_for_timeout(4000)  # the server handles the queued send: it must not start it
+    users = page.locator("[data-testid=message][data-role=user]")
+    expect(users).to_have_count(1)
+    expect(composer(page)).to_have_value("Sent to a frozen server")
+    page.get_by_test_id("retry-send").click()
+    expect(users).to_have_count(2, timeout=20_000)
+    expect(users.last).to_contain_text("Sent to a frozen server")
+    expect(composer(page)).to_have_value("")
+    page.wait_for_timeout(1000)
+    expect(users).to_have_count(2)  # once
     context.close()
 
 
