@@ -157,8 +157,9 @@ def import_chats(
         assert services.imports is not None
         data = path.read_bytes()
         principal = Principal(owner=owner, via=Via.OPERATOR, name="operator")
-        return await services.imports.run(
+        return await services.imports.start(
             principal,
+            wait=True,
             source=source,
             data=data,
             agent_id=agent,

@@ -175,31 +175,19 @@ class ImportService:
         agent_id: str,
         extract_memories: bool = False,
         memories_from: ImportSource = ImportSource.CHATGPT,
+        wait: bool = False,
     ) -> ImportJob:
-        """Check and parse everything now (errors raise), then write in the background."""
+        """Check and parse everything now (errors raise), then write in the background —
+        or, with ``wait`` (the CLI), to its end before returning."""
         job, parsed = await self._prepare(
             principal, source, data, agent_id, extract_memories, memories_from
         )
+        if wait:
+            await self._run(job, parsed, memories_from)
+            return job
         task = asyncio.create_task(self._run(job, parsed, memories_from), name="chat-import")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return job
-
-    async def run(
-        self,
-        principal: Principal,
-        *,
-        source: ImportSource,
-        data: bytes,
-        agent_id: str,
-        extract_memories: bool = False,
-        memories_from: ImportSource = ImportSource.CHATGPT,
-    ) -> ImportJob:
-        """The same import, awaited to its end (the CLI)."""
-        job, parsed = await self._prepare(
-            principal, source, data, agent_id, extract_memories, memories_from
-        )
-        await self._run(job, parsed, memories_from)
         return job
 
     def get(self, principal: Principal, import_id: str) -> ImportJob:
