@@ -18,13 +18,13 @@ from lumina_app.api.schemas import (
     ConversationPage,
     CreateConversation,
     Cursor,
+    EditConversation,
     ExecuteBody,
     ForkConversation,
     MessageOut,
     MessagePage,
     NoNul,
     RegenerateBody,
-    RenameConversation,
     RunAccepted,
     SyncResult,
     TaskText,
@@ -64,9 +64,19 @@ async def list_conversations(
     limit: Limit = 20,
     after: Annotated[str | None, Query(max_length=200), Cursor] = None,
     q: Annotated[str | None, Query(max_length=200), NoNul] = None,
+    pinned: Annotated[bool | None, Query()] = None,
+    archived: Annotated[bool | None, Query()] = None,
 ) -> ConversationPage:
+    """Newest activity first, every agent's unless ``agentId``; ``pinned``/``archived``
+    true or false keep only the conversations that are or are not (absent: all)."""
     items, cursor = await services.conversations.list(
-        caller, agent_id=agent_id, limit=limit, cursor=after, search=q
+        caller,
+        agent_id=agent_id,
+        limit=limit,
+        cursor=after,
+        search=q,
+        pinned=pinned,
+        archived=archived,
     )
     return ConversationPage(items=[ConversationOut.of(c) for c in items], nextCursor=cursor)
 
@@ -79,11 +89,17 @@ async def get_conversation(
 
 
 @router.patch("/conversations/{conversation_id}", response_model=ConversationOut)
-async def rename_conversation(
-    conversation_id: str, body: RenameConversation, services: ServicesDep, caller: Caller
+async def edit_conversation(
+    conversation_id: str, body: EditConversation, services: ServicesDep, caller: Caller
 ) -> ConversationOut:
+    """Rename, pin or unpin, archive or unarchive: what the body names, the rest kept."""
+    conversations = services.conversations
+    if body.title is not None:
+        await conversations.rename(caller, conversation_id, body.title)
     return ConversationOut.of(
-        await services.conversations.rename(caller, conversation_id, body.title)
+        await conversations.organize(
+            caller, conversation_id, pinned=body.pinned, archived=body.archived
+        )
     )
 
 

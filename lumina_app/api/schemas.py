@@ -12,6 +12,7 @@ from pydantic import (
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     StrictBool,
+    model_validator,
 )
 from pydantic_core import core_schema
 
@@ -93,8 +94,26 @@ class CreateConversation(StrictBody):
     temporary: StrictBool = False
 
 
-class RenameConversation(StrictBody):
-    title: Annotated[str, NoNul] = Field(min_length=1, max_length=255)
+class EditConversation(StrictBody):
+    """A new title, pinned or not, archived or not: at least one of them, none null (the
+    schema says so with ``minProperties``)."""
+
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, json_schema_extra={"minProperties": 1}
+    )
+
+    # Absent is "left as it is"; null is refused (the types are not nullable).
+    title: Annotated[str, NoNul] = Field(default=None, min_length=1, max_length=255)
+    pinned: StrictBool = Field(default=None, description="kept on top of the list")
+    archived: StrictBool = Field(
+        default=None, description="out of the list (still open, searchable, exportable)"
+    )
+
+    @model_validator(mode="after")
+    def _something_to_change(self) -> EditConversation:
+        if not self.model_fields_set:
+            raise ValueError("give a title, pinned or archived")
+        return self
 
 
 class ForkConversation(StrictBody):
@@ -131,6 +150,10 @@ class ConversationOut(BaseModel):
     # Only a temporary conversation has it (true). Left out by a field rule, not a model
     # serializer: the schema keeps every field for clients (lumina_client checks them).
     temporary: bool | None = Field(default=None, exclude_if=lambda v: not v)
+    # Only a pinned conversation has ``pinned`` (true), only an archived one ``archivedAt``:
+    # the seed's conversation shape is unchanged for the others (#45).
+    pinned: bool | None = Field(default=None, exclude_if=lambda v: not v)
+    archivedAt: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
     def of(cls, conv: ConversationInfo) -> ConversationOut:
@@ -147,6 +170,8 @@ class ConversationOut(BaseModel):
             parentUuid=conv.parent_uuid,
             forkedAtSeq=conv.forked_at_seq,
             temporary=True if conv.temporary else None,
+            pinned=True if conv.pinned else None,
+            archivedAt=iso_us(conv.archived_at) if conv.archived_at else None,
         )
 
 

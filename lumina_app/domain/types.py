@@ -196,6 +196,9 @@ class ConversationInfo:
     forked_at_seq: int | None = None
     # A temporary conversation: nothing is read from or written to long-term memory.
     temporary: bool = False
+    # Kept on top of its owner's list; archived: out of the list, still open and found.
+    pinned: bool = False
+    archived_at: datetime | None = None
 
     @classmethod
     def new(

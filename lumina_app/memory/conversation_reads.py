@@ -50,10 +50,18 @@ class ConversationReads:
         limit: int = 20,
         cursor: str | None = None,
         search: str | None = None,
+        pinned: bool | None = None,
+        archived: bool | None = None,
     ) -> tuple[list[ConversationInfo], str | None]:
         """Newest activity first; ``search`` matches titles and message text."""
         return await self.cold.list_conversations(
-            agent_id=agent_id, owner=owner, limit=limit, cursor=cursor, search=search
+            agent_id=agent_id,
+            owner=owner,
+            limit=limit,
+            cursor=cursor,
+            search=search,
+            pinned=pinned,
+            archived=archived,
         )
 
     async def history(

@@ -71,6 +71,14 @@ class MemoryManager:
             return await self.cold.retitle(conversation.uuid, title, replacing=replacing)
         return await self.cold.update_conversation(conversation.id, title=title, touch=False)
 
+    async def organize(
+        self, conversation: ConversationInfo, *, pinned: bool | None, archived: bool | None
+    ) -> None:
+        """Pin or unpin, archive or bring back; its place in lists by activity is kept."""
+        await self.cold.update_conversation(
+            conversation.id, pinned=pinned, archived=archived, touch=False
+        )
+
     async def delete(self, conversation: ConversationInfo) -> None:
         """Rows first (the record), then the hot key and whatever else registered."""
         run_ids = await self.cold.delete_conversation(conversation.id)

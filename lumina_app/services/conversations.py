@@ -90,12 +90,22 @@ class ConversationService:
         limit: int = 20,
         cursor: str | None = None,
         search: str | None = None,
+        pinned: bool | None = None,
+        archived: bool | None = None,
     ) -> tuple[list[ConversationInfo], str | None]:
-        """Newest activity first; ``search`` matches titles and message text."""
+        """Newest activity first, of every agent unless ``agent_id``; ``search`` matches
+        titles and message text; ``pinned``/``archived`` keep those that are (true) or
+        are not (false)."""
         if search is not None and len(search) > MAX_SEARCH_CHARS:
             raise InvalidInput(f"search text is limited to {MAX_SEARCH_CHARS} characters")
         return await self.reads.list_conversations(
-            agent_id=agent_id, owner=principal.owner, limit=limit, cursor=cursor, search=search
+            agent_id=agent_id,
+            owner=principal.owner,
+            limit=limit,
+            cursor=cursor,
+            search=search,
+            pinned=pinned,
+            archived=archived,
         )
 
     async def get(
@@ -115,6 +125,24 @@ class ConversationService:
         renamed = await self.get(principal, conversation_uuid)
         await self._announce(principal.owner, "renamed", renamed)
         return renamed
+
+    async def organize(
+        self,
+        principal: Principal,
+        conversation_uuid: str,
+        *,
+        pinned: bool | None = None,
+        archived: bool | None = None,
+    ) -> ConversationInfo:
+        """Pin or unpin it, archive it or bring it back (None: left as it is); it keeps
+        its place by activity. Returns it as stored."""
+        conversation = await self.get(principal, conversation_uuid)
+        if pinned is None and archived is None:
+            return conversation
+        await self.memory.organize(conversation, pinned=pinned, archived=archived)
+        organized = await self.get(principal, conversation_uuid)
+        await self._announce(principal.owner, "renamed", organized)
+        return organized
 
     async def propose_title(
         self, principal: Principal, conversation: ConversationInfo, title: str, *, replacing: str

@@ -80,8 +80,11 @@ class ColdStore(Protocol):
         limit: int = 20,
         cursor: str | None = None,
         search: str | None = None,
+        pinned: bool | None = None,
+        archived: bool | None = None,
     ) -> tuple[list[ConversationInfo], str | None]:
-        """Newest activity first, keyset-paginated; the next page's cursor or None."""
+        """Newest activity first, keyset-paginated; the next page's cursor or None.
+        ``pinned``/``archived``: only those that are (true) or are not (false)."""
 
     async def update_conversation(
         self,
@@ -90,8 +93,11 @@ class ColdStore(Protocol):
         title: str | None = None,
         status: ConversationStatus | None = None,
         touch: bool = True,
+        pinned: bool | None = None,
+        archived: bool | None = None,
     ) -> bool:
-        """True; a conversation that is not there: ConversationNotFound."""
+        """True; a conversation that is not there: ConversationNotFound. ``archived``
+        sets ``archived_at`` to now (true) or clears it (false)."""
 
     async def retitle(self, conversation_uuid: str, title: str, *, replacing: str) -> bool:
         """``title`` only while the title is still ``replacing`` (a proposal: a rename by

@@ -33,6 +33,13 @@ def open_new(page: Page, base: str, agent: str = "assistant") -> None:
     expect(page.get_by_test_id("composer")).to_be_visible()
 
 
+def only_agent(page: Page, name: str) -> None:
+    """The sidebar's agent filter: the list spans every agent's conversations by default."""
+    page.get_by_test_id("agent-filter").click()
+    page.get_by_role("option", name=name, exact=True).click()
+    expect(page.get_by_test_id("agent-filter")).to_contain_text(name)
+
+
 def answers(page: Page):
     return page.locator("[data-testid=message][data-role=assistant]")
 
@@ -104,6 +111,7 @@ def test_switch_rename_search_and_delete(page: Page, app_server) -> None:
     second_url = page.url
     assert first_url != second_url
 
+    only_agent(page, "Socrates")  # other tests' conversations are of other agents
     items = page.get_by_test_id("conversation-item")
     expect(items).to_have_count(2)
     expect(items.first).to_contain_text("prime numbers")  # newest first

@@ -18,7 +18,7 @@ from lumina_app.ui.state.sidebar import LIST_PAGE
 from tests.conftest import SHARED_REDIS_URL, write_agent
 from tests.e2e.socket_frames import LIVE_FEED, hold_frames
 from tests.e2e.test_accounts_ui import PASSWORD, Browsers, sign_in
-from tests.e2e.test_chat_ui import answers, send, shot, wait_idle
+from tests.e2e.test_chat_ui import answers, only_agent, send, shot, wait_idle
 from tests.fake_llm import FakeLLM
 from tests.server import AppServer
 from tests.waits import wait_until_sync
@@ -238,6 +238,7 @@ def test_the_sidebar_follows_renames_deletes_and_forks(people, live_server) -> N
     wait_idle(one)
     two.goto(f"{base}/chat/socrates")
     bob.goto(f"{base}/chat/socrates")
+    only_agent(two, "Socrates")  # the list spans every agent's: Alice has others too
     items = two.get_by_test_id("conversation-item")
     expect(items).to_have_count(1)
     # created: a new conversation in tab one appears in tab two
@@ -368,6 +369,7 @@ def test_a_live_refresh_keeps_the_pages_loaded_with_load_more(people, live_serve
     assert all(r.status_code == 201 for r in made), made[-1].text
     page = signed_in(people.new(), base, "alice")
     page.goto(f"{base}/chat/paging")
+    only_agent(page, "Paging")  # the list spans every agent's: Alice has others too
     items = page.get_by_test_id("conversation-item")
     expect(items).to_have_count(LIST_PAGE)
     page.get_by_role("button", name="Load more").click()

@@ -26,6 +26,8 @@ class Conversation(_Model):
     updated_at: str = Field(alias="updatedAt")
     parent_id: str | None = Field(default=None, alias="parentUuid")
     temporary: bool | None = None
+    pinned: bool | None = None  # sent only when true
+    archived_at: str | None = Field(default=None, alias="archivedAt")  # only when archived
 
 
 class Message(_Model):

@@ -72,6 +72,8 @@ def _conversation(row: sa.Row) -> ConversationInfo:
         parent_uuid=row.parent_uuid,
         forked_at_seq=row.forked_at_seq,
         temporary=bool((row.meta or {}).get(writes.TEMPORARY)),
+        pinned=bool(row.pinned),
+        archived_at=row.archived_at,
     )
 
 
@@ -199,13 +201,22 @@ class SQLColdStore:
         limit: int = 20,
         cursor: str | None = None,
         search: str | None = None,
+        pinned: bool | None = None,
+        archived: bool | None = None,
     ) -> tuple[list[ConversationInfo], str | None]:
-        """Newest activity first, keyset-paginated on (updated_at, id)."""
+        """Newest activity first, keyset-paginated on (updated_at, id); ``pinned`` and
+        ``archived`` narrow it to those that are (true) or are not (false)."""
         query = sa.select(C)
         if agent_id is not None:
             query = query.where(C.c.agent_id == agent_id)
         if owner is not None:
             query = query.where(C.c.owner == owner)
+        if pinned is not None:
+            query = query.where(C.c.pinned == pinned)
+        if archived is not None:
+            query = query.where(
+                C.c.archived_at.is_not(None) if archived else C.c.archived_at.is_(None)
+            )
         if search:
             # Titles by substring (short, and already narrowed to one owner); messages
             # through the full-text index, never a scan of every message's text.
@@ -254,12 +265,18 @@ class SQLColdStore:
         title: str | None = None,
         status: ConversationStatus | None = None,
         touch: bool = True,
+        pinned: bool | None = None,
+        archived: bool | None = None,
     ) -> bool:
         values: dict[str, Any] = {}
         if title is not None:
             values["title"] = title[:255]
         if status is not None:
             values["status"] = status.value
+        if pinned is not None:
+            values["pinned"] = pinned
+        if archived is not None:
+            values["archived_at"] = utcnow() if archived else None
         if touch:
             values["updated_at"] = utcnow()
         if not values:

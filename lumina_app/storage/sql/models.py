@@ -23,6 +23,8 @@ class ConversationRow(SQLModel, table=True):
     __tablename__ = "lumina_conversation"
     __table_args__ = (
         sa.Index("ix_lumina_conversation_listing", "agent_id", "owner", "updated_at", "id"),
+        # One person's conversations across agents (the sidebar's one history, #45).
+        sa.Index("ix_lumina_conversation_owner_listing", "owner", "updated_at", "id"),
         # The gateway's history matching: an owner's conversations of an agent that opened
         # with a given question (storage/sql/history_match.py).
         sa.Index("ix_lumina_conversation_opening", "owner", "agent_id", "opening_hash"),
@@ -54,6 +56,14 @@ class ConversationRow(SQLModel, table=True):
         default=None, sa_column=sa.Column(sa.String(64), nullable=True)
     )
     meta: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON, nullable=True))
+    # Kept on top of the person's list; out of it (still open, searchable) once archived.
+    pinned: bool = Field(
+        default=False,
+        sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false()),
+    )
+    archived_at: datetime | None = Field(
+        default=None, sa_column=sa.Column(UTCDateTime(), nullable=True)
+    )
 
 
 class MessageRow(SQLModel, table=True):

@@ -1,10 +1,13 @@
-"""The sidebar's list: the open agent's conversations, each with its menu, and paging."""
+"""The sidebar's list: the person's conversations of every agent, each with its agent
+and its menu — pinned on top, then the rest (paged), archived apart at the bottom."""
 
 from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components.conversation_menu import conversation_menu
 from lumina_app.ui.components.sidebar_search import hits
+from lumina_app.ui.components.times import short_time
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.sidebar import SidebarState
 from lumina_app.ui.view_models.views import ConversationView
@@ -19,7 +22,7 @@ def _mark(icon: str, tip: str, testid: str) -> rx.Component:
 
 
 def conversation_item(conv: ConversationView) -> rx.Component:
-    href = "/chat/" + ChatState.agent_id + "/" + conv["uuid"]
+    href = "/chat/" + conv["agent_id"] + "/" + conv["uuid"]
     active = ChatState.conversation_id == conv["uuid"]
     return rx.hstack(
         rx.link(
@@ -36,7 +39,19 @@ def conversation_item(conv: ConversationView) -> rx.Component:
                         conv["forked"],
                         _mark("git-fork", "A fork of another conversation", "fork-mark"),
                     ),
-                    rx.moment(conv["updated"], from_now=True, size="1", color="gray"),
+                    rx.text(
+                        conv["agent"],
+                        size="1",
+                        color="gray",
+                        class_name="lumina-ellipsis lumina-row-agent",
+                        custom_attrs={"data-testid": "conversation-agent"},
+                    ),
+                    rx.moment(
+                        conv["updated"],
+                        from_now=True,
+                        class_name="lumina-time lumina-time-long",
+                    ),
+                    short_time(conv["updated"], class_name="lumina-time lumina-time-short"),
                     rx.cond(
                         conv["temporary"],
                         _mark("eye-off", "Temporary: kept out of memory", "temporary-mark"),
@@ -63,27 +78,7 @@ def conversation_item(conv: ConversationView) -> rx.Component:
             on_click=SidebarState.set_drawer_open(False),
             custom_attrs={"data-testid": "conversation-link"},
         ),
-        rx.dropdown_menu.root(
-            rx.dropdown_menu.trigger(
-                rx.icon_button(
-                    rx.icon("ellipsis", size=16),
-                    variant="ghost",
-                    size="1",
-                    aria_label="Conversation actions",
-                    custom_attrs={"data-testid": "conversation-menu"},
-                )
-            ),
-            rx.dropdown_menu.content(
-                rx.dropdown_menu.item(
-                    "Rename", on_click=SidebarState.start_rename(conv["uuid"], conv["title"])
-                ),
-                rx.dropdown_menu.item(
-                    "Delete",
-                    color="red",
-                    on_click=SidebarState.ask_delete(conv["uuid"], conv["title"]),
-                ),
-            ),
-        ),
+        conversation_menu(conv),
         padding="0.5em 0.6em",
         border_radius="var(--radius-3)",
         background=rx.cond(active, "var(--accent-a4)", "transparent"),
@@ -94,13 +89,81 @@ def conversation_item(conv: ConversationView) -> rx.Component:
     )
 
 
+def _heading(text: str, testid: str) -> rx.Component:
+    return rx.text(
+        text,
+        size="1",
+        weight="bold",
+        color="gray",
+        padding="0.5em 0.6em 0",
+        custom_attrs={"data-testid": testid},
+    )
+
+
+def _section(rows, testid: str) -> rx.Component:
+    return rx.vstack(
+        rx.foreach(rows, conversation_item),
+        spacing="1",
+        width="100%",
+        custom_attrs={"data-testid": testid},
+    )
+
+
+def _archived() -> rx.Component:
+    """A toggle at the bottom, and when on, the archived ones (still open and searchable)."""
+    return rx.cond(
+        SidebarState.search == "",
+        rx.vstack(
+            rx.button(
+                rx.cond(
+                    SidebarState.show_archived,
+                    rx.icon("chevron-down", size=14),
+                    rx.icon("chevron-right", size=14),
+                ),
+                "Archived",
+                variant="ghost",
+                color_scheme="gray",
+                size="1",
+                on_click=SidebarState.set_show_archived(~SidebarState.show_archived),
+                custom_attrs={"data-testid": "archived-toggle"},
+            ),
+            rx.cond(
+                SidebarState.show_archived,
+                rx.cond(
+                    SidebarState.archived.length() > 0,
+                    _section(SidebarState.archived, "archived-section"),
+                    rx.text("Nothing archived.", size="1", color="gray", padding_x="0.6em"),
+                ),
+            ),
+            spacing="1",
+            width="100%",
+            padding_top="0.5em",
+        ),
+    )
+
+
 def conversation_list() -> rx.Component:
-    """The scrolling part: conversations, then the messages a search found, then paging."""
+    """The scrolling part: pinned, the rest (or what a search found, then the messages it
+    found), paging, then the archived ones."""
+    has_pinned = SidebarState.pinned.length() > 0
     return rx.box(
         rx.vstack(
-            rx.foreach(SidebarState.conversations, conversation_item),
             rx.cond(
-                (SidebarState.conversations.length() == 0) & (SidebarState.hits.length() == 0),
+                has_pinned,
+                rx.fragment(
+                    _heading("Pinned", "pinned-heading"),
+                    _section(SidebarState.pinned, "pinned-section"),
+                    rx.cond(
+                        SidebarState.conversations.length() > 0,
+                        _heading("Recent", "recent-heading"),
+                    ),
+                ),
+            ),
+            _section(SidebarState.conversations, "recent-section"),
+            rx.cond(
+                (SidebarState.conversations.length() == 0)
+                & (SidebarState.hits.length() == 0)
+                & ~has_pinned,
                 rx.text(
                     rx.cond(SidebarState.search != "", "No matches.", "No conversations yet."),
                     size="2",
@@ -119,6 +182,7 @@ def conversation_list() -> rx.Component:
                     on_click=SidebarState.load_more,
                 ),
             ),
+            _archived(),
             spacing="1",
             width="100%",
         ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.ui.components.message_actions import message_actions, thinking_block
+from lumina_app.ui.components.times import short_time
 from lumina_app.ui.components.tool_card import tool_cards
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.view_models.views import MessageView, StepView
@@ -51,10 +52,11 @@ def status_badge(status) -> rx.Component:
 
 
 def timestamp(time) -> rx.Component:
-    """The date and time; on a phone only the time (CSS picks one: .lumina-time-*)."""
+    """The date and time; on a phone "14:03" today, "Mar 3" another day (CSS picks one:
+    .lumina-time-*)."""
     return rx.fragment(
         rx.moment(time, format="YYYY-MM-DD HH:mm", class_name="lumina-time lumina-time-long"),
-        rx.moment(time, format="HH:mm", class_name="lumina-time lumina-time-short"),
+        short_time(time, class_name="lumina-time lumina-time-short"),
     )
 
 

@@ -9,7 +9,7 @@ from lumina_app.ui.components.conversation_list import conversation_list
 from lumina_app.ui.components.identity import identity
 from lumina_app.ui.components.imports import import_link
 from lumina_app.ui.components.memories import memory_link
-from lumina_app.ui.components.sidebar_search import search_box
+from lumina_app.ui.components.sidebar_search import agent_filter, search_box
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.sidebar import SidebarState
 
@@ -47,6 +47,7 @@ def sidebar_content() -> rx.Component:
             content="New conversation (Ctrl+Shift+O, ⌘⇧O on a Mac)",
         ),
         search_box(),
+        agent_filter(),
         conversation_list(),
         rx.hstack(memory_link(), import_link(), spacing="4"),
         identity(),

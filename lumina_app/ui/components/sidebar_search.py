@@ -1,11 +1,12 @@
-"""The sidebar's search: the box, and the messages it found (below the matching titles)."""
+"""The sidebar's search: the box, the agent filter, and the messages it found (below the
+matching titles)."""
 
 from __future__ import annotations
 
 import reflex as rx
 
 from lumina_app.services.conversations import MAX_SEARCH_CHARS
-from lumina_app.ui.state.sidebar import SidebarState
+from lumina_app.ui.state.sidebar import ALL_AGENTS, SidebarState
 from lumina_app.ui.view_models.views import HitView
 
 
@@ -19,6 +20,28 @@ def search_box() -> rx.Component:
         debounce_timeout=300,
         width="100%",
         custom_attrs={"data-testid": "search-input"},
+    )
+
+
+def agent_filter() -> rx.Component:
+    """Narrows the list (and the search) to one agent's conversations; all by default."""
+    return rx.select.root(
+        rx.select.trigger(
+            width="100%",
+            variant="ghost",
+            aria_label="Show conversations of",
+            custom_attrs={"data-testid": "agent-filter"},
+        ),
+        rx.select.content(
+            rx.select.item("All agents", value=ALL_AGENTS),
+            rx.foreach(
+                SidebarState.agents,
+                lambda agent: rx.select.item(agent["name"], value=agent["id"]),
+            ),
+        ),
+        value=SidebarState.agent_filter,
+        on_change=SidebarState.set_agent_filter,
+        size="1",
     )
 
 

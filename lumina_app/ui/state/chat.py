@@ -76,8 +76,7 @@ class ChatState(StreamState):
                 caller, conversation_id, agent_id=agent.id
             )
         except NotFound:
-            self.not_found = "This conversation does not exist (it may have been deleted)."
-            return None
+            return await self._elsewhere(conversation_id)
         self.conversation_id, self.title = conversation.uuid, conversation.title
         self.temporary, self._loaded_seq = conversation.temporary, conversation.last_seq
         await self._link_parent(conversation)
@@ -92,6 +91,19 @@ class ChatState(StreamState):
             self._rows = self._rows[: last_question + 1]
         self.streaming, self.run_id = True, run_id
         return [StreamState.follow_run, *([scroll] if scroll else [])]
+
+    async def _elsewhere(self, conversation_id: str):
+        """A conversation of another agent (one history spans them all, #45) opens under
+        its own agent, which the picker then shows; one that is not the caller's is not
+        found."""
+        try:
+            conversation = await self._services().conversations.get(self._caller(), conversation_id)
+        except NotFound:
+            self.not_found = "This conversation does not exist (it may have been deleted)."
+            return None
+        query = self.router.url.query
+        url = chat_url(conversation.agent_id, conversation.uuid)
+        return rx.redirect(url + (f"?{query}" if query else ""), replace=True)
 
     @rx.event
     def set_temporary(self, value: bool) -> None:

@@ -68,9 +68,8 @@ class LiveState(ChatState):
 
     def _apply(self, notice: Notice) -> list:
         here = notice.conversation == self.conversation_id and self.conversation_id != ""
-        updates: list = []
-        if notice.agent_id == self.agent_id:
-            updates.append(SidebarState.follow(notice.kind, notice.conversation))
+        # the sidebar lists every agent's conversations (#45): any change may show there
+        updates: list = [SidebarState.follow(notice.kind, notice.conversation)]
         if not here:
             return updates
         if notice.kind == "renamed":

@@ -1,25 +1,38 @@
-"""The sidebar: agents, the open agent's conversations (search, paging), rename, delete."""
+"""The sidebar: agents, the person's conversations of every agent (an agent filter,
+search, paging; pinned on top, archived apart), rename, delete, pin, archive, export."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 
 import reflex as rx
 
-from lumina_app.domain import InvalidInput, NotFound
+from lumina_app.domain import ConversationInfo, InvalidInput, NotFound
 from lumina_app.domain.search import is_question
-from lumina_app.services.conversations import MAX_SEARCH_CHARS
+from lumina_app.services.conversations import MAX_SEARCH_CHARS, ExportFormat
 from lumina_app.ui.routes import chat_url
 from lumina_app.ui.state.base import AppState
 from lumina_app.ui.view_models.views import ConversationView, HitView, conversation_view, hit_view
 
 LIST_PAGE = 30
+PINNED = 50  # pinned ones are listed whole, up to this many
 HITS = 8
+ALL_AGENTS = "all"  # the agent filter's "every agent" (a select item needs a value)
+_MIME = {
+    ExportFormat.JSON: "application/json",
+    ExportFormat.MD: "text/markdown",
+    ExportFormat.ARCHIVE: "application/zip",
+}
 
 
 class SidebarState(AppState):
     agents: list[dict[str, str]] = []
-    conversations: list[ConversationView] = []
+    pinned: list[ConversationView] = []
+    conversations: list[ConversationView] = []  # the rest; while searching: every match
+    archived: list[ConversationView] = []
+    show_archived: bool = False
+    agent_filter: str = ALL_AGENTS
     hits: list[HitView] = []
     next_cursor: str = ""
     search: str = ""
@@ -37,24 +50,25 @@ class SidebarState(AppState):
             for a in services.agents.list()
         ]
         self.conversations, self.next_cursor, self.hits = [], "", []
-        if self.agent_id:
-            await self._load_page(None)
-            if self.search:
-                await self._find_messages()
+        await self._load_sections()
+        await self._load_page(None)
+        if self.search:
+            await self._find_messages()
 
     @rx.event
     async def follow(self, kind: str = "", conversation: str = "") -> None:
         """A live change (``kind`` to ``conversation``: created, renamed, deleted, a run's
-        status): the list again with as many rows as it shows — one more for a new one it
-        did not show — so the pages fetched with "Load more" stay (one query; the order
-        may have changed, so patching one row in place would not be enough)."""
-        if not self.agent_id:
-            return
+        status) of any agent's conversation: the list again with as many rows as it shows
+        — one more for a new one it did not show — so the pages fetched with "Load more"
+        stay (one query; the order may have changed, so patching one row in place would
+        not be enough)."""
+        shown_anywhere = self.pinned + self.conversations + self.archived
         new = kind in ("created", "forked", "run") and all(
-            c["uuid"] != conversation for c in self.conversations
+            c["uuid"] != conversation for c in shown_anywhere
         )
         shown = max(len(self.conversations) + new, LIST_PAGE)
         self.conversations, self.next_cursor = [], ""
+        await self._load_sections()
         await self._load_page(None, limit=shown)
 
     @rx.event
@@ -62,15 +76,42 @@ class SidebarState(AppState):
         if self.next_cursor:
             await self._load_page(self.next_cursor)
 
+    def _views(self, items: list[ConversationInfo]) -> list[ConversationView]:
+        names = {a["id"]: a["name"] for a in self.agents}
+        return [conversation_view(c, names.get(c.agent_id, "")) for c in items]
+
+    def _filter(self) -> str | None:
+        return None if self.agent_filter == ALL_AGENTS else self.agent_filter
+
+    async def _load_sections(self) -> None:
+        """Pinned (on top) and, when shown, archived; none of them while searching: the
+        search's one list has every match, archived ones too."""
+        if self.search:
+            self.pinned, self.archived = [], []
+            return
+        listing = self._services().conversations.list
+        caller, agent_id = self._caller(), self._filter()
+        pinned, _ = await listing(
+            caller, agent_id=agent_id, limit=PINNED, pinned=True, archived=False
+        )
+        self.pinned = self._views(pinned)
+        archived: list[ConversationInfo] = []
+        if self.show_archived:
+            archived, _ = await listing(caller, agent_id=agent_id, limit=LIST_PAGE, archived=True)
+        self.archived = self._views(archived)
+
     async def _load_page(self, cursor: str | None, *, limit: int = LIST_PAGE) -> None:
+        searching = bool(self.search)
         items, next_cursor = await self._services().conversations.list(
             self._caller(),
-            agent_id=self.agent_id,
+            agent_id=self._filter(),
             limit=limit,
             cursor=cursor,
             search=self.search or None,
+            pinned=None if searching else False,
+            archived=None if searching else False,
         )
-        self.conversations = self.conversations + [conversation_view(c) for c in items]
+        self.conversations = self.conversations + self._views(items)
         self.next_cursor = next_cursor or ""
 
     async def _find_messages(self) -> None:
@@ -78,13 +119,24 @@ class SidebarState(AppState):
         question is answered by ranked recall, a few words by the word-for-word search."""
         services = self._services()
         finder = services.recall if is_question(self.search) else services.search
+        caller = self._caller()
         try:
             found = await finder.everywhere(
-                self._caller(), self.search, agent_id=self.agent_id, limit=HITS
+                caller, self.search, agent_id=self._filter(), limit=HITS
             )
         except InvalidInput:  # no word to look for (only punctuation, say)
             found = []
-        self.hits = [hit_view(h, self.agent_id) for h in found]
+        # A hit opens under its conversation's own agent.
+        agent_of = {c["uuid"]: c["agent_id"] for c in self.conversations}
+        views = []
+        for hit in found:
+            if hit.conversation_uuid not in agent_of:
+                with contextlib.suppress(NotFound):  # deleted meanwhile
+                    conversation = await services.conversations.get(caller, hit.conversation_uuid)
+                    agent_of[conversation.uuid] = conversation.agent_id
+            if hit.conversation_uuid in agent_of:
+                views.append(hit_view(hit, agent_of[hit.conversation_uuid]))
+        self.hits = views
 
     @rx.event
     async def set_search(self, value: str):
@@ -96,6 +148,17 @@ class SidebarState(AppState):
     def pick_agent(self, agent_id: str):
         self.search = ""
         return rx.redirect(chat_url(agent_id))
+
+    @rx.event
+    def set_agent_filter(self, value: str):
+        known = value == ALL_AGENTS or any(a["id"] == value for a in self.agents)
+        self.agent_filter = value if known else ALL_AGENTS
+        return SidebarState.refresh
+
+    @rx.event
+    def set_show_archived(self, value: bool):
+        self.show_archived = bool(value)
+        return SidebarState.refresh
 
     @rx.event
     def set_drawer_open(self, value: bool) -> None:
@@ -143,3 +206,33 @@ class SidebarState(AppState):
         if self.conversation_id == conversation_id:
             return rx.redirect(chat_url(self.agent_id))
         return SidebarState.refresh
+
+    # -- pin, archive, export ------------------------------------------------------
+
+    @rx.event
+    async def set_pinned(self, conversation_id: str, value: bool):
+        return await self._organize(conversation_id, pinned=bool(value))
+
+    @rx.event
+    async def set_archived(self, conversation_id: str, value: bool):
+        return await self._organize(conversation_id, archived=bool(value))
+
+    async def _organize(self, conversation_id: str, **change: bool):
+        with contextlib.suppress(NotFound, InvalidInput):  # gone meanwhile, or not an id
+            await self._services().conversations.organize(self._caller(), conversation_id, **change)
+        return SidebarState.refresh
+
+    @rx.event
+    async def export(self, conversation_id: str, export_format: str):
+        """The conversation as a download: Markdown, the archive's JSON, or its zip."""
+        try:
+            chosen = ExportFormat(export_format)
+            export = await self._services().conversations.export(
+                self._caller(), conversation_id, chosen
+            )
+        except (ValueError, NotFound, InvalidInput):  # a crafted format, or gone meanwhile
+            return None
+        body = export.body
+        if chosen is ExportFormat.JSON:
+            body = json.dumps(body, ensure_ascii=False, indent=2)
+        return rx.download(data=body, filename=export.filename, mime_type=_MIME[chosen])

@@ -92,6 +92,10 @@ class ConversationView(TypedDict):
     count: int
     forked: bool  # a fork of another conversation (marked in the list)
     temporary: bool  # kept out of long-term memory (marked in the list)
+    agent_id: str  # whose conversation it is: the list spans every agent (#45)
+    agent: str  # that agent's name, shown on the row
+    pinned: bool
+    archived: bool
 
 
 def message_view(msg: Msg) -> MessageView:
@@ -163,7 +167,7 @@ def answer_view(result: RunFinished, seq: int, time: str, thinking: str = "") ->
     )
 
 
-def conversation_view(conv: ConversationInfo) -> ConversationView:
+def conversation_view(conv: ConversationInfo, agent_name: str = "") -> ConversationView:
     return ConversationView(
         uuid=conv.uuid,
         title=conv.title or "Untitled",
@@ -172,6 +176,10 @@ def conversation_view(conv: ConversationInfo) -> ConversationView:
         count=conv.message_count,
         forked=conv.parent_uuid is not None,
         temporary=conv.temporary,
+        agent_id=conv.agent_id,
+        agent=agent_name or conv.agent_id,
+        pinned=conv.pinned,
+        archived=conv.archived_at is not None,
     )
 
 
