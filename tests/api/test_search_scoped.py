@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from lumina_app.storage.sql import search
 from tests.api.helpers import bearer, say
 
 ALICE = bearer("ka")
@@ -39,8 +40,24 @@ async def test_a_one_character_prefix_finds_the_words_it_starts(api_on) -> None:
     assert await _users(api_on, "banana a") == []
 
 
-async def test_a_conversation_written_beside_others_finds_its_own_matches(api_on) -> None:
+# SQLite reads a conversation's matches from FTS5 or from its own rows, by their expected
+# costs; each way is forced here (the costs set to zero) and must find the same.
+PLANS = {
+    "chosen": {},
+    "fts5": {"_US_ENTRY": 0.0, "_US_JOINED": 0.0},
+    "own rows": {"_US_SPLIT": 0.0, "_US_ENTRY": 1.0},
+}
+
+
+@pytest.mark.parametrize("plan", PLANS)
+async def test_a_conversation_written_beside_others_finds_its_own_matches(
+    api_on, database, monkeypatch, plan: str
+) -> None:
     """Three conversations' turns interleaved, one word in all of them."""
+    if plan != "chosen" and database.backend != "sqlite":
+        pytest.skip("one plan on MariaDB and PostgreSQL")
+    for name, value in PLANS[plan].items():
+        monkeypatch.setattr(search, name, value)
     mine = (await say(api_on, "zinc plate café number 0", headers=ALICE))["conversationId"]
     others = [
         (await say(api_on, f"zinc other {n} deploy", headers=ALICE))["conversationId"]

@@ -328,8 +328,10 @@ async def _sqlite_ranked(
 
 
 # A conversation's rows are read in pages of this many, newest first, when it is searched
-# from its rows.
+# from its rows; microseconds per FTS5 index entry read, per match joined to its row, and
+# per row split into words here (SQLite 3.40, a million messages: bench/scale.py).
 _PAGE = 2_000
+_US_ENTRY, _US_JOINED, _US_SPLIT = 0.3, 3.0, 5.0
 
 
 async def _in_conversation(
@@ -354,10 +356,14 @@ async def _in_conversation(
     rows, lowest, highest = (await conn.execute(ids)).one()
     if not rows:
         return []
-    span = highest - lowest + 1
-    # Index entries of the rarest word between those ids, if spread evenly over the index.
-    entries = min(weights.counts) * span / max(weights.rows, 1)
-    if entries <= rows:
+    # Expected costs, if the rarest word's rows are spread evenly: FTS5 reads its index
+    # entries between those ids and joins the conversation's matches; the other way splits
+    # the conversation's rows until it has the window.
+    share = min(weights.counts) / max(weights.rows, 1)
+    entries = share * (highest - lowest + 1)
+    taken = min(size + 1, rows * share)
+    split = rows if share <= 0 else min(rows, (size + 1) / share)
+    if entries * _US_ENTRY + taken * _US_JOINED <= split * _US_SPLIT:
         candidates = (
             sa.select(M.c.id, M.c.content)
             .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
@@ -368,19 +374,20 @@ async def _in_conversation(
         return list((await conn.execute(candidates)).all())
     found: list[sa.Row] = []
     before: int | None = None  # pages by seq: the conversation's index, newest first
+    limit = min(_PAGE, int(split * 1.25) + 16)  # first what the window likely needs
     while len(found) <= size:
         page = sa.select(M.c.id, M.c.content, M.c.seq).where(*_likes(words, scanned))
         if before is not None:
             page = page.where(M.c.seq < before)
-        page = scope.where(page).order_by(M.c.seq.desc()).limit(_PAGE)
+        page = scope.where(page).order_by(M.c.seq.desc()).limit(limit)
         page_rows = (await conn.execute(page)).all()
         for row in page_rows:
             spaced = " " + " ".join(fts_rank.words_of(row.content)) + " "
             if all(word.in_row(spaced) for word in fts_words):
                 found.append(row)
-        if len(page_rows) < _PAGE:
+        if len(page_rows) < limit:
             break
-        before = page_rows[-1].seq
+        before, limit = page_rows[-1].seq, _PAGE
     return found[: size + 1]
 
 
