@@ -75,9 +75,11 @@ $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 
 # Every bench/*.py except helpers (_*.py); each prints its figures beside an anchor.
 bench: $(BENCH_STAMP)
-	@set -e; found=0; \
+	@found=0; failed=""; \
 	for script in bench/[!_]*.py; do \
 		[ -e "$$script" ] || continue; found=1; \
-		echo "== $$script"; $(REFLEX_ENV) $(VENV)/bin/python "$$script" $(BENCH_ARGS); \
+		echo "== $$script"; \
+		$(REFLEX_ENV) $(VENV)/bin/python "$$script" $(BENCH_ARGS) || failed="$$failed $$script"; \
 	done; \
-	[ "$$found" = 1 ] || { echo "no bench/*.py to run" >&2; exit 1; }
+	[ "$$found" = 1 ] || { echo "no bench/*.py to run" >&2; exit 1; }; \
+	[ -z "$$failed" ] || { echo "failed (a guard crossed, or an error):$$failed" >&2; exit 1; }

@@ -21,14 +21,14 @@ CACHE = Path("/tmp/lumina-scale-cache")
 
 
 @contextlib.contextmanager
-def cached_database(backend: str, messages: int, per: int) -> Iterator[str]:
+def cached_database(backend: str, messages: int, per: int, tag: str = "") -> Iterator[str]:
     """The sync URL of the kept database for ``messages`` stored ``per`` a conversation,
     created empty (and migrated) the first time."""
     if backend == "sqlite":
         CACHE.mkdir(exist_ok=True)
-        url = f"sqlite:///{CACHE / f'sqlite-{messages}-{per}.db'}"
+        url = f"sqlite:///{CACHE / f'sqlite-{messages}-{per}{tag}.db'}"
     else:
-        name = f"lumina_scale_{messages}_{per}"
+        name = f"lumina_scale_{messages}_{per}{tag}"
         admin = sa.create_engine(
             ADMIN_URLS[backend], isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool
         )

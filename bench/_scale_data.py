@@ -99,10 +99,13 @@ class Texts:
 class Loader:
     """Bulk-loads conversations of ``per`` messages, continuing where it stopped."""
 
-    def __init__(self, sync_url: str, per: int) -> None:
+    def __init__(self, sync_url: str, per: int, interleave: bool = False) -> None:
         self.engine = sa.create_engine(sync_url)
         self.dialect = self.engine.dialect.name
         self.per = per
+        # A batch's conversations written side by side (their messages' ids alternate), as
+        # a live service writes them, rather than one after the other.
+        self.interleave = interleave
         self.texts = Texts()
         self.conversations = 0
         self.messages = 0
@@ -178,6 +181,10 @@ class Loader:
                         "{}",
                     )
                 )
+        if self.interleave:
+            first = msgs[0][0]
+            msgs.sort(key=lambda m: (m[2], m[1]))  # by seq, then conversation
+            msgs = [(first + i, *m[1:]) for i, m in enumerate(msgs)]
         return convs, msgs
 
     CONV_COLS = (

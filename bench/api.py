@@ -27,6 +27,10 @@ task (recorded from it) at the same cadence. The client: httpx here, its heap fr
 3. Idle memory per open stream: runs that never get past their first event, one
    ``GET /api/v1/runs/{runId}/stream`` each held open; (RSS with the streams open - RSS
    before) / N over the server's process group. The anchor holds N ``GET /idle``.
+
+The targets are a report; two guards (#44) set the exit status, 1 when crossed: ``bare``'s
+server CPU per stream over ``/durable``'s above 3.5x, and Lumina's first-byte overhead
+over the anchor at 10 clients above 10 ms p50.
 """
 
 from __future__ import annotations
@@ -66,6 +70,12 @@ FIRST_BYTE_P50_MS = 15.0
 FIRST_BYTE_P99_MS = 50.0
 OVERHEAD_P50_MS, OVERHEAD_P99_MS = 5.0, 20.0  # #18: what Lumina adds over the anchor
 CPU_PER_STREAM_MAX = 2.0  # #18: server CPU per short stream / the anchor's
+# #44: guards, not targets. The script exits 1 when either is crossed: the agent ``bare``'s
+# server CPU per stream over the two-commit anchor's (``/durable``: the same frames after
+# a turn's two commits with plain sqlite3), and what Lumina adds to the first byte at
+# CLIENTS clients (Lumina - the byte-only anchor, p50).
+GUARD_BARE_OVER_DURABLE = 3.5
+GUARD_OVERHEAD_P50_MS = 10.0
 # Every loopback client is one owner, capped at 32 open streams and 16 runs going at once,
 # and one address, capped at 256 open requests (docs/SECURITY.md): the cadence and
 # idle-memory tests hold 100 and 200 at once (--idle may ask for more).
@@ -285,7 +295,10 @@ async def anchor_idle(client: httpx.AsyncClient, count: int) -> list[str]:
 # -- report --------------------------------------------------------------------------------
 
 
-def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idle], args):
+def report(
+    fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idle], args
+) -> tuple[Checks, Checks]:
+    """Print the figures; the targets (a report) and the guards (the exit status)."""
     checks = Checks()
     lum, anc = fb["lumina"], fb["anchor"]
     print(
@@ -344,6 +357,21 @@ def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idl
         f"#18: server CPU per short stream <= {CPU_PER_STREAM_MAX:.0f}x the anchor: "
         f"{fmt_ratio(cpu)} ({fmt_ms(lum.cpu_ms())} vs {fmt_ms(anc.cpu_ms())} ms)",
     )
+    guards = Checks()
+    bare_ratio = bare.cpu_ms() / durable.cpu_ms()
+    guards.add(
+        bare_ratio <= GUARD_BARE_OVER_DURABLE,
+        f"agent bare's server CPU per stream <= {GUARD_BARE_OVER_DURABLE}x the two-commit "
+        f"anchor: {fmt_ratio(bare_ratio)} ({fmt_ms(bare.cpu_ms())} vs "
+        f"{fmt_ms(durable.cpu_ms())} ms)",
+    )
+    overhead = lum.ms(50) - anc.ms(50)
+    guards.add(
+        overhead <= GUARD_OVERHEAD_P50_MS,
+        f"first-byte overhead at {CLIENTS} clients (Lumina - anchor) p50 <= "
+        f"{GUARD_OVERHEAD_P50_MS:.0f} ms: {fmt_ms(overhead)} ms ({fmt_ms(lum.ms(50))} vs "
+        f"{fmt_ms(anc.ms(50))} ms)",
+    )
 
     lum, anc = cad["lumina"], cad["anchor"]
     print(f"\n2. Cadence: {args.streams} concurrent streams, a frame every {CADENCE_MS} ms\n")
@@ -395,13 +423,13 @@ def report(fb: dict[str, FirstByte], cad: dict[str, Cadence], mem: dict[str, Idl
         f"idle memory per open stream <= {IDLE_KB_PER_STREAM:.0f} KB: {lum.per_stream_kb:.1f} "
         f"KB ({lum.opened}/{lum.n} open; anchor {anc.per_stream_kb:.1f} KB)",
     )
-    return checks
+    return checks, guards
 
 
 # -- main ----------------------------------------------------------------------------------
 
 
-async def measure(args, tmp: Path, db_url: str | None) -> Checks:
+async def measure(args, tmp: Path, db_url: str | None) -> tuple[Checks, Checks]:
     sides_1 = ("lumina", "bare", "anchor", "durable")
     fb = {k: FirstByte() for side in sides_1 for k in (side, f"{side} 1")}
     per_client = max(1, args.samples // CLIENTS // 2)
@@ -474,10 +502,13 @@ def main(argv: list[str] | None = None) -> int:
         db_url = None
         if args.db != "sqlite":
             db_url = stack.enter_context(database(args.db, Path(tmp)))
-        checks = asyncio.run(measure(args, Path(tmp), db_url))
+        checks, guards = asyncio.run(measure(args, Path(tmp), db_url))
     checks.print()
+    print("\nGuards (#44: the script exits 1 when one fails):\n")
+    for ok, text in guards.items:
+        print(f"  {'PASS' if ok else 'FAIL'}  {text}")
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
-    return 0
+    return 0 if all(ok for ok, _ in guards.items) else 1
 
 
 if __name__ == "__main__":

@@ -27,11 +27,13 @@ repositories, as the services call them):
                   messages by ``ainvoke`` turns on the same database (bench/_langgraph.py).
 
 How it is loaded (honestly not how a live service writes it): conversations and messages
-are inserted in bulk, ``executemany`` in 20,000-row transactions on SQLite with the
-full-text triggers on (the FTS5 index is kept as on a live insert), ``COPY`` on PostgreSQL
-with the GIN index dropped before and recreated after (as a restore would), then
-``ANALYZE``. Texts are 8-40 words drawn from a Zipf-distributed vocabulary of 5,000
-words, so frequent words match a large share of rows and rare ones a handful.
+are inserted in bulk (one conversation after another; ``--interleave``: a batch's
+conversations side by side, their messages' ids alternating, as concurrent chats write),
+``executemany`` in 20,000-row transactions on SQLite with the full-text triggers on (the
+FTS5 index is kept as on a live insert), ``COPY`` on PostgreSQL with the GIN index dropped
+before and recreated after (as a restore would), then ``ANALYZE``. Texts are 8-40 words
+drawn from a Zipf-distributed vocabulary of 5,000 words, so frequent words match a large
+share of rows and rare ones a handful.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ ANSWER = "Create the new key first, deploy it beside the old one, then revoke th
 LIST_P50_MS, OPEN_P50_MS, SEARCH_P50_MS, SEARCH_P99_MS = 5.0, 10.0, 50.0, 200.0
 
 QUERIES = {  # kind -> words (see _scale_data.Texts: rank 2, rank ~300, rank ~4,900)
+    # #44: "a" is in 80 % of the messages (the last word is matched as a prefix, as typed)
+    "80 % word": ["a"],
     "frequent": ["to"],
     "middling": ["w0300"],
     "rare": ["w4900"],
@@ -204,7 +208,7 @@ async def langgraph_bytes(sync_url: str, engine: sa.Engine, per: int) -> tuple[f
 
 
 async def run(args, sync_url: str, redis_url: str) -> tuple[list[dict], tuple[float, float] | None]:
-    loader = Loader(sync_url, args.per_conversation)
+    loader = Loader(sync_url, args.per_conversation, args.interleave)
     empty = loader.database_bytes()
     if args.cache:  # what an earlier run loaded stays; only the rest is loaded
         loader.messages, loader.conversations, loader.uuids = stored(sync_url)
@@ -354,6 +358,11 @@ def options(parser) -> None:
         "--search-only", action="store_true", help="only recall and its ILIKE anchor rows"
     )
     parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="each load batch's conversations written side by side (ids alternate)",
+    )
+    parser.add_argument(
         "--recall-only", action="store_true", help="only the ranked recall rows and their anchor"
     )
 
@@ -377,7 +386,9 @@ def main(argv: list[str] | None = None) -> int:
         tempfile.TemporaryDirectory(prefix="lumina-scale-") as tmp,
         redis_server(Path(tmp)) as redis_url,
         (
-            cached_database(args.db, args.stages[-1], args.per_conversation)
+            cached_database(
+                args.db, args.stages[-1], args.per_conversation, "_side" if args.interleave else ""
+            )
             if args.cache
             else database(args.db, Path(tmp))
         ) as sync_url,

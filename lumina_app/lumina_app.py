@@ -6,11 +6,13 @@ from lumina_app.api import create_api
 from lumina_app.api.guard import socket_origin_allowed
 from lumina_app.api.mcp import mcp_lifespan
 from lumina_app.lifespan import lumina_lifespan
-from lumina_app.platform import socketio
+from lumina_app.platform import reflex_cors, socketio
 from lumina_app.ui.access import AccessGate
 from lumina_app.ui.pages import HEAD, STYLESHEET, add_pages
 
-app = rx.App(api_transformer=create_api(), stylesheets=[STYLESHEET], head_components=HEAD)
+# Reflex's top app keeps the one CORS layer (one Vary: Origin): lumina_app/platform/reflex_cors.py
+api_transformer = reflex_cors.mount_inside(create_api())
+app = rx.App(api_transformer=api_transformer, stylesheets=[STYLESHEET], head_components=HEAD)
 app.register_lifespan_task(lumina_lifespan)
 app.register_lifespan_task(mcp_lifespan)  # after: sessions end while the services are open
 # The UI socket follows the REST rules: the same Origin rule at its handshake, and no event

@@ -30,7 +30,7 @@ class SettingsError(RuntimeError):
 
 
 class Settings(BaseSettings):
-    """Every knob Lumina has. Names are the contract in DESIGN §2."""
+    """Every knob Lumina has. Names are the contract in ARCHITECTURE.md § Settings."""
 
     model_config = SettingsConfigDict(env_prefix="LUMINA_", extra="ignore")
 

@@ -1,4 +1,4 @@
-"""Context for a run (DESIGN §5): system prompt, the rolling summary of what left the
+"""Context for a run (ARCHITECTURE.md § Runs): system prompt, the rolling summary of what left the
 window (agents with ``memory.summary``), the last N history messages, the new input.
 
 An agent with a summary is also sent, verbatim, the messages that left the window but no

@@ -1,4 +1,4 @@
-"""Preparing a run: which scenario its context comes from (DESIGN §5), the context
+"""Preparing a run: which scenario its context comes from (ARCHITECTURE.md § Runs), the context
 itself (:meth:`TurnPreparer.prepare`), and the accept transaction that commits the
 question before generation (:meth:`TurnPreparer.accept`)."""
 

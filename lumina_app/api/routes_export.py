@@ -30,7 +30,7 @@ async def export_conversation(
     caller: Caller,
     export_format: Annotated[ExportFormat, Query(alias="format")] = ExportFormat.JSON,
 ) -> Response:
-    """One conversation in the archive's shapes (DESIGN §7); someone else's is a 404."""
+    """A conversation in the archive's shapes (ARCHITECTURE.md § Archive); another's: 404."""
     export = await services.conversations.export(caller, conversation_id, export_format)
     headers = {"Content-Disposition": f'attachment; filename="{export.filename}"'}
     if export_format is ExportFormat.JSON:

@@ -1,4 +1,4 @@
-"""The conversation archive on disk (DESIGN §7): the per-agent layout and its atomic writer.
+"""The archive on disk (ARCHITECTURE.md § Archive): the per-agent layout, its atomic writer.
 
     <root>/agents/<agentId>/conversations/<convId>/meta.json
                                                   /history.json

@@ -1,5 +1,5 @@
 """Export and import of the conversation archive: the one service path the API and the CLI
-share (DESIGN §7). File work runs in a thread; SQL work is one query / one transaction per
+share (ARCHITECTURE.md § Archive). Files in a thread; SQL one query / one transaction per
 conversation."""
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ LLMEvent = TextDelta | ThinkingDelta | ToolCall | Usage | Finish | ProviderError
 
 
 class Scenario(StrEnum):
-    """How a run's context was built (DESIGN §5)."""
+    """How a run's context was built (ARCHITECTURE.md § Runs)."""
 
     NEW = "new"
     CONTINUE = "continue"

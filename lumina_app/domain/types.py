@@ -15,7 +15,7 @@ from lumina_app.domain.ids import ConversationPk, ConversationUuid
 
 
 class MsgRole(StrEnum):
-    """Stored roles (DESIGN §3). ``chat_role`` maps them to the LLM wire format."""
+    """Stored roles (ARCHITECTURE.md § Data model); ``chat_role`` maps them to the wire."""
 
     USER = "USER"
     ASSISTANT = "ASSISTANT"

@@ -1,5 +1,5 @@
 """Plain-dict views of conversations and messages shared by the API and the archive, so
-the meta.json / history.json shapes are defined once (DESIGN §7)."""
+the meta.json / history.json shapes are defined once (ARCHITECTURE.md § Archive)."""
 
 from __future__ import annotations
 

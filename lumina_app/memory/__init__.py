@@ -1,4 +1,4 @@
-"""The memory layer (DESIGN §4): the dual-track policy over the cold store and the hot
+"""The memory layer (ARCHITECTURE.md § Dual-track memory): the policy over the cold store and hot
 window. ``manager`` holds the write order, the window reads and rebuilds; the modules
 beside it are the read repositories each consumer is handed (``reads.MemoryReads``)."""
 

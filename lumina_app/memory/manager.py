@@ -1,4 +1,4 @@
-"""MemoryManager: the dual-track policy in one place (DESIGN §4).
+"""MemoryManager: the dual-track policy in one place (ARCHITECTURE.md § Dual-track memory).
 
 SQL is the system of record; the hot window is a projection of its last N final rows.
 Writes commit to SQL first and then touch the hot tier in one round trip. Reads use the

@@ -7,12 +7,13 @@ fails start-up (:class:`UntestedPlatform`) on another series, and a canary test 
 - ``fastapi``: streaming from FastAPI's exit stack; its spent exit stacks out of the scope;
 - ``granian``: the server ``reflex run`` builds gets Lumina's connection limits;
 - ``socketio``: the UI socket's Origin check is Lumina's (Engine.IO, under Reflex);
+- ``reflex_cors``: one CORS layer of the three Reflex adds (one ``Vary: Origin``);
 - ``gc_freeze``: the heap loaded at start-up frozen out of the garbage collector's walks.
 """
 
 from __future__ import annotations
 
-from lumina_app.platform import fastapi, gc_freeze, granian, socketio, starlette
+from lumina_app.platform import fastapi, gc_freeze, granian, reflex_cors, socketio, starlette
 from lumina_app.platform.versions import UntestedPlatform
 
 __all__ = ["UntestedPlatform", "check"]
@@ -20,5 +21,5 @@ __all__ = ["UntestedPlatform", "check"]
 
 def check() -> None:
     """At start-up: every patched framework is of a release series its patch was tested on."""
-    for patch in (starlette, fastapi, granian, socketio, gc_freeze):
+    for patch in (starlette, fastapi, granian, socketio, reflex_cors, gc_freeze):
         patch.check()

@@ -237,7 +237,7 @@ class ConversationService:
     async def export(
         self, principal: Principal, conversation_uuid: str, export_format: ExportFormat
     ) -> Export:
-        """One conversation in the archive's shapes (DESIGN §7)."""
+        """One conversation in the archive's shapes (ARCHITECTURE.md § Archive)."""
         conversation = await self.get(principal, conversation_uuid)
         if export_format is ExportFormat.JSON:
             body: Any = await self.archive.document(conversation)

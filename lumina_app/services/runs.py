@@ -124,7 +124,7 @@ class RunService:
         title: str | None = None,
         system_prompt: str | None = None,
     ) -> ActiveRun:
-        """When this returns the question is committed and the run is on (DESIGN §5).
+        """When this returns the question is committed and the run is on (ARCHITECTURE.md § Runs).
         No ``conversation_uuid`` starts a new conversation; a malformed one is not found.
         ``system_prompt`` replaces the agent's for this run (the gateway decides when)."""
         run = await self.engine.start(
@@ -144,7 +144,7 @@ class RunService:
         return run
 
     async def regenerate(self, principal: Principal, conversation_uuid: str) -> ActiveRun:
-        """Answer the conversation's last user message again (DESIGN §6): the previous
+        """Answer the last user message again (ARCHITECTURE.md § Regenerate): the previous
         answer stays stored as ``superseded``. Same run slot, events and durability as
         :meth:`start`; no user message is an InvalidInput."""
         run = await self.engine.regenerate(

@@ -1,4 +1,4 @@
-"""Context building (DESIGN §5): system prompt + the last N history messages + the input,
+"""Context building (ARCHITECTURE.md § Runs): system prompt + the last N history messages + input,
 never starting on an answer, answers cut short kept as far as they got."""
 
 from __future__ import annotations

@@ -153,6 +153,25 @@ def test_gc_freeze_moves_the_heap_out_of_collections() -> None:
         gc.unfreeze()
 
 
+# -- reflex_cors: one CORS layer of Reflex's three ------------------------------------------
+
+
+def test_reflex_adds_its_cors_layer_as_user_middleware_and_mount_inside_takes_it_out() -> None:
+    """What the patch relies on: Reflex's layer is a ``user_middleware`` entry of the app it
+    hands a transformer (read at its first request); the transformer mounts it, CORS-free."""
+    from starlette.applications import Starlette
+    from starlette.middleware.cors import CORSMiddleware
+
+    from lumina_app.platform import reflex_cors
+
+    inner, outer = Starlette(), Starlette()
+    reflex.app.App._add_cors(inner)
+    assert [m.cls for m in inner.user_middleware] == [CORSMiddleware]
+    assert reflex_cors.mount_inside(outer)(inner) is outer
+    assert inner.user_middleware == [] and outer.user_middleware == []
+    assert [route.app for route in outer.routes] == [inner]  # mounted at the root
+
+
 # -- the guards -----------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Settings: defaults from DESIGN §2, and one clear line naming a bad variable."""
+"""Settings: defaults from ARCHITECTURE.md § Settings, and one clear line naming a bad variable."""
 
 import pytest
 

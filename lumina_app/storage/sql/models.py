@@ -1,4 +1,4 @@
-"""The cold store's tables (DESIGN §3). All tables live here; Alembic targets this metadata.
+"""The cold store's tables (ARCHITECTURE.md § Data model), all here; Alembic targets them.
 
 The attributes mirror the columns, so a row's conversation key is ``conversation_id`` here
 and in SQL, while Python above the tables calls it ``conversation_pk`` (``domain/ids.py``).

@@ -62,8 +62,11 @@ def _parts(dialect: str, words: Sequence[str]) -> list[str]:
 
 def _fts_phrase(words: Sequence[str], prefix: bool) -> str:
     """FTS5: every word as a quoted string (no operator can come through), all required,
-    the last one as a prefix if it is what is still being typed."""
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words) + ("*" if prefix else "")
+    the last one as a prefix if it is what is still being typed (fts_rank.prefix_phrase)."""
+    quoted = ['"' + w.replace('"', '""') + '"' for w in (words[:-1] if prefix else words)]
+    if prefix:
+        quoted.append(fts_rank.prefix_phrase(words[-1]))
+    return " AND ".join(quoted)
 
 
 def _pg_query(words: Sequence[str], prefix: bool) -> str:
@@ -290,29 +293,29 @@ async def _sqlite_ranked(
     scope: _Scope,
     limit: int,
 ) -> Sequence[sa.Row]:
-    """The scope's newest matches, at most RANK_WINDOW, read from FTS5 newest first; ranked
-    by bm25() as before if they are all and bm25() would count few rows, else by
-    :mod:`fts_rank`'s bm25 over those candidates only (the same scores while every word
-    is in at most fts_rank.COUNTED rows)."""
+    """The scope's newest matches, at most RANK_WINDOW, read from FTS5 newest first (in one
+    conversation: from its rows, :func:`_in_conversation`); ranked by bm25() as before if
+    they are all and bm25() would count few rows, else by :mod:`fts_rank`'s bm25 over those
+    candidates only (the same scores while every word is in at most fts_rank.COUNTED rows)."""
     size = max(RANK_WINDOW, limit)
-    candidates = (
-        sa.select(M.c.id, M.c.content)
-        .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
-        .where(_fts_match(words, indexed), *_likes(words, scanned))
-    )
-    if scope.conversation_pk is not None:  # the FTS5 scan starts at the conversation's rows
-        ids = sa.select(M.c.id).where(M.c.conversation_id == scope.conversation_pk)
-        lowest = ids.with_only_columns(sa.func.min(M.c.id)).scalar_subquery()
-        highest = ids.with_only_columns(sa.func.max(M.c.id)).scalar_subquery()
-        candidates = candidates.where(_FTS.c.rowid.between(lowest, highest))
-    candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
-    found = (await conn.execute(candidates)).all()
     prefix = indexed[-1] == words[-1]
     fts_words = [
         fts_rank.Word(" ".join(fts_rank.words_of(w)) or w, prefix and i == len(indexed) - 1)
         for i, w in enumerate(indexed)
     ]
     weights = await fts_rank.weights(conn, fts_words)
+    if scope.conversation_pk is not None:
+        found = await _in_conversation(
+            conn, words, indexed, scanned, scope, size, (fts_words, weights)
+        )
+    else:
+        candidates = (
+            sa.select(M.c.id, M.c.content)
+            .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
+            .where(_fts_match(words, indexed), *_likes(words, scanned))
+        )
+        candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
+        found = (await conn.execute(candidates)).all()
     if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
         return (await conn.execute(_ranked("sqlite", words, scope, limit))).all()
     scored = sorted(
@@ -322,6 +325,70 @@ async def _sqlite_ranked(
     query = sa.select(*_COLUMNS).join(C, C.c.id == M.c.conversation_id)
     rows = {r.id: r for r in await conn.execute(query.where(M.c.id.in_([i for _, i in scored])))}
     return [_Scored(*rows[i], score=s) for s, i in scored]
+
+
+# A conversation's rows are read in pages of this many, newest first, when it is searched
+# from its rows; microseconds per FTS5 index entry read, per match joined to its row, and
+# per row split into words here (SQLite 3.40, a million messages: bench/scale.py).
+_PAGE = 2_000
+_US_ENTRY, _US_JOINED, _US_SPLIT = 0.3, 3.0, 5.0
+
+
+async def _in_conversation(
+    conn: AsyncConnection,
+    words: Sequence[str],
+    indexed: Sequence[str],
+    scanned: Sequence[str],
+    scope: _Scope,
+    size: int,
+    weighed: tuple[Sequence[fts_rank.Word], fts_rank.Weights],
+) -> list[sa.Row]:
+    """A conversation's newest matches (at most ``size`` + 1), by whichever reads fewer
+    rows: FTS5 between the conversation's lowest and highest ids (the index entries of its
+    rarest word there, other conversations' among them when they were written at the same
+    time), or the conversation's own rows, newest first, each matched here as FTS5 matches
+    it (its words as the index splits and folds them). A word in most messages, in one of
+    many conversations written side by side, no longer reads the whole index's entries."""
+    fts_words, weights = weighed
+    ids = sa.select(sa.func.count(), sa.func.min(M.c.id), sa.func.max(M.c.id)).where(
+        M.c.conversation_id == scope.conversation_pk
+    )
+    rows, lowest, highest = (await conn.execute(ids)).one()
+    if not rows:
+        return []
+    # Expected costs, if the rarest word's rows are spread evenly: FTS5 reads its index
+    # entries between those ids and joins the conversation's matches; the other way splits
+    # the conversation's rows until it has the window.
+    share = min(weights.counts) / max(weights.rows, 1)
+    entries = share * (highest - lowest + 1)
+    taken = min(size + 1, rows * share)
+    split = rows if share <= 0 else min(rows, (size + 1) / share)
+    if entries * _US_ENTRY + taken * _US_JOINED <= split * _US_SPLIT:
+        candidates = (
+            sa.select(M.c.id, M.c.content)
+            .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
+            .where(_fts_match(words, indexed), *_likes(words, scanned))
+            .where(_FTS.c.rowid.between(lowest, highest))
+        )
+        candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
+        return list((await conn.execute(candidates)).all())
+    found: list[sa.Row] = []
+    before: int | None = None  # pages by seq: the conversation's index, newest first
+    limit = min(_PAGE, int(split * 1.25) + 16)  # first what the window likely needs
+    while len(found) <= size:
+        page = sa.select(M.c.id, M.c.content, M.c.seq).where(*_likes(words, scanned))
+        if before is not None:
+            page = page.where(M.c.seq < before)
+        page = scope.where(page).order_by(M.c.seq.desc()).limit(limit)
+        page_rows = (await conn.execute(page)).all()
+        for row in page_rows:
+            spaced = " " + " ".join(fts_rank.words_of(row.content)) + " "
+            if all(word.in_row(spaced) for word in fts_words):
+                found.append(row)
+        if len(page_rows) < limit:
+            break
+        before, limit = page_rows[-1].seq, _PAGE
+    return found[: size + 1]
 
 
 @dataclass(frozen=True)

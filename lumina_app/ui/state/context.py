@@ -9,7 +9,7 @@ from lumina_app.domain import NotFound
 from lumina_app.ui.state.base import AppState
 from lumina_app.ui.view_models.context_rows import context_rows, recalled_facts
 
-# How the context was built (DESIGN §5 scenarios A, B, C), said for people.
+# How the context was built (ARCHITECTURE.md § Runs: new, continue, resume), said for people.
 SCENARIO_WORDS = {
     "new": "New conversation",
     "continue": "Same session (kept in memory)",
