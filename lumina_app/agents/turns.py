@@ -177,7 +177,7 @@ class TurnPreparer:
             )
         question = Msg.user(request.text or "", turn_id=new_turn_id())
         prepared = await self._prepared(
-            run_id, request, conversation, Scenario.RESUME, view, question, Accept.EDIT
+            run_id, request, conversation, Scenario.RESUME, view, question, Accept.EDIT, seq
         )
         prepared.edit_seq = seq
         return prepared
@@ -215,9 +215,11 @@ class TurnPreparer:
         view: MemoryView,
         question: Msg,
         accept: Accept,
+        before_seq: int | None = None,
     ) -> PreparedRun:
         """Build the context for ``question`` on ``view`` (with the agent's system prompt,
-        or the one a gateway client sent where the agent allows it) and record it."""
+        or the one a gateway client sent where the agent allows it) and record it;
+        ``before_seq``: where this conversation's recalled rows end (an edit's question)."""
         agent, text, system_prompt = request.agent, question.content, request.system_prompt
         history = view.messages
         prompt = agent.system_prompt if system_prompt is None else system_prompt
@@ -226,7 +228,7 @@ class TurnPreparer:
             recalled = await recall_earlier(
                 self.retriever, conversation, text, agent.memory.auto_recall,
                 in_window={m.seq for m in history}, owner=request.principal.owner,
-                agent_id=agent.id,
+                agent_id=agent.id, before_seq=before_seq,
             )  # fmt: skip
         known = [] if conversation.temporary else await self._known(agent, request.principal, text)
         known_ids = {"memories": [m.id for m in known]} if known else {}

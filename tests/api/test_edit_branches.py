@@ -6,6 +6,9 @@ they were; busy, empty, foreign and unknown refused; the branches through the ar
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 
 from lumina_app.composition import current
@@ -20,6 +23,7 @@ from tests.api.helpers import (
     wait_for_text,
     wait_run,
 )
+from tests.conftest import ROOT
 
 KEYS = "alice:ka,bob:kb"
 ALICE, BOB = bearer("ka"), bearer("kb")
@@ -183,6 +187,21 @@ async def test_the_stream_and_a_regenerate_on_a_branch(api_on) -> None:
         (False, "complete"),
     ]
     assert rows[-1]["id"] == regen.json()["messageId"]
+
+
+async def test_an_edit_recalls_nothing_of_the_branch_it_leaves(
+    api_factory, database, data_dir
+) -> None:
+    """The shipped assistant recalls earlier messages of the conversation: never those of
+    the branch the edit leaves (they are still active while its context is built)."""
+    shutil.copytree(ROOT / "data/agents/assistant", data_dir / "agents/assistant")
+    _services, api = await api_factory(database_url=database.url, api_keys=KEYS)
+    conv = (await new_conversation(api, agent="assistant", headers=ALICE))["uuid"]
+    await say(api, "my locker code is 4711", conv, agent="assistant", headers=ALICE)
+    result = await edit(api, conv, 1, "what is my locker code?")
+    context = (await api.get(f"/api/v1/runs/{result['runId']}/context", headers=ALICE)).json()
+    assert "4711" not in json.dumps(context["messages"])
+    assert "recall" not in result["answer"]
 
 
 async def test_refusals(api_on, fake_llm) -> None:
