@@ -39,6 +39,17 @@ from lumina_app.domain import InvalidInput
 
 router = APIRouter(prefix="/api/v1", tags=["v1"], route_class=AuthenticatedRoute)
 Limit = Annotated[int, Query(ge=1, le=100)]
+# A run started on a stored conversation (regenerate, an edit): streamed, or waited for.
+RUN_RESPONSES = {
+    200: {
+        "content": {
+            "text/event-stream": {},
+            "application/json": {"schema": {"$ref": "#/components/schemas/SyncResult"}},
+        },
+        "description": 'SSE as execute/stream; with {"stream": false}, the execute/sync JSON',
+    },
+    **error_responses(409, 429),
+}
 
 
 @router.post("/conversations", status_code=201, response_model=ConversationOut)
@@ -116,16 +127,7 @@ async def fork_conversation(
 @router.post(
     "/conversations/{conversation_id}/regenerate",
     response_class=Response,
-    responses={
-        200: {
-            "content": {
-                "text/event-stream": {},
-                "application/json": {"schema": {"$ref": "#/components/schemas/SyncResult"}},
-            },
-            "description": 'SSE as execute/stream; with {"stream": false}, the execute/sync JSON',
-        },
-        **error_responses(409, 429),
-    },
+    responses=RUN_RESPONSES,
 )
 async def regenerate(
     conversation_id: str,
@@ -166,16 +168,7 @@ Seq = Annotated[int, Path(ge=1, le=MAX_SEQ)]
 @router.post(
     "/conversations/{conversation_id}/messages/{seq}/edit",
     response_class=Response,
-    responses={
-        200: {
-            "content": {
-                "text/event-stream": {},
-                "application/json": {"schema": {"$ref": "#/components/schemas/SyncResult"}},
-            },
-            "description": 'SSE as execute/stream; with {"stream": false}, the execute/sync JSON',
-        },
-        **error_responses(409, 429),
-    },
+    responses=RUN_RESPONSES,
 )
 async def edit_message(
     conversation_id: str,

@@ -15,7 +15,6 @@ from lumina_app.composition import current
 from lumina_app.domain import ImportOutcome, MessageStatus, MsgRole
 from tests.api.helpers import (
     assert_sse_response,
-    bearer,
     error_of,
     messages,
     new_conversation,
@@ -23,10 +22,8 @@ from tests.api.helpers import (
     wait_for_text,
     wait_run,
 )
+from tests.api.test_regenerate import ALICE, BOB, KEYS, sent_to_model
 from tests.conftest import ROOT
-
-KEYS = "alice:ka,bob:kb"
-ALICE, BOB = bearer("ka"), bearer("kb")
 
 
 @pytest.fixture
@@ -53,11 +50,6 @@ async def switch(api, conv: str, seq: int, branch: int, status: int = 200, heade
     )
     assert resp.status_code == status, resp.text
     return resp.json()
-
-
-async def sent_to_model(api, run_id: str) -> list[str]:
-    context = (await api.get(f"/api/v1/runs/{run_id}/context", headers=ALICE)).json()
-    return [m["content"] for m in context["messages"] if m["role"] != "system"]
 
 
 def shown(rows: list[dict]) -> list[tuple[str, str]]:

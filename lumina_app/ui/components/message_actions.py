@@ -29,39 +29,50 @@ def _action(icon: str, label: str, testid: str, **props) -> rx.Component:
     )
 
 
+def _switcher(kind: str, number, count, previous, following, *, blocked=False) -> rx.Component:
+    """The "< n / m >" of a ``kind`` (version, branch): its test ids and labels."""
+    return rx.hstack(
+        rx.icon_button(
+            rx.icon("chevron-left", size=13),
+            size="1",
+            variant="ghost",
+            disabled=(number <= 1) | blocked,
+            on_click=previous,
+            aria_label=f"Previous {kind}",
+            custom_attrs={"data-testid": f"{kind}-previous"},
+        ),
+        rx.text(
+            number.to_string() + " / " + count.to_string(),
+            size="1",
+            color="gray",
+            white_space="nowrap",
+            custom_attrs={"data-testid": f"{kind}-label"},
+        ),
+        rx.icon_button(
+            rx.icon("chevron-right", size=13),
+            size="1",
+            variant="ghost",
+            disabled=(number >= count) | blocked,
+            on_click=following,
+            aria_label=f"Next {kind}",
+            custom_attrs={"data-testid": f"{kind}-next"},
+        ),
+        spacing="1",
+        align="center",
+        flex_shrink="0",
+    )
+
+
 def version_switcher(msg: MessageView) -> rx.Component:
     """Earlier versions of a regenerated answer, read-only; the newest is the live one."""
     return rx.cond(
         msg["switcher"],
-        rx.hstack(
-            rx.icon_button(
-                rx.icon("chevron-left", size=13),
-                size="1",
-                variant="ghost",
-                disabled=msg["version"] <= 1,
-                on_click=ChatState.show_version(msg["turn"], msg["version"] - 1),
-                aria_label="Previous version",
-                custom_attrs={"data-testid": "version-previous"},
-            ),
-            rx.text(
-                msg["version"].to_string() + " / " + msg["versions"].to_string(),
-                size="1",
-                color="gray",
-                white_space="nowrap",
-                custom_attrs={"data-testid": "version-label"},
-            ),
-            rx.icon_button(
-                rx.icon("chevron-right", size=13),
-                size="1",
-                variant="ghost",
-                disabled=msg["version"] >= msg["versions"],
-                on_click=ChatState.show_version(msg["turn"], msg["version"] + 1),
-                aria_label="Next version",
-                custom_attrs={"data-testid": "version-next"},
-            ),
-            spacing="1",
-            align="center",
-            flex_shrink="0",
+        _switcher(
+            "version",
+            msg["version"],
+            msg["versions"],
+            ChatState.show_version(msg["turn"], msg["version"] - 1),
+            ChatState.show_version(msg["turn"], msg["version"] + 1),
         ),
     )
 
@@ -69,38 +80,15 @@ def version_switcher(msg: MessageView) -> rx.Component:
 def branch_switcher(msg: MessageView) -> rx.Component:
     """The branches of an edited question: switching shows everything after it as that
     branch left it (the next turn's context follows)."""
-    idle = ~ChatState.streaming
     return rx.cond(
         msg["branches"] > 1,
-        rx.hstack(
-            rx.icon_button(
-                rx.icon("chevron-left", size=13),
-                size="1",
-                variant="ghost",
-                disabled=(msg["branch"] <= 1) | ~idle,
-                on_click=ChatState.switch_branch(msg["seq"], msg["branch"] - 1),
-                aria_label="Previous branch",
-                custom_attrs={"data-testid": "branch-previous"},
-            ),
-            rx.text(
-                msg["branch"].to_string() + " / " + msg["branches"].to_string(),
-                size="1",
-                color="gray",
-                white_space="nowrap",
-                custom_attrs={"data-testid": "branch-label"},
-            ),
-            rx.icon_button(
-                rx.icon("chevron-right", size=13),
-                size="1",
-                variant="ghost",
-                disabled=(msg["branch"] >= msg["branches"]) | ~idle,
-                on_click=ChatState.switch_branch(msg["seq"], msg["branch"] + 1),
-                aria_label="Next branch",
-                custom_attrs={"data-testid": "branch-next"},
-            ),
-            spacing="1",
-            align="center",
-            flex_shrink="0",
+        _switcher(
+            "branch",
+            msg["branch"],
+            msg["branches"],
+            ChatState.switch_branch(msg["seq"], msg["branch"] - 1),
+            ChatState.switch_branch(msg["seq"], msg["branch"] + 1),
+            blocked=ChatState.streaming,
         ),
     )
 
