@@ -1,7 +1,8 @@
 """Editing a question in place, in the browser (the demo model): the bubble becomes a text
 box (Enter sends, Esc cancels), the edit is a new branch of the same conversation with
 "< k / n >" on the question, switching shows the other branch's answer, a reload shows the
-same, and the composer's draft is left as it was. At a desktop and a phone size."""
+same, and the composer's draft is left as it was. At a desktop and a phone size; and a
+second tab on the conversation follows the edit and the switch."""
 
 from __future__ import annotations
 
@@ -78,3 +79,28 @@ def test_edit_in_place_then_switch_branches(browser, app_server, size, viewport)
         assert width <= 390, f"page scrolls sideways: {width}px"
     context.close()
     assert errors == [], f"uncaught page errors: {errors}"
+
+
+def test_another_tab_follows_an_edit_and_a_switch(browser, app_server) -> None:
+    context = browser.new_context(viewport=DESKTOP)
+    first, second = context.new_page(), context.new_page()
+    open_new(first, app_server.url)
+    send(first, "Tell me about Paris")
+    wait_idle(first)
+    second.goto(first.url)
+    expect(questions(second)).to_have_count(1)
+    actions_of(questions(first).first).get_by_test_id("edit-message").click()
+    first.get_by_test_id("edit-text").fill("Tell me about Rome")
+    first.get_by_test_id("edit-send").click()
+    expect(first.get_by_test_id("branch-label")).to_have_text("2 / 2", timeout=20_000)
+    # the other tab: the new question and its answer, not the branch left
+    expect(questions(second)).to_have_count(1)
+    expect(questions(second).first).to_contain_text("Tell me about Rome", timeout=20_000)
+    expect(answers(second).last).to_contain_text("Rome", timeout=20_000)
+    expect(answers(second)).to_have_count(1)
+    first.get_by_test_id("branch-previous").click()
+    expect(first.get_by_test_id("branch-label")).to_have_text("1 / 2")
+    expect(questions(second).first).to_contain_text("Tell me about Paris", timeout=20_000)
+    expect(answers(second).last).to_contain_text("Paris")
+    expect(second.get_by_test_id("branch-label")).to_have_text("1 / 2")
+    context.close()
