@@ -192,16 +192,24 @@ class ConversationService:
         parked: bool = False,
     ) -> MessagePage:
         """A page of a conversation already found visible (see :meth:`messages`)."""
+        backward = after is None and before is not None
         if after is None and before is None:
             after = 0
         msgs = await self.reads.history(
             conversation, limit=limit, after_seq=after, before_seq=before, parked=parked
         )
+        # A page the store could not fill reached the end of the range it read: what the
+        # seqs leave open are rows of other branches (an edit), not more of this one.
+        short = len(msgs) < limit
         if before is not None:  # with ``after`` too, the store pages forward from it: cut
             msgs = [m for m in msgs if m.seq < before]
         upper = conversation.last_seq if before is None else min(conversation.last_seq, before - 1)
         next_after = msgs[-1].seq if msgs and msgs[-1].seq < upper else None
         next_before = msgs[0].seq if msgs and msgs[0].seq > (after or 0) + 1 else None
+        if short and not backward:
+            next_after = None
+        if short and backward:
+            next_before = None
         versions = await self.reads.versions(conversation, msgs)
         branches = await self.reads.branches(conversation, msgs)
         return MessagePage(msgs, next_after, next_before, versions, branches)

@@ -196,6 +196,24 @@ async def test_an_edit_recalls_nothing_of_the_branch_it_leaves(
     assert "recall" not in result["answer"]
 
 
+async def test_pages_end_where_the_branch_does(api_on) -> None:
+    """The seqs of the active branch have gaps after an edit: a page says there is more
+    only when there is."""
+    conv = await two_turns(api_on)
+    await edit(api_on, conv, 1, "A2: Faro")  # rows 1-4 parked, 5-6 shown
+    await edit(api_on, conv, 5, "A3: Braga")
+    await switch(api_on, conv, 7, 2)  # 5-6 shown again, 7-8 parked: at both ends
+    url = f"/api/v1/conversations/{conv}/messages"
+    for params in ({}, {"after": 0, "before": 9}, {"after": 5}):
+        page = (await api_on.get(url, params=params, headers=ALICE)).json()
+        assert page["nextAfter"] is None, params  # forward: nothing after the last row
+        assert [m["seq"] for m in page["items"]] == ([6] if params.get("after") else [5, 6])
+    page = (await api_on.get(url, params={"before": 9}, headers=ALICE)).json()
+    assert ([m["seq"] for m in page["items"]], page["nextBefore"]) == ([5, 6], None)
+    page = (await api_on.get(url, params={"limit": 1}, headers=ALICE)).json()
+    assert ([m["seq"] for m in page["items"]], page["nextAfter"]) == ([5], 5)
+
+
 async def test_refusals(api_on, fake_llm) -> None:
     conv = await two_turns(api_on)
     url = f"/api/v1/conversations/{conv}/messages"
