@@ -94,18 +94,24 @@ async def recall_earlier(
     in_window: Collection[int],
     owner: str = "",
     agent_id: str = "",
+    before_seq: int | None = None,
 ) -> Recollection:
     """The best earlier messages for ``query`` outside the window (and, with scope
     ``all``, in ``owner``'s other conversations with ``agent_id``; never for a temporary
     conversation), fitting ``config.tokens``. A long message is searched by its first
-    MAX_RECALL_CHARS."""
+    MAX_RECALL_CHARS. ``before_seq``: only this conversation's rows before it (an edited
+    question's context never holds the branch it leaves)."""
     query = query[:MAX_RECALL_CHARS]
     if not text.words(query):
         return Recollection()
     candidates: list[tuple[Recalled, Elsewhere | None]] = []
     if conversation.last_seq > 0 and min(in_window, default=2) > 1:  # something left the window
         found = await retriever.in_conversation(
-            conversation.id, query, limit=config.limit, exclude_seqs=in_window
+            conversation.id,
+            query,
+            limit=config.limit,
+            before_seq=before_seq,
+            exclude_seqs=in_window,
         )
         candidates += [(hit, None) for hit in found]
     if config.scope == "all" and owner and not conversation.temporary:  # it reads no memory

@@ -38,7 +38,9 @@ from lumina_app.domain import (
     ConversationInfo,
     InputTooLarge,
     InvalidInput,
+    MessageNotFound,
     Msg,
+    MsgRole,
     Principal,
     RunEvent,
     RunNotFound,
@@ -213,6 +215,46 @@ class ChatEngine:
         conversation = await self.lookup.find_visible(principal, conversation_uuid)
         agent = self._agent(conversation.agent_id)
         return await _shielded(self._begin(RunRequest(agent, principal, conversation.uuid)))
+
+    async def edit(
+        self,
+        *,
+        conversation_uuid: str,
+        seq: int,
+        message: str,
+        principal: Principal = LOCAL,
+    ) -> ActiveRun:
+        """Ask the question at ``seq`` again as ``message``: a new branch of the
+        conversation from there (the old one parked, ``storage.sql.branches``), answered
+        under the same run slot as a send (busy: ConversationBusy). Shielded like
+        :meth:`start`."""
+        conversation = await self.lookup.find_visible(principal, conversation_uuid)
+        agent = self._agent(conversation.agent_id)
+        text = self._check_message(message)
+        request = RunRequest(agent, principal, conversation.uuid, text, edit_seq=seq)
+        return await _shielded(self._begin(request))
+
+    async def switch_branch(
+        self, *, conversation_uuid: str, seq: int, branch: int, principal: Principal = LOCAL
+    ) -> int:
+        """Show branch ``branch`` of the question at ``seq`` (any version of it on the
+        active branch): everything after it switches. Holds the run slot while it does
+        (busy: ConversationBusy). The first seq that changed (0: it was shown already)."""
+        conversation = await self.lookup.find_visible(principal, conversation_uuid)
+        agent = self._agent(conversation.agent_id)
+        slot = await self._take_slot(agent, conversation.uuid, principal)
+        try:
+            conversation = await self._visible(slot.conversation_uuid, principal, agent)
+            question = await self.turns.context.message_at(conversation, seq)
+            if question is None or question.role is not MsgRole.USER:
+                raise MessageNotFound(f"no question at seq {seq} on this conversation's branch")
+            group = int(question.meta.get("branchOf", question.seq))
+            changed = await self.memory.switch_branch(conversation, group, branch)
+            if changed:
+                self.sessions.drop(agent.id, conversation.uuid)
+            return changed
+        finally:
+            await self._give_back(slot)
 
     async def continue_turn(
         self,

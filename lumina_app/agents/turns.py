@@ -26,7 +26,9 @@ from lumina_app.agents.tools.memories import scope_of
 from lumina_app.domain import (
     ConversationInfo,
     InvalidInput,
+    MessageNotFound,
     Msg,
+    MsgRole,
     Principal,
     RunRecord,
     Scenario,
@@ -46,8 +48,9 @@ class RunRequest:
     """What a caller asked a run for: an answer to ``text`` in a conversation (``new``: one
     stored together with this first turn), or, ``text`` None, its last question answered
     again (regenerate), or, ``outputs`` given, its last turn gone on with once a client sent
-    the outputs of the calls it was asked to run (TOOL rows). ``system_prompt`` replaces
-    the agent's (the gateway decides when)."""
+    the outputs of the calls it was asked to run (TOOL rows), or, ``edit_seq`` given, the
+    question at that seq asked again as ``text`` (a new branch from there). ``system_prompt``
+    replaces the agent's (the gateway decides when)."""
 
     agent: AgentDefinition
     principal: Principal
@@ -56,6 +59,7 @@ class RunRequest:
     new: ConversationInfo | None = None
     system_prompt: str | None = None
     outputs: list[Msg] | None = None
+    edit_seq: int | None = None
 
 
 class Accept(Enum):
@@ -65,6 +69,7 @@ class Accept(Enum):
     TURN = "turn"  # the next question of a stored conversation
     REGENERATE = "regenerate"  # a new answer to the stored question; the old one superseded
     CONTINUE = "continue"  # the client's tool outputs and a new answer in the last turn
+    EDIT = "edit"  # a question asked again in place: a new branch from there (``branches``)
 
 
 @dataclass(slots=True)
@@ -85,6 +90,7 @@ class PreparedRun:
     view: MemoryView
     outputs: list[Msg] = field(default_factory=list)  # Accept.CONTINUE: the client's outputs
     turn: list[Msg] = field(default_factory=list)  # Accept.CONTINUE: the rows after the question
+    edit_seq: int = 0  # Accept.EDIT: the seq of the question edited
 
 
 class TurnPreparer:
@@ -117,6 +123,8 @@ class TurnPreparer:
             return await self._prepare_continue(run_id, request, conversation)
         if request.text is None:
             return await self._prepare_regenerate(run_id, request, conversation)
+        if request.edit_seq is not None:
+            return await self._prepare_edit(run_id, request, conversation, request.edit_seq)
         agent = request.agent
         session = self.sessions.get(agent.id, conversation.uuid)
         if session is not None and session.last_seq == conversation.last_seq:
@@ -151,6 +159,29 @@ class TurnPreparer:
             run_id, request, conversation, Scenario.RESUME, view, question, Accept.REGENERATE
         )
 
+    async def _prepare_edit(
+        self, run_id: str, request: RunRequest, conversation: ConversationInfo, seq: int
+    ) -> PreparedRun:
+        """Ask the question at ``seq`` again with new text: its context is what came before
+        that question on the active branch; the accept transaction parks the branch from
+        there on and opens the new question and its answer after everything."""
+        agent = request.agent
+        original = await self.context.message_at(conversation, seq)
+        if original is None or original.role is not MsgRole.USER:
+            raise MessageNotFound(f"no question at seq {seq} on this conversation's branch")
+        self.sessions.drop(agent.id, conversation.uuid)  # its history holds the old branch
+        view = await self.context.view_before(conversation, seq)
+        if agent.memory.summary:
+            view = await self.context.with_unsummarized(
+                conversation, view, limit=MAX_EARLIER, before_seq=seq
+            )
+        question = Msg.user(request.text or "", turn_id=new_turn_id())
+        prepared = await self._prepared(
+            run_id, request, conversation, Scenario.RESUME, view, question, Accept.EDIT, seq
+        )
+        prepared.edit_seq = seq
+        return prepared
+
     async def _prepare_continue(
         self, run_id: str, request: RunRequest, conversation: ConversationInfo
     ) -> PreparedRun:
@@ -184,9 +215,11 @@ class TurnPreparer:
         view: MemoryView,
         question: Msg,
         accept: Accept,
+        before_seq: int | None = None,
     ) -> PreparedRun:
         """Build the context for ``question`` on ``view`` (with the agent's system prompt,
-        or the one a gateway client sent where the agent allows it) and record it."""
+        or the one a gateway client sent where the agent allows it) and record it;
+        ``before_seq``: where this conversation's recalled rows end (an edit's question)."""
         agent, text, system_prompt = request.agent, question.content, request.system_prompt
         history = view.messages
         prompt = agent.system_prompt if system_prompt is None else system_prompt
@@ -195,7 +228,7 @@ class TurnPreparer:
             recalled = await recall_earlier(
                 self.retriever, conversation, text, agent.memory.auto_recall,
                 in_window={m.seq for m in history}, owner=request.principal.owner,
-                agent_id=agent.id,
+                agent_id=agent.id, before_seq=before_seq,
             )  # fmt: skip
         known = [] if conversation.temporary else await self._known(agent, request.principal, text)
         known_ids = {"memories": [m.id for m in known]} if known else {}
@@ -210,7 +243,7 @@ class TurnPreparer:
             recalled=recalled.message(),
             known=context_message(known),
         )
-        if accept in (Accept.CONVERSATION, Accept.TURN) and context.messages:
+        if accept in (Accept.CONVERSATION, Accept.TURN, Accept.EDIT) and context.messages:
             context.messages[-1] = client_tools.with_images(context.messages[-1])
         provider = self.providers.for_agent(agent, conversation.uuid, conversation.owner)
         own_session: dict = {}
@@ -286,6 +319,11 @@ class TurnPreparer:
         if run.accept is Accept.REGENERATE:
             answer = await memory.begin_regenerate(conversation, run.question, run.answer, record)
             return run.question, answer, []
+        if run.accept is Accept.EDIT:
+            user, answer = await memory.begin_edit(
+                conversation, run.edit_seq, run.question, run.answer, record
+            )
+            return user, answer, []
         if run.accept is Accept.CONTINUE:
             stored, answer = await memory.begin_continue(
                 conversation, run.outputs, run.answer, record

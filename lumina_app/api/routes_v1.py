@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Depends, Query, Response
+from fastapi import APIRouter, Body, Depends, Path, Query, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
@@ -14,10 +14,13 @@ from lumina_app.api.idempotency import IdempotencyKey, idempotent
 from lumina_app.api.run_stream import Once, stream_run
 from lumina_app.api.schemas import (
     MAX_SEQ,
+    BranchBody,
+    BranchSwitched,
     ConversationOut,
     ConversationPage,
     CreateConversation,
     Cursor,
+    EditBody,
     EditConversation,
     ExecuteBody,
     ForkConversation,
@@ -36,6 +39,17 @@ from lumina_app.domain import InvalidInput
 
 router = APIRouter(prefix="/api/v1", tags=["v1"], route_class=AuthenticatedRoute)
 Limit = Annotated[int, Query(ge=1, le=100)]
+# A run started on a stored conversation (regenerate, an edit): streamed, or waited for.
+RUN_RESPONSES = {
+    200: {
+        "content": {
+            "text/event-stream": {},
+            "application/json": {"schema": {"$ref": "#/components/schemas/SyncResult"}},
+        },
+        "description": 'SSE as execute/stream; with {"stream": false}, the execute/sync JSON',
+    },
+    **error_responses(409, 429),
+}
 
 
 @router.post("/conversations", status_code=201, response_model=ConversationOut)
@@ -129,16 +143,7 @@ async def fork_conversation(
 @router.post(
     "/conversations/{conversation_id}/regenerate",
     response_class=Response,
-    responses={
-        200: {
-            "content": {
-                "text/event-stream": {},
-                "application/json": {"schema": {"$ref": "#/components/schemas/SyncResult"}},
-            },
-            "description": 'SSE as execute/stream; with {"stream": false}, the execute/sync JSON',
-        },
-        **error_responses(409, 429),
-    },
+    responses=RUN_RESPONSES,
 )
 async def regenerate(
     conversation_id: str,
@@ -173,6 +178,62 @@ async def regenerate(
     return await stream_run(services, caller, slot, once.start(services, caller, start, v1_frames))
 
 
+Seq = Annotated[int, Path(ge=1, le=MAX_SEQ)]
+
+
+@router.post(
+    "/conversations/{conversation_id}/messages/{seq}/edit",
+    response_class=Response,
+    responses=RUN_RESPONSES,
+)
+async def edit_message(
+    conversation_id: str,
+    seq: Seq,
+    body: EditBody,
+    services: ServicesDep,
+    caller: Caller,
+    slot: StreamSlotDep,
+    idempotency_key: IdempotencyKey = None,
+    last_event_id: LastEventId = 0,
+) -> Response:
+    """Ask the question at ``seq`` again as ``message``: a new branch of the conversation
+    from there, answered like a send; the old branch stays stored (``superseded`` with
+    ``meta.parked``) and comes back with a switch. 404 when ``seq`` is not a question on
+    the active branch, 409 while a run is active."""
+    request = {"conversation": conversation_id, "seq": seq, **body.model_dump()}
+    if not body.stream:
+        slot.release()  # nothing streams
+
+        async def run() -> dict:
+            result = await services.runs.edit_sync(caller, conversation_id, seq, body.message)
+            return SyncResult.of(result).model_dump()
+
+        answer = await idempotent(services, caller.owner, idempotency_key, "edit", request, run)
+        return JSONResponse(answer)
+
+    async def start() -> str:
+        return (await services.runs.edit(caller, conversation_id, seq, body.message)).run_id
+
+    once = Once(idempotency_key, "edit", request, last_event_id)
+    return await stream_run(services, caller, slot, once.start(services, caller, start, v1_frames))
+
+
+@router.post(
+    "/conversations/{conversation_id}/messages/{seq}/branch",
+    response_model=BranchSwitched,
+    responses=error_responses(409),
+)
+async def switch_branch(
+    conversation_id: str, seq: Seq, body: BranchBody, services: ServicesDep, caller: Caller
+) -> BranchSwitched:
+    """Show branch ``branch`` of the edited question at ``seq`` (any of its versions on
+    the active branch): everything after it switches with it. 404 when ``seq`` is not a
+    question on the active branch, 422 for a branch it does not have, 409 while a run is
+    active."""
+    await services.runs.switch_branch(caller, conversation_id, seq, body.branch)
+    return BranchSwitched(conversationId=conversation_id, seq=seq, branch=body.branch)
+
+
 @router.delete("/conversations/{conversation_id}", status_code=204)
 async def delete_conversation(
     conversation_id: str, services: ServicesDep, caller: Caller
@@ -189,15 +250,25 @@ async def list_messages(
     limit: Limit = 50,
     after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
     before: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
+    branches: Literal["active", "all"] = "active",
 ) -> MessagePage:
     """Ordered by seq. ``after`` pages forward; ``before`` gives the page ending before a
     seq (the UI's scroll-up); both bound a range; neither gives the first page.
-    ``nextAfter`` / ``nextBefore`` continue forward / backward within the range asked for."""
+    ``nextAfter`` / ``nextBefore`` continue forward / backward within the range asked for.
+    The active branch's rows; ``branches=all`` adds the other branches' (``superseded``,
+    with ``meta.parked``); an edited question has ``branch`` / ``branches``."""
     _conv, page = await services.conversations.messages(
-        caller, conversation_id, limit=limit, after=after, before=before
+        caller,
+        conversation_id,
+        limit=limit,
+        after=after,
+        before=before,
+        parked=branches == "all",
     )
     return MessagePage(
-        items=[MessageOut.of(m, page.versions.get(m.seq)) for m in page.items],
+        items=[
+            MessageOut.of(m, page.versions.get(m.seq), page.branches.get(m.seq)) for m in page.items
+        ],
         nextAfter=page.next_after,
         nextBefore=page.next_before,
     )

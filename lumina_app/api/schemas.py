@@ -125,6 +125,25 @@ class RegenerateBody(StrictBody):
     stream: StrictBool = True  # false: wait and answer in the execute/sync shape
 
 
+class EditBody(StrictBody):
+    """A question asked again in place: a new branch from it (``docs/API.md``)."""
+
+    message: Annotated[str, Unicode, TaskText]
+    stream: StrictBool = True  # false: wait and answer in the execute/sync shape
+
+
+class BranchBody(StrictBody):
+    """Which branch of an edited question to show (1-based)."""
+
+    branch: int = Field(ge=1, le=MAX_SEQ)
+
+
+class BranchSwitched(BaseModel):
+    conversationId: str
+    seq: int
+    branch: int
+
+
 class ExecuteBody(StrictBody):
     task: Annotated[str | None, Unicode, TaskText] = None
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
@@ -195,12 +214,23 @@ class MessageOut(BaseModel):
     # questions.
     version: int | None = None
     versions: int | None = None
+    # An edited question's branch among its versions (1-based) and how many there are;
+    # absent on every other row (``docs/API.md``, "Branches").
+    branch: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    branches: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
-    def of(cls, msg: Msg, version: tuple[int, int] | None = None) -> MessageOut:
+    def of(
+        cls,
+        msg: Msg,
+        version: tuple[int, int] | None = None,
+        branch: tuple[int, int] | None = None,
+    ) -> MessageOut:
         return cls(
             version=version[0] if version else None,
             versions=version[1] if version else None,
+            branch=branch[0] if branch else None,
+            branches=branch[1] if branch else None,
             id=msg.id or 0,
             seq=msg.seq,
             turnId=msg.turn_id,

@@ -2,6 +2,7 @@
 
     <root>/agents/<agentId>/conversations/<convId>/meta.json
                                                   /history.json
+                                                  /branches.json   (edited questions only)
                                                   /<messageId>/messages.log
 
 ``conversation_files`` renders a conversation into those files (relative path → bytes), so
@@ -25,6 +26,7 @@ from lumina_app.domain.views import conversation_meta, history_entry, iso_ms
 
 META = "meta.json"
 HISTORY = "history.json"
+BRANCHES = "branches.json"
 TURN_LOG = "messages.log"
 MEMORY_FOLDER = "memory"  # agents/<agentId>/memory/<owner>.json (archive/memory_files.py)
 TMP_PREFIX = ".tmp-"
@@ -98,6 +100,18 @@ def archive_history(msgs: Sequence[Msg]) -> list[dict[str, Any]]:
     return [history_entry(m) for m in msgs]
 
 
+def branches_document(active: Sequence[Msg], parked: Sequence[Msg]) -> dict[str, Any]:
+    """branches.json, beside a history.json of the ``active`` branch: the seq of each of
+    its entries, and the rows of the other branches (``parked``: history.json entries
+    with their ``seq`` and ``parked`` tag), so an import puts every row back in its place."""
+    return {
+        "seqs": [m.seq for m in active],
+        "parked": [
+            history_entry(m) | {"seq": m.seq, "parked": m.meta.get("parked")} for m in parked
+        ],
+    }
+
+
 def turn_log(msgs: Sequence[Msg]) -> str:
     """One turn's messages.log: ``[timestamp] [USER]``, the text, a blank line, the next."""
     blocks = []
@@ -123,17 +137,21 @@ def conversation_files(
     *,
     turns: Collection[str] | None = None,
     summaries: Sequence[Summary] = (),
+    parked: Sequence[Msg] = (),
 ) -> dict[PurePosixPath, bytes]:
     """The archive files of one conversation, relative to the archive root.
 
     ``turns`` limits which messages.log files are rendered (the mirror writes only the
-    turns that just ended); meta.json and history.json are always whole.
+    turns that just ended); meta.json and history.json are always whole. ``parked``: the
+    rows of the branches not shown (branches.json, only when there are any).
     """
     base = conversation_relpath(conv.agent_id, conv.uuid)
     files = {
         base / META: dump_json(archive_meta(conv, msgs, summaries)),
         base / HISTORY: dump_json(archive_history(msgs)),
     }
+    if parked:
+        files[base / BRANCHES] = dump_json(branches_document(msgs, parked))
     for turn_id, turn_msgs in group_turns(msgs).items():
         if turns is None or turn_id in turns:
             files[base / turn_id / TURN_LOG] = turn_log(turn_msgs).encode("utf-8")
@@ -149,9 +167,17 @@ def zip_files(files: dict[PurePosixPath, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def markdown_transcript(conv: ConversationInfo, msgs: Sequence[Msg]) -> str:
-    """A readable transcript: a header with the meta fields, then each message in order."""
+def markdown_transcript(
+    conv: ConversationInfo, msgs: Sequence[Msg], parked: Sequence[Msg] = ()
+) -> str:
+    """A readable transcript: a header with the meta fields, then each message in order
+    (the active branch; an edited question says which branch it is, of how many)."""
     meta = archive_meta(conv, msgs)
+    branches: dict[int, int] = {}
+    for m in (*msgs, *parked):
+        if "branchOf" in m.meta:
+            group = m.meta["branchOf"]
+            branches[group] = max(branches.get(group, 0), int(m.meta.get("branch", 1)))
     lines = [
         f"# {one_line(conv.title) or 'Untitled conversation'}",
         "",
@@ -174,6 +200,8 @@ def markdown_transcript(conv: ConversationInfo, msgs: Sequence[Msg]) -> str:
             heading = f"### Tool result{f' · `{name}`' if name else ''}{stamp}"
         else:
             heading = f"### {_MD_ROLE[msg.role]}{stamp}"
+        if "branchOf" in msg.meta:
+            heading += f" · branch {msg.meta.get('branch', 1)} / {branches[msg.meta['branchOf']]}"
         lines += ["", heading, "", *(body or ["_(empty)_"])]
     return "\n".join(lines) + "\n"
 

@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lumina_app.archive.format import HISTORY, META, ArchiveError
+from lumina_app.archive.branches_file import merge_branches
+from lumina_app.archive.format import BRANCHES, HISTORY, META, ArchiveError
 from lumina_app.archive.limits import DEFAULT_LIMITS
 from lumina_app.archive.tree import read_text, refuse_links
 from lumina_app.domain import (
@@ -80,6 +81,15 @@ def read_conversation(
         raise ArchiveError(meta_path, f"expected a JSON object, got {_kind(meta)}")
     fields = _Fields(meta_path, meta, latest)
     messages = _messages(history_path, read_text(history_path, max_file_bytes), latest)
+    branches_path = folder / BRANCHES
+    branches_text = read_text(branches_path, max_file_bytes, missing_ok=True)
+    if branches_text is not None:  # the other branches of edited questions, put back
+        messages = merge_branches(
+            branches_path,
+            parse_json(branches_path, branches_text),
+            messages,
+            lambda entries: _messages(branches_path, json.dumps(entries), latest),
+        )
     first_stamp = next((m.created_at for m in messages if m.created_at), None)
     created_at = fields.timestamp("createdAt") or first_stamp or _mtime(history_path, latest)
     updated_at = fields.timestamp("updatedAt")
@@ -342,7 +352,7 @@ def _messages(path: Path, text: str, latest: datetime) -> list[Msg]:
                 status=status,
                 created_at=stamp,
                 updated_at=stamp,
-                meta=_tool_meta(fields, _ROLES[role]),
+                meta=_tool_meta(fields, _ROLES[role]) | _branch_meta(fields),
             )
         )
     return msgs
@@ -376,6 +386,19 @@ def _tool_meta(fields: _Fields, role: MsgRole) -> dict[str, Any]:
             if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_COUNT:
                 raise fields.fail("durationMs", f"must be a non-negative integer, got {_show(ms)}")
             meta["durationMs"] = ms
+    return meta
+
+
+def _branch_meta(fields: _Fields) -> dict[str, int]:
+    """An edited question's ``branchOf`` (its group's seq) and ``branch`` (its number)."""
+    meta = {}
+    for key in ("branchOf", "branch"):
+        value = fields.data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+            raise fields.fail(key, f"must be a whole number from 1, got {_show(value)}")
+        meta[key] = value
     return meta
 
 

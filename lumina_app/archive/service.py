@@ -146,8 +146,9 @@ class ArchiveService:
         the number of messages written."""
         msgs = await self.snapshot(conversation)
         summaries = await self.rows.summaries_of(conversation)
+        parked = await self.rows.parked_messages(conversation)
         await asyncio.to_thread(
-            partial(writer.write_conversation, turns=turns, summaries=summaries),
+            partial(writer.write_conversation, turns=turns, summaries=summaries, parked=parked),
             root or self.root,
             conversation,
             msgs,
@@ -197,24 +198,32 @@ class ArchiveService:
         return written
 
     async def document(self, conversation: ConversationInfo) -> dict[str, Any]:
-        """``{"meta": <meta.json>, "history": <history.json>}``."""
+        """``{"meta": <meta.json>, "history": <history.json>}``, and ``"branches"``
+        (<branches.json>) when a question was edited."""
         msgs = await self.snapshot(conversation)
         summaries = await self.rows.summaries_of(conversation)
-        return {
+        parked = await self.rows.parked_messages(conversation)
+        document = {
             "meta": files.archive_meta(conversation, msgs, summaries),
             "history": files.archive_history(msgs),
         }
+        if parked:
+            document["branches"] = files.branches_document(msgs, parked)
+        return document
 
     async def markdown(self, conversation: ConversationInfo) -> str:
-        return files.markdown_transcript(conversation, await self.snapshot(conversation))
+        msgs = await self.snapshot(conversation)
+        parked = await self.rows.parked_messages(conversation)
+        return files.markdown_transcript(conversation, msgs, parked)
 
     async def zip_archive(self, conversation: ConversationInfo) -> bytes:
         """The conversation's folder, laid out from the archive root, as a .zip."""
         msgs = await self.snapshot(conversation)
         summaries = await self.rows.summaries_of(conversation)
+        parked = await self.rows.parked_messages(conversation)
         return await asyncio.to_thread(
             lambda: files.zip_files(
-                files.conversation_files(conversation, msgs, summaries=summaries)
+                files.conversation_files(conversation, msgs, summaries=summaries, parked=parked)
             )
         )
 

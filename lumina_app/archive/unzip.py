@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from lumina_app.archive.format import HISTORY, MEMORY_FOLDER, META, ArchiveError
+from lumina_app.archive.format import BRANCHES, HISTORY, MEMORY_FOLDER, META, ArchiveError
 from lumina_app.archive.limits import (
     FILE_LIMIT,
     MEMBERS_LIMIT,
@@ -31,7 +31,7 @@ from lumina_app.archive.limits import (
     too_large,
 )
 
-READ_FILES = frozenset({META, HISTORY})
+READ_FILES = frozenset({META, HISTORY, BRANCHES})
 _CHUNK = 1 << 20
 _MAX_ENTRY_HEADER = 1024  # one central directory record: 46 bytes + name + extra + comment
 _EOCD = struct.Struct("<4s4H2LH")  # end of central directory, 22 bytes

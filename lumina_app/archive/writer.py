@@ -41,6 +41,7 @@ def write_conversation(
     *,
     turns: Collection[str] | None = None,
     summaries: Sequence[Summary] = (),
+    parked: Sequence[Msg] = (),
 ) -> Path:
     """Write one conversation's folder under ``root``; returns the folder.
 
@@ -50,11 +51,13 @@ def write_conversation(
     folder = conversation_dir(root, conv.agent_id, conv.uuid)
     base = conversation_relpath(conv.agent_id, conv.uuid)
     if not folder.is_dir():
-        rendered = conversation_files(conv, msgs, summaries=summaries)
+        rendered = conversation_files(conv, msgs, summaries=summaries, parked=parked)
         inside = {rel.relative_to(base): data for rel, data in rendered.items()}
         if _write_new_folder(folder, inside):
             return folder
-    write_files(root, conversation_files(conv, msgs, turns=turns, summaries=summaries))
+    write_files(
+        root, conversation_files(conv, msgs, turns=turns, summaries=summaries, parked=parked)
+    )
     _drop_empty_turns(folder, set(turns or ()) - {m.turn_id for m in msgs})
     return folder
 

@@ -19,6 +19,10 @@ class ConversationNotFound(NotFound):
         self.conversation_uuid = conversation_uuid
 
 
+class MessageNotFound(NotFound):
+    """No such message where it was looked for (e.g. no question at that seq)."""
+
+
 class AgentNotFound(NotFound):
     def __init__(self, agent_id: str) -> None:
         super().__init__(f"agent {agent_id!r} not found")

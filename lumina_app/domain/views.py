@@ -75,4 +75,6 @@ def history_entry(msg: Msg) -> dict[str, Any]:
         ]
     if msg.role is MsgRole.TOOL:
         entry.update({k: msg.meta[k] for k in _TOOL_RESULT_KEYS if k in msg.meta})
+    if "branchOf" in msg.meta:  # an edited question: its branch (docs/API.md, "Branches")
+        entry.update({k: msg.meta[k] for k in ("branchOf", "branch") if k in msg.meta})
     return entry

@@ -27,6 +27,10 @@ class ArchiveRows:
         """Every final message in seq order: one query, from SQL."""
         return await archive_rows.final_messages(self.db, conversation.id)
 
+    async def parked_messages(self, conversation: ConversationInfo) -> list[Msg]:
+        """The rows of the branches not shown (edited questions), in seq order."""
+        return await self.cold.parked_messages(conversation.id)
+
     async def summaries_of(self, conversation: ConversationInfo) -> list[Summary]:
         """Every summary, oldest first."""
         return await summaries.all_of(self.db, conversation.id)

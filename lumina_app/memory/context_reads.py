@@ -5,7 +5,7 @@ the rest of a turn. Read from SQL only: none of it is the window policy, which s
 
 from __future__ import annotations
 
-from lumina_app.domain import ConversationInfo, Msg
+from lumina_app.domain import ConversationInfo, MessageStatus, Msg
 from lumina_app.memory.views import MemoryView
 from lumina_app.storage.cold_store import ColdStore
 
@@ -18,6 +18,14 @@ class ContextReads:
     async def last_question(self, conversation: ConversationInfo) -> Msg | None:
         """The newest user message: what a regenerate answers again."""
         return await self.cold.last_question(conversation.id)
+
+    async def message_at(self, conversation: ConversationInfo, seq: int) -> Msg | None:
+        """The message at ``seq`` on the active branch (None: no such row, or it is not
+        shown: parked on another branch, or an answer a regenerate replaced)."""
+        rows = await self.cold.page_messages(conversation.id, limit=1, after_seq=seq - 1)
+        if not rows or rows[0].seq != seq or rows[0].status is MessageStatus.SUPERSEDED:
+            return None
+        return rows[0]
 
     async def rows_after(
         self, conversation: ConversationInfo, seq: int, *, limit: int = 200

@@ -71,11 +71,36 @@ class ConversationReads:
         limit: int = 50,
         after_seq: int | None = None,
         before_seq: int | None = None,
+        parked: bool = False,
     ) -> list[Msg]:
-        """Replay: every message ever stored, paged by seq."""
+        """Replay: every message of the active branch (``parked``: of every branch)
+        ever stored, paged by seq."""
         return await self.cold.page_messages(
-            conversation.id, limit=limit, after_seq=after_seq, before_seq=before_seq
+            conversation.id,
+            limit=limit,
+            after_seq=after_seq,
+            before_seq=before_seq,
+            parked=parked,
         )
+
+    async def branches(
+        self, conversation: ConversationInfo, msgs: Sequence[Msg]
+    ) -> dict[int, tuple[int, int]]:
+        """``seq -> (branch, branches)`` for the edited questions among ``msgs``; one
+        query, none when the page holds none."""
+        edited = {m.seq: m for m in msgs if m.role is MsgRole.USER and "branchOf" in m.meta}
+        if not edited:
+            return {}
+        groups = sorted({int(m.meta["branchOf"]) for m in edited.values()})
+        counts = await self.cold.branch_counts(conversation.id, groups)
+        return {
+            seq: (int(m.meta.get("branch", 1)), counts.get(int(m.meta["branchOf"]), 1))
+            for seq, m in edited.items()
+        }
+
+    async def parked(self, conversation: ConversationInfo) -> list[Msg]:
+        """The rows of the branches not shown, in seq order (the archive's branches.json)."""
+        return await self.cold.parked_messages(conversation.id)
 
     async def versions(
         self, conversation: ConversationInfo, msgs: Sequence[Msg]

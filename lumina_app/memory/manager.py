@@ -153,6 +153,41 @@ class MemoryManager:
         await self._reinstall(conversation, assistant.seq - 1)
         return assistant
 
+    async def begin_edit(
+        self,
+        conversation: ConversationInfo,
+        original_seq: int,
+        question: Msg,
+        assistant: Msg,
+        run: RunRecord,
+    ) -> tuple[Msg, Msg]:
+        """Ask the question at ``original_seq`` again as ``question``: the active branch
+        from there on is parked (``storage.sql.branches``), the new question and a
+        ``streaming`` answer row open after everything, with the run, in one transaction.
+        The window is reinstalled from SQL (the new question in it, the parked rows not),
+        its mark on the question."""
+        await self._within_quota(conversation.owner, messages=2)
+        assistant.status = MessageStatus.STREAMING
+        await self.cold.edit_question(
+            conversation.id,
+            original_seq,
+            question,
+            assistant,
+            status=ConversationStatus.RUNNING,
+            run=run,
+        )
+        await self._reinstall(conversation, assistant.seq - 1)
+        return question, assistant
+
+    async def switch_branch(self, conversation: ConversationInfo, group: int, branch: int) -> int:
+        """Make branch ``branch`` of the question group ``group`` the active one; the
+        window is reinstalled from SQL, its mark on the conversation's last seq (the rows
+        after the active branch's last one are parked). The first seq that changed."""
+        changed = await self.cold.switch_branch(conversation.id, group, branch)
+        if changed:
+            await self._reinstall(conversation, conversation.last_seq)
+        return changed
+
     async def begin_continue(
         self, conversation: ConversationInfo, results: Sequence[Msg], assistant: Msg, run: RunRecord
     ) -> tuple[list[Msg], Msg]:

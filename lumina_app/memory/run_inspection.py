@@ -38,6 +38,9 @@ class RunInspection:
     ) -> list[Msg]:
         """Every stored row strictly between two seqs, in order (a run's tool steps)."""
         rows = await self.cold.page_messages(
-            conversation_pk, after_seq=after_seq, limit=max(0, before_seq - after_seq - 1)
+            conversation_pk,
+            after_seq=after_seq,
+            limit=max(0, before_seq - after_seq - 1),
+            parked=True,
         )
         return [m for m in rows if m.seq < before_seq]

@@ -39,6 +39,8 @@ class MessagePage:
     # seq -> (version, versions) of each answer row: a regenerated turn has several
     # versions, the superseded ones first (``domain.versions``).
     versions: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # seq -> (branch, branches) of each edited question (``docs/API.md``, "Branches").
+    branches: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,11 +200,15 @@ class ConversationService:
         after: int | None = None,
         before: int | None = None,
         agent_id: str | None = None,
+        parked: bool = False,
     ) -> tuple[ConversationInfo, MessagePage]:
         """A page by seq: forward from ``after``, or the page ending before ``before`` (the
-        UI's scroll-up); both bound a range; neither gives the first page."""
+        UI's scroll-up); both bound a range; neither gives the first page. The active
+        branch's rows, or, ``parked``, every branch's (the others' rows are ``superseded``
+        with ``meta.parked``)."""
         conversation = await self.get(principal, conversation_uuid, agent_id=agent_id)
-        return conversation, await self.page(conversation, limit=limit, after=after, before=before)
+        page = await self.page(conversation, limit=limit, after=after, before=before, parked=parked)
+        return conversation, page
 
     async def page(
         self,
@@ -211,20 +217,30 @@ class ConversationService:
         limit: int,
         after: int | None = None,
         before: int | None = None,
+        parked: bool = False,
     ) -> MessagePage:
         """A page of a conversation already found visible (see :meth:`messages`)."""
+        backward = after is None and before is not None
         if after is None and before is None:
             after = 0
         msgs = await self.reads.history(
-            conversation, limit=limit, after_seq=after, before_seq=before
+            conversation, limit=limit, after_seq=after, before_seq=before, parked=parked
         )
+        # A page the store could not fill reached the end of the range it read: what the
+        # seqs leave open are rows of other branches (an edit), not more of this one.
+        short = len(msgs) < limit
         if before is not None:  # with ``after`` too, the store pages forward from it: cut
             msgs = [m for m in msgs if m.seq < before]
         upper = conversation.last_seq if before is None else min(conversation.last_seq, before - 1)
         next_after = msgs[-1].seq if msgs and msgs[-1].seq < upper else None
         next_before = msgs[0].seq if msgs and msgs[0].seq > (after or 0) + 1 else None
+        if short and not backward:
+            next_after = None
+        if short and backward:
+            next_before = None
         versions = await self.reads.versions(conversation, msgs)
-        return MessagePage(msgs, next_after, next_before, versions)
+        branches = await self.reads.branches(conversation, msgs)
+        return MessagePage(msgs, next_after, next_before, versions, branches)
 
     async def latest(
         self, principal: Principal, conversation_uuid: str, *, limit: int, agent_id: str | None

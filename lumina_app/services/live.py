@@ -47,8 +47,9 @@ class AlreadyLive(LuminaError):
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """``kind``: run (started), ended, created, renamed, forked, deleted — or closed (the
-    owner may no longer follow: their pages stop)."""
+    """``kind``: run (started), ended, created, renamed, forked, deleted, branched (an
+    edited question's branch switched) — or closed (the owner may no longer follow:
+    their pages stop)."""
 
     kind: str
     conversation: str = ""
@@ -57,6 +58,7 @@ class Notice:
     question: str = ""  # a run's question (so a page shows it without reading it back)
     regenerate: bool = False
     title: str = ""
+    edited: int = 0  # an edit's run: the seq of the question asked again (0: none)
 
 
 _FIELDS = frozenset(f.name for f in fields(Notice))
@@ -140,7 +142,9 @@ class LiveHub:
         """This owner's pages on every instance stop following (a disabled account)."""
         await self.announce(owner, Notice("closed"))
 
-    def run_started(self, owner: str, run: ActiveRun, *, regenerate: bool = False) -> None:
+    def run_started(
+        self, owner: str, run: ActiveRun, *, regenerate: bool = False, edited: int = 0
+    ) -> None:
         """Tell the owner's pages now, and again when the run ends (in the background:
         the caller is not held up)."""
         started = Notice(
@@ -151,6 +155,7 @@ class LiveHub:
             question=run.user.content,
             regenerate=regenerate,
             title=run.conversation.title,
+            edited=edited,
         )
         ended = Notice("ended", conversation=started.conversation, agent_id=started.agent_id)
         self._spawn(self._follow_run(owner, run, started, ended))

@@ -33,7 +33,7 @@ from lumina_app.domain.ids import ConversationPk, parse_conversation_uuid
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.long_term import context_message
 from lumina_app.memory.run_inspection import RunInspection
-from lumina_app.services.live import LiveHub
+from lumina_app.services.live import LiveHub, Notice
 from lumina_app.services.titles import Titles
 from lumina_app.storage.run_records import RunRecords
 
@@ -153,6 +153,41 @@ class RunService:
         if self.live is not None:
             self.live.run_started(principal.owner, run, regenerate=True)
         return run
+
+    async def edit(
+        self, principal: Principal, conversation_uuid: str, seq: int, message: str
+    ) -> ActiveRun:
+        """Ask the question at ``seq`` again as ``message``: a new branch of the
+        conversation from there, the old one kept (``docs/API.md``, "Branches"). Same
+        run slot, events and durability as :meth:`start`."""
+        run = await self.engine.edit(
+            conversation_uuid=parse_conversation_uuid(conversation_uuid),
+            seq=seq,
+            message=message,
+            principal=principal,
+        )
+        if self.live is not None:
+            self.live.run_started(principal.owner, run, edited=seq)
+        return run
+
+    async def edit_sync(
+        self, principal: Principal, conversation_uuid: str, seq: int, message: str
+    ) -> RunFinished:
+        """Edit and wait for the new answer."""
+        return await self.result(await self.edit(principal, conversation_uuid, seq, message))
+
+    async def switch_branch(
+        self, principal: Principal, conversation_uuid: str, seq: int, branch: int
+    ) -> int:
+        """Show branch ``branch`` of the question at ``seq``; the first seq that changed.
+        The owner's open pages of the conversation read it again."""
+        uuid = parse_conversation_uuid(conversation_uuid)
+        changed = await self.engine.switch_branch(
+            conversation_uuid=uuid, seq=seq, branch=branch, principal=principal
+        )
+        if changed and self.live is not None:
+            await self.live.announce(principal.owner, Notice("branched", conversation=uuid))
+        return changed
 
     async def continue_turn(
         self,

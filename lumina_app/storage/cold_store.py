@@ -208,9 +208,34 @@ class ColdStore(Protocol):
         limit: int = 50,
         after_seq: int | None = None,
         before_seq: int | None = None,
+        parked: bool = False,
     ) -> list[Msg]:
-        """Every stored row, paged by seq: forward from ``after_seq``, else back from
-        ``before_seq``."""
+        """Every stored row of the active branch (``parked``: of every branch), paged by
+        seq: forward from ``after_seq``, else back from ``before_seq``."""
+
+    async def edit_question(
+        self,
+        conversation_pk: ConversationPk,
+        original_seq: int,
+        question: Msg,
+        answer: Msg,
+        *,
+        status: ConversationStatus,
+        run: RunRecord,
+    ) -> int:
+        """Park the active branch from ``original_seq`` on, open ``question`` as its next
+        branch with ``answer`` and ``run``; the new branch's number."""
+
+    async def switch_branch(self, conversation_pk: ConversationPk, group: int, branch: int) -> int:
+        """Make a branch of a question group the active one; the first seq that changed."""
+
+    async def branch_counts(
+        self, conversation_pk: ConversationPk, groups: Sequence[int]
+    ) -> dict[int, int]:
+        """``group -> how many branches`` of edited questions."""
+
+    async def parked_messages(self, conversation_pk: ConversationPk) -> list[Msg]:
+        """The rows of the branches not shown, in seq order."""
 
     async def messages_by_id(
         self, conversation_pk: ConversationPk, ids: Sequence[int]

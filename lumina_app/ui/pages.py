@@ -10,6 +10,7 @@ from lumina_app.ui.components.composer import COMPOSER_SCRIPT
 from lumina_app.ui.components.connection import install_overlay
 from lumina_app.ui.components.context import context_dialog
 from lumina_app.ui.components.conversation import conversation_pane
+from lumina_app.ui.components.edit_box import EDIT_SCRIPT
 from lumina_app.ui.components.heartbeat import heartbeat
 from lumina_app.ui.components.imports import import_page
 from lumina_app.ui.components.keys import keys_page
@@ -33,7 +34,7 @@ from lumina_app.ui.state.sidebar import SidebarState
 STYLESHEET = "/lumina.css"
 NOT_FOUND = "404"  # Reflex's route for unknown addresses
 # Loaded in every page's head, so keys typed before the page is interactive are kept.
-HEAD = [rx.el.script(src=COMPOSER_SCRIPT)]
+HEAD = [rx.el.script(src=COMPOSER_SCRIPT), rx.el.script(src=EDIT_SCRIPT)]
 # Scrolling up to the "Load older messages" button loads the older page (infinite scroll);
 # the button stays for keyboard users and browsers without IntersectionObserver.
 LOAD_OLDER_ON_SCROLL = """

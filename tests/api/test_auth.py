@@ -27,6 +27,7 @@ def routes(
     key: str = "1",
     user: str = "alice",
     memory: str = "1",
+    seq: str = "1",
 ) -> list[tuple[str, str, dict]]:
     """One request per route of the API (the health, docs and sign-in routes are open)."""
     return [
@@ -37,6 +38,12 @@ def routes(
         ("DELETE", f"/api/v1/conversations/{conv}", {}),
         ("POST", f"/api/v1/conversations/{conv}/fork", {"json": {"atSeq": 1}}),
         ("POST", f"/api/v1/conversations/{conv}/regenerate", {"json": {"stream": False}}),
+        (
+            "POST",
+            f"/api/v1/conversations/{conv}/messages/{seq}/edit",
+            {"json": {"message": "x", "stream": False}},
+        ),
+        ("POST", f"/api/v1/conversations/{conv}/messages/{seq}/branch", {"json": {"branch": 1}}),
         ("GET", f"/api/v1/conversations/{conv}/messages", {}),
         ("GET", f"/api/v1/conversations/{conv}/export", {}),
         ("POST", "/api/v1/agents/tester/execute/stream", {"params": {"task": "x"}}),
@@ -168,9 +175,10 @@ async def test_the_route_table_covers_every_api_route(api) -> None:
         "USER": "{username}",
         "MEMORY": "{memory_id}",
         "IMPORT": "{import_id}",
+        "SEQ": "{seq}",
     }
     listed = set()
-    for m, p, _ in routes("CONV", "RUN", "SESSION", "KEY", "USER", "MEMORY"):
+    for m, p, _ in routes("CONV", "RUN", "SESSION", "KEY", "USER", "MEMORY", "SEQ"):
         for placeholder, name in placeholders.items():
             p = p.replace(placeholder, name)
         listed.add((m, p))
@@ -198,7 +206,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 31  # every POST and PATCH route above
+    assert len(with_bodies) == 33  # every POST and PATCH route above
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 

@@ -1,6 +1,7 @@
 """A message's actions in the browser: regenerate (and the "n / m" versions switcher),
-fork here (the fork opens, says where it came from, and is marked in the list), edit (the
-new text is sent in a fork), a reasoning model's thinking folded above its answer."""
+fork here (the fork opens, says where it came from, and is marked in the list), edit (in
+place: the same conversation, no new list entry), a reasoning model's thinking folded
+above its answer."""
 
 from __future__ import annotations
 
@@ -82,27 +83,27 @@ def test_fork_opens_the_fork_with_a_link_back(page: Page, app_server) -> None:
     expect(questions(page)).to_have_count(2)
 
 
-def test_edit_sends_the_new_text_in_a_fork(page: Page, app_server) -> None:
+def test_edit_stays_in_the_conversation_with_no_new_list_entry(page: Page, app_server) -> None:
     open_new(page, app_server.url)
     send(page, "Tell me about Paris")
     wait_idle(page)
     original = conversation_id(page)
+    items = page.get_by_test_id("conversation-item")
+    listed = items.count()
     actions_of(questions(page).first).get_by_test_id("edit-message").click()
     box = page.get_by_test_id("edit-text")
     expect(box).to_have_value("Tell me about Paris")
     box.fill("Tell me about Rome")
-    shot(page, "edit-dialog")
     page.get_by_test_id("edit-send").click()
-    expect(page).not_to_have_url(re.compile(original))
+    expect(page.get_by_test_id("branch-label")).to_have_text("2 / 2", timeout=20_000)
+    assert conversation_id(page) == original
     expect(questions(page)).to_have_count(1)
     expect(questions(page).first).to_contain_text("Tell me about Rome")
-    expect(answers(page)).to_have_count(1, timeout=20_000)
     expect(answers(page).first).to_contain_text("Tell me about Rome")
-    expect(page.get_by_test_id("forked-from")).to_contain_text("forked from")
-    expect(page.get_by_test_id("send-button")).to_be_visible()
+    expect(page.get_by_test_id("forked-from")).to_have_count(0)
+    expect(items).to_have_count(listed)
+    expect(items.first).not_to_contain_text("(fork)")
     shot(page, "edit")
-    page.get_by_test_id("forked-from").get_by_role("link").click()
-    expect(questions(page).first).to_contain_text("Tell me about Paris")
 
 
 def test_thinking_is_folded_above_the_answer(page: Page, app_server) -> None:

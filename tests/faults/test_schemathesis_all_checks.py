@@ -203,14 +203,16 @@ def fresh_idempotency_key(case: schemathesis.Case) -> None:
         case.headers["Idempotency-Key"] = uuid.uuid4().hex
 
 
-ADMIN_OR_REGENERATE = r"/regenerate$|^/api/v1/admin/|^/api/v1/imports"
+ADMIN_OR_REGENERATE = r"/regenerate$|/messages/\{seq\}/|^/api/v1/admin/|^/api/v1/imports"
 
 
 @pytest.fixture
 def api_schema(app: WithServices) -> Iterator[schemathesis.BaseSchema]:
     # Regenerate is left out: a conversation without a user message is a 422 by design,
     # state the schema cannot state (tests/api/test_regenerate.py; test_schemathesis.py
-    # still sends it anything, for server errors). So are the admin routes: this key's
+    # still sends it anything, for server errors). So are a question's edit and branch
+    # switch: which seq is a question and which branches it has is the same kind of state
+    # (tests/api/test_edit_branches.py). So are the admin routes: this key's
     # owner is no admin, and to anyone but an admin they are the unknown-route 404 for
     # every method and body (tests/api/test_admin_routes.py); an admin's key sends them
     # everything in tests/api/test_schemathesis_accounts.py.
@@ -218,7 +220,7 @@ def api_schema(app: WithServices) -> Iterator[schemathesis.BaseSchema]:
     # rule across two fields), and FastAPI reads an empty form field as a missing one;
     # tests/api/test_imports.py sends them bad input, test_auth.py the missing keys.
     loaded = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(
-        path_regex=r"/regenerate$|^/api/v1/imports"
+        path_regex=r"/regenerate$|/messages/\{seq\}/|^/api/v1/imports"
     )
     loaded.auth()(Bearer)
     # A task longer than LUMINA_MAX_TASK_CHARS (a deployment setting the static schema

@@ -37,7 +37,9 @@ class Retriever:
     def __init__(self, here: list[Recalled], across: list[tuple[str, str, Recalled]]) -> None:
         self.here, self.others, self.asked = here, across, []
 
-    async def in_conversation(self, conversation_pk, query, *, limit, exclude_seqs):
+    async def in_conversation(
+        self, conversation_pk, query, *, limit, exclude_seqs, before_seq=None
+    ):
         self.asked.append(("here", query))
         return self.here[:limit]
 

@@ -119,7 +119,9 @@ async def test_auto_recall_keeps_to_its_token_budget_and_skips_a_whole_window() 
             enumerate((7, 3, 5))]  # fmt: skip
 
     class Found:
-        async def in_conversation(self, conversation_id, query, *, limit, exclude_seqs):
+        async def in_conversation(
+            self, conversation_id, query, *, limit, exclude_seqs, before_seq=None
+        ):
             assert exclude_seqs == {10, 11}
             return hits[:limit]
 

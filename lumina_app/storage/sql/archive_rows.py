@@ -21,6 +21,7 @@ from lumina_app.domain import (
     utcnow,
 )
 from lumina_app.domain.ids import ConversationPk
+from lumina_app.storage.sql import branches
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
@@ -32,11 +33,15 @@ _BATCH = 2000
 
 
 async def final_messages(db: SQLDatabase, conversation_pk: ConversationPk) -> list[Msg]:
-    """Every final message of a conversation in seq order (a ``streaming`` answer is left
-    out until it ends): one indexed query."""
+    """Every final message of a conversation's active branch in seq order (a
+    ``streaming`` answer is left out until it ends): one indexed query."""
     query = (
         sa.select(M.c.seq, M.c.role, M.c.content, M.c.turn_id, M.c.status, M.c.created_at, M.c.meta)
-        .where(M.c.conversation_id == conversation_pk, M.c.status != MessageStatus.STREAMING.value)
+        .where(
+            M.c.conversation_id == conversation_pk,
+            M.c.status != MessageStatus.STREAMING.value,
+            branches.NOT_PARKED,  # the active branch (the others: ``parked_messages``)
+        )
         .order_by(M.c.seq)
     )
     with offloaded():  # every message of the conversation: may be long, keep off the loop

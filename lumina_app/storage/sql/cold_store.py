@@ -28,7 +28,15 @@ from lumina_app.domain import (
 from lumina_app.domain.ids import ConversationPk
 from lumina_app.domain.search import terms as search_terms
 from lumina_app.storage.cold_store import Deleted
-from lumina_app.storage.sql import forks, message_delete, regenerate, summaries, write_paths, writes
+from lumina_app.storage.sql import (
+    branches,
+    forks,
+    message_delete,
+    regenerate,
+    summaries,
+    write_paths,
+    writes,
+)
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.flush_batch import FlushBatch
 from lumina_app.storage.sql.models import conversations as C
@@ -484,7 +492,11 @@ class SQLColdStore:
         """The newest USER message (what a regenerate answers again), if any."""
         query = (
             sa.select(M)
-            .where(M.c.conversation_id == conversation_pk, M.c.role == MsgRole.USER.value)
+            .where(
+                M.c.conversation_id == conversation_pk,
+                M.c.role == MsgRole.USER.value,
+                M.c.status != MessageStatus.SUPERSEDED.value,  # a question of a parked branch
+            )
             .order_by(M.c.seq.desc())
             .limit(1)
         )
@@ -510,6 +522,61 @@ class SQLColdStore:
             regenerate.answer_again, conversation_pk, question, answer, run, bump
         )
 
+    async def edit_question(
+        self,
+        conversation_pk: ConversationPk,
+        original_seq: int,
+        question: Msg,
+        answer: Msg,
+        *,
+        status: ConversationStatus,
+        run: RunRecord,
+    ) -> int:
+        """Park the active branch from the question at ``original_seq`` on and open
+        ``question`` (its next branch) with a ``streaming`` ``answer`` and ``run``: one
+        transaction (``branches``); the new branch's number."""
+        now = utcnow()
+        bump = {"_cid": conversation_pk, "_n": 2, "_tools": 0, "updated_at": now}
+        bump["status"] = status.value
+        return await self.write_path.transact(
+            branches.edit_question, conversation_pk, original_seq, question, answer, run, bump
+        )
+
+    async def switch_branch(self, conversation_pk: ConversationPk, group: int, branch: int) -> int:
+        """Make branch ``branch`` of the question group ``group`` the active one: one
+        transaction; the first seq that changed (0: nothing did)."""
+        return await self.write_path.transact(
+            branches.switch_branch, conversation_pk, group, branch, utcnow()
+        )
+
+    async def branch_counts(self, conversation_pk: ConversationPk, groups: Sequence[int]) -> dict:
+        """``group -> how many branches`` for edited questions' groups."""
+        if not groups:
+            return {}
+        query = sa.select(M.c.seq, M.c.meta).where(
+            M.c.conversation_id == conversation_pk,
+            M.c.role == MsgRole.USER.value,
+            M.c.meta["branchOf"].as_string().is_not(None),
+        )
+        async with self.db.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        counts: dict[int, int] = {}
+        for r in rows:
+            group = (r.meta or {}).get("branchOf")
+            if group in groups:
+                counts[group] = max(counts.get(group, 0), int(r.meta.get("branch", 1)))
+        return counts
+
+    async def parked_messages(self, conversation_pk: ConversationPk) -> list[Msg]:
+        """The rows of every branch not shown (parked), in seq order."""
+        query = (
+            sa.select(M)
+            .where(M.c.conversation_id == conversation_pk, ~branches.NOT_PARKED)
+            .order_by(M.c.seq)
+        )
+        async with self.db.connect() as conn:
+            return [_message(r) for r in (await conn.execute(query)).all()]
+
     async def page_messages(
         self,
         conversation_pk: ConversationPk,
@@ -517,9 +584,13 @@ class SQLColdStore:
         limit: int = 50,
         after_seq: int | None = None,
         before_seq: int | None = None,
+        parked: bool = False,
     ) -> list[Msg]:
-        """A page in seq order: forward from ``after_seq``, else the page before ``before_seq``."""
+        """A page in seq order: forward from ``after_seq``, else the page before
+        ``before_seq``; of the active branch unless ``parked``."""
         query = sa.select(M).where(M.c.conversation_id == conversation_pk)
+        if not parked:
+            query = query.where(branches.NOT_PARKED)
         if after_seq is not None:
             query = query.where(M.c.seq > after_seq).order_by(M.c.seq.asc()).limit(limit)
             async with self.db.connect() as conn:

@@ -6,7 +6,6 @@ import reflex as rx
 
 from lumina_app.ui.components.composer import composer
 from lumina_app.ui.components.message import bubble, message_item, steps_and_answer, user_text
-from lumina_app.ui.components.message_actions import edit_dialog
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.sidebar import SidebarState
@@ -293,7 +292,6 @@ def conversation_pane() -> rx.Component:
                     display="flex",
                 ),
                 composer(),
-                edit_dialog(),
                 # Clicked by the script when the connection is back: read the page again.
                 rx.el.button(
                     id="lumina-reconnected",

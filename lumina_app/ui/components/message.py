@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components.edit_box import edit_box
 from lumina_app.ui.components.message_actions import message_actions, thinking_block
 from lumina_app.ui.components.times import short_time
 from lumina_app.ui.components.tool_card import tool_cards
+from lumina_app.ui.state.actions import MessageActions
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.view_models.views import MessageView, StepView
 
@@ -125,7 +127,11 @@ def message_item(msg: MessageView) -> rx.Component:
                 msg["time"],
                 rx.cond(
                     is_user,
-                    user_text(msg["content"]),
+                    rx.cond(
+                        MessageActions.edit_seq == msg["seq"],
+                        edit_box(),  # edited in place (a new branch once sent)
+                        user_text(msg["content"]),
+                    ),
                     steps_and_answer(msg["steps"], msg["content"], msg["tools"], msg["thinking"]),
                 ),
                 msg["status"],

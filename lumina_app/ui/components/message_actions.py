@@ -1,6 +1,7 @@
-"""The small row under a message: copy, fork here, edit (questions), regenerate (the
-last answer), the answer's context, and the "n / m" switcher of a regenerated
-answer; plus the one edit dialog of the page and an answer's collapsible thinking."""
+"""The small row under a message: copy, edit in place (questions), a new conversation
+from here (fork), regenerate (the last answer), the answer's context, the "n / m"
+switcher of a regenerated answer and the "< k / n >" branches of an edited question;
+plus an answer's collapsible thinking."""
 
 from __future__ import annotations
 
@@ -28,39 +29,66 @@ def _action(icon: str, label: str, testid: str, **props) -> rx.Component:
     )
 
 
+def _switcher(kind: str, number, count, previous, following, *, blocked=False) -> rx.Component:
+    """The "< n / m >" of a ``kind`` (version, branch): its test ids and labels."""
+    return rx.hstack(
+        rx.icon_button(
+            rx.icon("chevron-left", size=13),
+            size="1",
+            variant="ghost",
+            disabled=(number <= 1) | blocked,
+            on_click=previous,
+            aria_label=f"Previous {kind}",
+            custom_attrs={"data-testid": f"{kind}-previous"},
+        ),
+        rx.text(
+            number.to_string() + " / " + count.to_string(),
+            size="1",
+            color="gray",
+            white_space="nowrap",
+            custom_attrs={"data-testid": f"{kind}-label"},
+        ),
+        rx.icon_button(
+            rx.icon("chevron-right", size=13),
+            size="1",
+            variant="ghost",
+            disabled=(number >= count) | blocked,
+            on_click=following,
+            aria_label=f"Next {kind}",
+            custom_attrs={"data-testid": f"{kind}-next"},
+        ),
+        spacing="1",
+        align="center",
+        flex_shrink="0",
+    )
+
+
 def version_switcher(msg: MessageView) -> rx.Component:
     """Earlier versions of a regenerated answer, read-only; the newest is the live one."""
     return rx.cond(
         msg["switcher"],
-        rx.hstack(
-            rx.icon_button(
-                rx.icon("chevron-left", size=13),
-                size="1",
-                variant="ghost",
-                disabled=msg["version"] <= 1,
-                on_click=ChatState.show_version(msg["turn"], msg["version"] - 1),
-                aria_label="Previous version",
-                custom_attrs={"data-testid": "version-previous"},
-            ),
-            rx.text(
-                msg["version"].to_string() + " / " + msg["versions"].to_string(),
-                size="1",
-                color="gray",
-                white_space="nowrap",
-                custom_attrs={"data-testid": "version-label"},
-            ),
-            rx.icon_button(
-                rx.icon("chevron-right", size=13),
-                size="1",
-                variant="ghost",
-                disabled=msg["version"] >= msg["versions"],
-                on_click=ChatState.show_version(msg["turn"], msg["version"] + 1),
-                aria_label="Next version",
-                custom_attrs={"data-testid": "version-next"},
-            ),
-            spacing="1",
-            align="center",
-            flex_shrink="0",
+        _switcher(
+            "version",
+            msg["version"],
+            msg["versions"],
+            ChatState.show_version(msg["turn"], msg["version"] - 1),
+            ChatState.show_version(msg["turn"], msg["version"] + 1),
+        ),
+    )
+
+
+def branch_switcher(msg: MessageView) -> rx.Component:
+    """The branches of an edited question: switching shows everything after it as that
+    branch left it (the next turn's context follows)."""
+    return rx.cond(
+        msg["branches"] > 1,
+        _switcher(
+            "branch",
+            msg["branch"],
+            msg["branches"],
+            ChatState.switch_branch(msg["seq"], msg["branch"] - 1),
+            ChatState.switch_branch(msg["seq"], msg["branch"] + 1),
+            blocked=ChatState.streaming,
         ),
     )
 
@@ -70,22 +98,23 @@ def message_actions(msg: MessageView) -> rx.Component:
     idle = ~ChatState.streaming
     return rx.hstack(
         version_switcher(msg),
+        branch_switcher(msg),
         _action("copy", "Copy", "copy-message", on_click=rx.set_clipboard(msg["content"])),
         rx.cond(
-            idle & ~MessageActions.busy,
+            idle & ~MessageActions.busy & (MessageActions.edit_seq != msg["seq"]),
             rx.fragment(
                 rx.cond(
                     is_user,
                     _action(
                         "pencil",
-                        "Edit (in a fork)",
+                        "Edit",
                         "edit-message",
                         on_click=MessageActions.start_edit(msg["seq"], msg["content"]),
                     ),
                 ),
                 _action(
                     "git-fork",
-                    "Fork from here",
+                    "New conversation from here",
                     "fork-message",
                     on_click=MessageActions.fork_here(msg["seq"]),
                 ),
@@ -133,52 +162,4 @@ def thinking_block(text) -> rx.Component:
             custom_attrs={"data-testid": "thinking"},
             margin_y="0.3em",
         ),
-    )
-
-
-def edit_dialog() -> rx.Component:
-    """Edit a question: it is sent again, changed, in a fork made just before it."""
-    return rx.dialog.root(
-        rx.dialog.content(
-            rx.dialog.title("Edit message"),
-            rx.dialog.description(
-                "The edited message is sent in a new conversation forked just before it; "
-                "this one stays as it is.",
-                size="2",
-                color="gray",
-            ),
-            rx.form(
-                rx.vstack(
-                    rx.text_area(
-                        name="message",
-                        default_value=MessageActions.edit_text,
-                        auto_height=True,
-                        min_height="6em",
-                        width="100%",
-                        custom_attrs={"data-testid": "edit-text"},
-                    ),
-                    rx.cond(
-                        MessageActions.failed != "",
-                        rx.callout(MessageActions.failed, color_scheme="red", size="1"),
-                    ),
-                    rx.hstack(
-                        rx.dialog.close(rx.button("Cancel", variant="soft", color_scheme="gray")),
-                        rx.button(
-                            "Send in a fork",
-                            type="submit",
-                            loading=MessageActions.busy,
-                            custom_attrs={"data-testid": "edit-send"},
-                        ),
-                        justify="end",
-                        width="100%",
-                    ),
-                    spacing="3",
-                ),
-                on_submit=MessageActions.edit,
-                margin_top="0.75em",
-            ),
-            max_width="36em",
-        ),
-        open=MessageActions.editing,
-        on_open_change=MessageActions.set_editing,
     )

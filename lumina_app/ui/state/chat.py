@@ -1,4 +1,5 @@
-"""The open conversation: opening it (and a run still going in it), sending, regenerating.
+"""The open conversation: opening it (and a run still going in it), sending, regenerating,
+editing a question in place and switching its branches.
 
 Sending follows the chat_app pattern: a normal event shows the question at once and hands
 over to a background event that starts the run and follows it (``StreamState``).
@@ -37,6 +38,7 @@ class ChatState(StreamState):
     _arriving: str = ""
     # The open conversation's last seq when load() read it (what LiveState checks against).
     _loaded_seq: int = 0
+    _edit_seq: int = 0  # the question the next run asks again (an edit), or 0
 
     @rx.event
     async def load(self):
@@ -167,22 +169,71 @@ class ChatState(StreamState):
         self._rows = retire_answer(self._rows)
         return ChatState.run_message
 
+    @rx.event
+    def edit_question(self, seq: int, text: str):
+        """Ask the question at ``seq`` again as ``text``: a new branch from there. The
+        question and what followed it leave the page now; the new one streams in its
+        place, and the page is read again once it has settled (its "< k / n >")."""
+        text = text.strip()
+        if not text or self.streaming or not self.conversation_id or seq < 1:
+            return None
+        self._ticket += 1
+        self.error, self.focus_seq = "", 0
+        self.streaming, self.stream_text = True, ""
+        self.pending_user, self.pending_time = text, iso_ms(utcnow())
+        self._send_text, self._edit_seq = text, seq
+        self._rows = [r for r in self._rows if r["seq"] < seq]
+        return ChatState.run_message
+
+    @rx.event
+    async def switch_branch(self, seq: int, branch: int):
+        """The "< k / n >" switcher on an edited question: everything after it switches."""
+        if self.streaming or not self.conversation_id or branch < 1:
+            return None
+        services, caller = self._services(), self._caller()
+        self.error = ""
+        try:
+            await services.runs.switch_branch(caller, self.conversation_id, seq, branch)
+        except LuminaError as exc:
+            self.error = explain(exc)
+        self._ticket += 1
+        await self._reopen()
+        return None
+
+    @rx.event
+    async def refresh_page(self):
+        """A branch switched here from elsewhere (another tab, the API): the page as it is
+        stored now."""
+        if self.streaming or not self.conversation_id:
+            return
+        self._ticket += 1
+        await self._reopen()
+
     @rx.event(background=True)
     async def run_message(self):
         async with self:
-            await self._jump_to_latest()
+            edit_seq, self._edit_seq = self._edit_seq, 0
+            if not edit_seq:
+                await self._jump_to_latest()
             agent, conversation, ticket = self.agent_id, self.conversation_id, self._ticket
             text, caller, temporary = self._send_text, self._caller(), self.temporary
         services = self._services()
         runs = services.runs
         try:
-            run = await _start(services, caller, agent, conversation, text, temporary)
+            if edit_seq:
+                run = await runs.edit(caller, conversation, edit_seq, text)
+            else:
+                run = await _start(services, caller, agent, conversation, text, temporary)
         except LuminaError as exc:
             async with self:
                 if self._ticket == ticket:
                     self._reset_stream()
                     self.error = explain(exc)
                     self._rows = arrange(self._rows)  # a retired answer is back
+                    if edit_seq:  # the question and its branch, as they are stored
+                        await self._reopen()
+            if edit_seq:
+                return
             if text:  # the words go back into the composer (and its draft)
                 yield rx.call_script(
                     f"window.__lumina && window.__lumina.restore({json.dumps(text)})"
@@ -206,6 +257,10 @@ class ChatState(StreamState):
             async with self:
                 if self._ticket == ticket:
                     self._rows = with_memories(self._rows, run.run_id, used)
+        if edit_seq:  # the edited question's "< k / n >", as a reload shows it
+            async with self:
+                if self._ticket == ticket and not self.streaming:
+                    await self._reopen()
 
 
 async def _start(

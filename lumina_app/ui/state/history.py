@@ -47,7 +47,7 @@ class HistoryState(AppState):
         self.parent_url = chat_url(parent.agent_id, parent.uuid)
 
     def _show(self, page: MessagePage, *, newest: bool) -> None:
-        self._rows = arrange(pair_results([message_view(m) for m in page.items]))
+        self._rows = arrange(pair_results(_views(page)))
         self.has_older = page.next_before is not None
         self.has_newer = not newest and page.next_after is not None
 
@@ -81,7 +81,7 @@ class HistoryState(AppState):
                 before=self._rows[0]["seq"],
             )
             self.has_older = page.next_before is not None
-            rows = pair_results([message_view(m) for m in page.items] + self._rows)
+            rows = pair_results(_views(page) + self._rows)
             self._rows = arrange(rows, choices(self._rows))
 
     @rx.event
@@ -94,13 +94,20 @@ class HistoryState(AppState):
                 after=self._rows[-1]["seq"],
             )
             self.has_newer = page.next_after is not None
-            rows = pair_results(self._rows + [message_view(m) for m in page.items])
+            rows = pair_results(self._rows + _views(page))
             self._rows = arrange(rows, choices(self._rows))
 
     @rx.event
     def show_version(self, turn: str, version: int) -> None:
         """The "n / m" switcher: another version of an answer, read-only."""
         self._rows = show(self._rows, turn, version)
+
+    async def _reopen(self) -> None:
+        """Read the open conversation's latest page again (after its branches changed)."""
+        conversation = await self._services().conversations.get(
+            self._caller(), self.conversation_id
+        )
+        await self._open(conversation, 0)
 
     async def _jump_to_latest(self) -> None:
         """Before a new turn is added at the end: the end must be what is on screen."""
@@ -110,3 +117,7 @@ class HistoryState(AppState):
             )
             self._show(page, newest=True)
             self.focus_seq = 0
+
+
+def _views(page: MessagePage) -> list[MessageView]:
+    return [message_view(m, page.branches.get(m.seq)) for m in page.items]

@@ -78,12 +78,16 @@ class LiveState(ChatState):
             self._ticket += 1
             self._reset_stream()
             self._rows, self.not_found = [], DELETED
+        elif notice.kind == "branched" and not self.streaming:
+            updates.append(ChatState.refresh_page)  # everything after the question switched
         elif notice.kind == "run" and not self.streaming and not self.has_newer:
             self._ticket += 1
             self.error, self.focus_seq = "", 0
             if notice.regenerate:
                 self._rows = retire_answer(self._rows)
             else:
+                if notice.edited:  # asked again: the question and what followed leave
+                    self._rows = [r for r in self._rows if r["seq"] < notice.edited]
                 self.pending_user, self.pending_time = notice.question, iso_ms(utcnow())
             self.streaming, self.run_id = True, notice.run_id
             updates.append(StreamState.follow_run)

@@ -58,6 +58,10 @@ class MessageView(TypedDict):
     # run this answer ends (their rows folded into this one message).
     steps: list[StepView]
     memories: int  # long-term memories the answer's run was given ("Used N memories")
+    # An edited question: its branch and how many there are (the "< k / n >" switcher);
+    # 0 / 0 on every other row.
+    branch: int
+    branches: int
 
 
 # What a row says about versions until ``ui.versions.arrange`` has looked at its page
@@ -70,6 +74,8 @@ UNARRANGED = {
     "last": False,
     "steps": [],
     "memories": 0,
+    "branch": 0,
+    "branches": 0,
 }
 
 
@@ -98,7 +104,9 @@ class ConversationView(TypedDict):
     archived: bool
 
 
-def message_view(msg: Msg) -> MessageView:
+def message_view(msg: Msg, branch: tuple[int, int] | None = None) -> MessageView:
+    """A stored row; ``branch``: an edited question's (branch, branches)."""
+    branch_of, branches = branch or (0, 0)
     return MessageView(
         key=f"m{msg.id}",
         id=msg.id or 0,
@@ -112,7 +120,9 @@ def message_view(msg: Msg) -> MessageView:
         tools=stored_cards(msg),
         turn=msg.turn_id,
         thinking=str(msg.meta.get("thinking") or ""),
-        **(UNARRANGED | {"memories": used_memories(msg)}),
+        **(
+            UNARRANGED | {"memories": used_memories(msg), "branch": branch_of, "branches": branches}
+        ),
     )
 
 
