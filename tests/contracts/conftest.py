@@ -58,17 +58,32 @@ async def hot_window(request: pytest.FixtureRequest) -> AsyncIterator:
     await hot.close()
 
 
+def _redis_locks(prefix: str) -> RedisRunLocks:
+    return RedisRunLocks(_client(), _client(None), prefix=prefix, lease_ms=30_000)
+
+
+async def _close_locks(locks) -> None:
+    await locks.close()
+    if isinstance(locks, RedisRunLocks):
+        await locks.client.aclose()  # the hot window's, in the app: not closed by the locks
+
+
 @pytest.fixture(params=IMPLEMENTATIONS)
 async def run_locks(request: pytest.FixtureRequest) -> AsyncIterator:
     if request.param == "local":
         locks = LocalRunLocks()
     else:
-        prefix = request.getfixturevalue("redis_prefix")
-        locks = RedisRunLocks(_client(), _client(None), prefix=prefix, lease_ms=30_000)
+        locks = _redis_locks(request.getfixturevalue("redis_prefix"))
     yield locks
-    await locks.close()
-    if isinstance(locks, RedisRunLocks):
-        await locks.client.aclose()  # the hot window's, in the app: not closed by the locks
+    await _close_locks(locks)
+
+
+@pytest.fixture
+async def run_locks_elsewhere(run_locks) -> AsyncIterator:
+    """Another instance's locks of the same kind (and, on Redis, the same prefix)."""
+    locks = _redis_locks(run_locks.prefix) if run_locks.shared else LocalRunLocks()
+    yield locks
+    await _close_locks(locks)
 
 
 @dataclass
@@ -112,6 +127,14 @@ async def slots(request: pytest.FixtureRequest) -> AsyncIterator:
         counted = LocalSlots()
     else:
         counted = RedisSlots(_client(), prefix=request.getfixturevalue("redis_prefix"))
+    yield counted
+    await counted.close()
+
+
+@pytest.fixture
+async def slots_elsewhere(slots) -> AsyncIterator:
+    """Another process's slots of the same kind (and, on Redis, the same prefix)."""
+    counted = RedisSlots(_client(), prefix=slots.prefix) if slots.shared else LocalSlots()
     yield counted
     await counted.close()
 

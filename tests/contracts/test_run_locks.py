@@ -21,6 +21,20 @@ async def test_one_run_holds_a_conversation_at_a_time(run_locks: RunLocks) -> No
     assert await run_locks.holder("c") == "run-1"
 
 
+async def test_another_instance_sees_the_lock_exactly_when_shared(
+    run_locks: RunLocks, run_locks_elsewhere: RunLocks
+) -> None:
+    await run_locks.acquire("c", "run-1")
+    if run_locks.shared:
+        assert await run_locks_elsewhere.holder("c") == "run-1"
+        assert await run_locks_elsewhere.acquire("c", "run-2") == "run-1"
+        assert not await run_locks_elsewhere.renew("c", "run-2")
+    else:  # each process its own: only as strong as one instance
+        assert await run_locks_elsewhere.holder("c") is None
+        assert await run_locks_elsewhere.acquire("c", "run-2") is None
+    assert await run_locks.holder("c") == "run-1"
+
+
 async def test_only_the_holder_renews_or_releases(run_locks) -> None:
     await run_locks.acquire("c", "run-1")
     assert await run_locks.renew("c", "run-1")

@@ -49,3 +49,14 @@ async def test_renew_takes_a_lost_member_again(slots) -> None:
     await slots.clear("k")
     await slots.renew(["k"], "m1", LONG)
     assert await slots.take({"k": 1}, "m2", LONG) > 0
+
+
+async def test_another_process_counts_in_the_same_slots_exactly_when_shared(
+    slots: Slots, slots_elsewhere: Slots
+) -> None:
+    assert await slots.take({"owner": 1}, "run-1", LONG) == 0
+    wait = await slots_elsewhere.take({"owner": 1}, "run-2", LONG)
+    assert (wait > 0) is slots.shared
+    await slots.release(["owner"], "run-1")
+    if slots.shared:
+        assert await slots_elsewhere.take({"owner": 1}, "run-2", LONG) == 0

@@ -24,6 +24,7 @@ from lumina_app.domain import (
     ConversationStatus,
     MessageStatus,
     Msg,
+    MsgRole,
     RunRecord,
     RunStatus,
     new_turn_id,
@@ -52,6 +53,9 @@ STATEMENTS = {
     # UPDATE alone, matching nothing.
     "final write": {"sqlite": 3, "mysql": 3, "postgresql": 1},
     "fenced off": {"sqlite": 1, "mysql": 1, "postgresql": 1},
+    # A tool step (``transact`` of ``settle_with_rows``): the answer, the seq bump, the
+    # TOOL result and next answer rows, the run.
+    "tool step": {"sqlite": 4, "mysql": 5, "postgresql": 4},
     # A plain text update of an answer (``settle`` without the settling).
     "text": {"sqlite": 1, "mysql": 1, "postgresql": 1},
     # A proposed title's compare-and-set (``retitle``), matched or not.
@@ -215,6 +219,31 @@ async def test_the_final_write_settles_answer_conversation_and_run_once(write_si
         assert not await final("too late")  # the answer is closed: fenced off
     check(sent, "fenced off", write_side.backend)
     assert (await store.get_message(answer.id)).content == "the answer"
+
+
+async def test_a_tool_step_settles_the_answer_and_adds_the_rows_after_it(write_side) -> None:
+    store = write_side.store
+    conversation, (_, answer), run = await started(write_side)
+    answer.content, answer.status = "calling", MessageStatus.COMPLETE
+    rows = [
+        Msg(MsgRole.TOOL, "42", turn_id=answer.turn_id),
+        Msg.assistant("", turn_id=answer.turn_id, status=MessageStatus.STREAMING),
+    ]
+    with write_side.counting() as sent:
+        assert await store.settle_with_rows(conversation.id, answer, rows, run=run)
+    check(sent, "tool step", write_side.backend)
+    assert [m.seq for m in rows] == [3, 4]
+    assert (await store.get_message(answer.id)).content == "calling"
+    assert (await store.get_message(rows[0].id)).content == "42"
+    stored = await store.get_conversation(conversation.uuid)
+    assert (stored.last_seq, stored.tool_call_count) == (4, 1)
+    kept = await RunStore(write_side.db).get_run(run.run_id)
+    assert kept.assistant_message_id == rows[1].id
+    with write_side.counting() as sent:  # the answer is closed now: fenced off
+        assert not await store.settle_with_rows(conversation.id, answer, [], run=run)
+    # The answer's UPDATE alone, in a transaction on every database.
+    assert (len(sent.statements), sent.begins, sent.commits) == (1, 1, 1), sent.statements
+    assert (await store.get_conversation(conversation.uuid)).last_seq == 4
 
 
 async def test_an_answers_text_is_updated_alone(write_side) -> None:
