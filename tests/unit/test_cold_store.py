@@ -17,7 +17,6 @@ from lumina_app.domain import (
 from lumina_app.storage.sql.cold_store import ColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.runs import RunStore
-from lumina_app.storage.sql.write_paths import TransactionWrites
 
 TRICKY = "你好，世界 👋🏽 — 🇨🇳 e\u0301 \u200d 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \\ ' \" %_"
 
@@ -151,28 +150,3 @@ async def test_crash_sweep_marks_streaming_interrupted(engine) -> None:
     stored = await store.get_message(answer.id)
     assert (stored.status, stored.content) == (MessageStatus.INTERRUPTED, "half an ans")
     assert (await store.get_conversation(conv.uuid)).status != ConversationStatus.RUNNING
-
-
-async def test_a_proposed_title_takes_the_strategy_the_app_builds(engine) -> None:
-    """``retitle`` through the write strategy ``ColdStore`` picks for this database: a
-    compare-and-set on every backend, and one statement on PostgreSQL's own connections
-    (the method was once indented after ``for_database``'s return and never ran)."""
-    db = SQLDatabase(engine)
-    store = ColdStore(db)
-    sent: list[object] = []
-    if db.dialect == "postgresql":
-        one_statement = db.one_statement
-
-        async def counted(statement):
-            sent.append(statement)
-            return await one_statement(statement)
-
-        db.one_statement = counted
-    if db.dialect == "postgresql":
-        assert type(store.write_path).retitle is not TransactionWrites.retitle
-    conv = await store.create_conversation(agent_id="assistant", title="first words", owner="a")
-    assert await store.retitle(conv.uuid, "Proposed", replacing="first words")
-    assert not await store.retitle(conv.uuid, "Late", replacing="first words")
-    assert not await store.retitle("00000000-0000-4000-8000-000000000000", "x", replacing="y")
-    assert (await store.get_conversation(conv.uuid)).title == "Proposed"
-    assert len(sent) == (3 if db.dialect == "postgresql" else 0)
