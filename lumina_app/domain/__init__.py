@@ -38,6 +38,7 @@ from lumina_app.domain.errors import (
     TooManyAttempts,
     TooManyRuns,
     TooManyStreams,
+    UnsupportedFileType,
     UsernameTaken,
     UserNotFound,
 )
@@ -133,6 +134,7 @@ __all__ = [
     "TooManyAttempts",
     "TooManyRuns",
     "TooManyStreams",
+    "UnsupportedFileType",
     "ToolCall",
     "ToolCallFinished",
     "ToolCallRequested",
