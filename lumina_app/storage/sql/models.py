@@ -14,7 +14,7 @@ from sqlalchemy.dialects import mysql
 from sqlmodel import Field, SQLModel
 
 from lumina_app.domain import utcnow
-from lumina_app.storage.sql.types import UTCDateTime, long_text_column_type
+from lumina_app.storage.sql.types import ChunkBytes, UTCDateTime, long_text_column_type
 
 _MYSQL_TABLE_ARGS = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_unicode_ci"}
 
@@ -362,11 +362,6 @@ class MemoryRow(SQLModel, table=True):
 memories: sa.Table = MemoryRow.__table__  # type: ignore[attr-defined]
 
 
-def _chunk_bytes() -> sa.types.TypeEngine:
-    """A file chunk (at most 512 KiB): MySQL's BLOB stops at 64 KiB, so MEDIUMBLOB there."""
-    return sa.LargeBinary().with_variant(mysql.MEDIUMBLOB(), "mysql", "mariadb")
-
-
 class FileBlobRow(SQLModel, table=True):
     """Uploaded bytes, stored once per owner and content (docs/FILES.md): the chunks hold
     them, each file row that has this content points here."""
@@ -400,7 +395,7 @@ class FileChunkRow(SQLModel, table=True):
         )
     )
     n: int = Field(sa_column=sa.Column(sa.Integer, primary_key=True, autoincrement=False))
-    data: bytes = Field(sa_column=sa.Column(_chunk_bytes(), nullable=False))
+    data: bytes = Field(sa_column=sa.Column(ChunkBytes(), nullable=False))
 
 
 class FileRow(SQLModel, table=True):
