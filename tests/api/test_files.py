@@ -92,9 +92,9 @@ async def upload(api, name: str, data: bytes, headers=ALICE) -> httpx.Response:
     """A multipart body written by hand: the name's characters as given (httpx would
     percent-encode quotes and control characters, as browsers do)."""
     part = (
-        b"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\""
+        b'--xyz\r\nContent-Disposition: form-data; name="file"; filename="'
         + name.encode()
-        + b"\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        + b'"\r\nContent-Type: application/octet-stream\r\n\r\n'
         + data
         + b"\r\n--xyz--\r\n"
     )
@@ -112,7 +112,7 @@ CASES = [
     ("pixel.png", png(), "image/png", "image/png"),
     ("notes.txt", "Grüße, a log line\n".encode(), "text/plain", "text/plain; charset=utf-8"),
     ("spec.pdf", pdf(), "application/pdf", "application/pdf"),
-    ("readme.md", b"# Title\n\nSome *Markdown*.\n", "text/markdown", "text/markdown; charset=utf-8"),
+    ("readme.md", b"# Title\n\n*Markdown*.\n", "text/markdown", "text/markdown; charset=utf-8"),
     ("table.csv", b"a,b\n1,2\n", "text/csv", "text/csv; charset=utf-8"),
     ("data.json", b'{"a": 1}', "application/json", "application/json; charset=utf-8"),
     # the name says PNG, the bytes are text: text it is
@@ -187,8 +187,7 @@ async def test_another_owners_file_is_a_404_everywhere(api) -> None:
 HOSTILE = [
     ("polyglot.png", png() + b"<html><script>alert(1)</script>", 415),
     ("polyglot.pdf", pdf() + b"<svg onload=alert(1)>", 415),
-    ("evil.svg", b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg">'
-                 b"<script>alert(1)</script></svg>", 415),  # fmt: skip
+    ("evil.svg", b'<?xml version="1.0"?><svg><script>alert(1)</script></svg>', 415),
     ("page.txt", b"<!DOCTYPE html><title>x</title>", 415),
     ("page.html", b"  <HTML><body>hi</body></HTML>", 415),
     ("archive.zip", ZIP, 415),
@@ -219,7 +218,7 @@ async def test_names_are_cleaned_and_sent_back_safely(api) -> None:
     assert long["name"] == "x" * 197 + ".md" and long["type"] == "text/markdown"
     resp = await api.get(f"/api/v1/files/{body['id']}", headers=ALICE)
     assert resp.headers["content-disposition"] == (
-        "attachment; filename=\"[31mR_sum_ exe.txt\"; "
+        'attachment; filename="[31mR_sum_ exe.txt"; '
         f"filename*=UTF-8''{quote('[31mRésumé exe.txt', safe='')}"
     )
     quoted = await uploaded(api, "say 'hi'; x=1.txt", b"hi\n")
@@ -280,7 +279,7 @@ async def test_a_streamed_body_over_the_limit_is_cut_off(api_factory, database) 
     boundary = b"xyz"
 
     async def body():
-        yield b"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n"
+        yield b'--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\n'
         for _ in range(64):  # 4 MiB, without a Content-Length
             pieces.append(1)
             yield b"a" * 64 * 1024

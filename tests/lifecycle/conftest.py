@@ -1,6 +1,7 @@
 """Accounts with data in every place it can live: conversations with runs (and their
 events), memories, vectors, a key, a session, an idempotency record, an uploaded file, the
-archive mirror's files and Redis windows. On each SQL backend (``database``), Redis under the test's prefix."""
+archive mirror's files and Redis windows. On each SQL backend (``database``), Redis under
+the test's prefix."""
 
 from __future__ import annotations
 
