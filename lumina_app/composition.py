@@ -51,6 +51,7 @@ from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.exchanges import ExchangeLog
+from lumina_app.services.files import FileService
 from lumina_app.services.health import HealthService
 from lumina_app.services.imports import ImportService
 from lumina_app.services.input_caps import InputCaps
@@ -94,6 +95,7 @@ from lumina_app.storage.sql.claims import ClaimStore
 from lumina_app.storage.sql.cold_store import SQLColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
+from lumina_app.storage.sql.files import FileStore
 from lumina_app.storage.sql.idempotency import IdempotencyStore
 from lumina_app.storage.sql.prompts import PromptStore
 from lumina_app.storage.sql.quotas import OwnerQuotas
@@ -146,6 +148,7 @@ class Services:
     retention: Retention | None = None  # conversations past their time
     imports: ImportService | None = None  # other products' chat exports (#47)
     exchanges: ExchangeLog | None = None  # turns had elsewhere, stored without a run (MCP)
+    files: FileService | None = None  # uploaded files (#48)
     sweeps: bool = True  # the server's periodic sweeps (a CLI command runs its own)
     _tasks: list[asyncio.Task] = field(default_factory=list)
 
@@ -540,6 +543,11 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
     services.retention = Retention(
         purge, reads.conversations, registry, default_days=settings.retention_days
     )
+    services.files = FileService(
+        FileStore(db),
+        max_bytes=settings.max_file_bytes,
+        max_bytes_per_owner=settings.max_file_bytes_per_owner,
+    )
     services.account_export = AccountExport(reads.conversations, archive, accounts, long_term)
     services.deletion = AccountDeletion(
         users=UserStore(db),
@@ -549,6 +557,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         purge=purge,
         archive=archive,
         live=live,
+        files=services.files,
         forget_owner=[chat.cap.forget, services.streams.forget, signin.limits.forget],
     )
     metric_hooks.install(

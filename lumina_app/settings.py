@@ -142,6 +142,9 @@ class Settings(BaseSettings):
     # Another product's chat export (docs/IMPORTS.md): the upload, and its conversations
     # file once unzipped; over it, 413 and nothing imported.
     import_max_bytes: int = Field(128 * 1024**2, ge=1024)
+    # One uploaded file (POST /api/v1/files, docs/FILES.md): over it, 413 and nothing
+    # stored. Its request may carry this much plus the multipart framing.
+    max_file_bytes: int = Field(20 * 1024**2, ge=1024)
 
     # -- idempotency keys ---------------------------------------------------------------
     idempotency_lease_seconds: float = Field(30.0, gt=0)
@@ -158,6 +161,9 @@ class Settings(BaseSettings):
     # The bytes of text (UTF-8) stored in an owner's messages: at or past it, new input is
     # refused with a 413 naming the limit (an answer already streaming still ends).
     max_stored_bytes_per_owner: int = Field(0, ge=0)
+    # The bytes of the files an owner keeps (each distinct content counted once): an
+    # upload that would pass it is a 413 naming the limit. 0 = no limit.
+    max_file_bytes_per_owner: int = Field(1024**3, ge=0)
     # Long-term memories an owner may keep (current ones and their history; forgotten ones
     # not counted), whoever adds them (REST, the Memory page, tools, MCP, the extractor,
     # imports): past it, a 429 / a tool error naming the limit. 0 = no limit.

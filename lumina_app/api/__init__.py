@@ -11,6 +11,7 @@ from lumina_app.api import (
     routes_agents,
     routes_auth,
     routes_export,
+    routes_files,
     routes_health,
     routes_imports,
     routes_memories,
@@ -55,6 +56,7 @@ def create_api(settings: Settings | None = None) -> FastAPI:
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes if settings else None,
         read_timeout=settings.body_read_timeout_seconds if settings else None,
+        max_file_bytes=settings.max_file_bytes if settings else None,
     )
     # Host, Origin and the cross-site rule, for everything served (the Reflex app is mounted
     # inside this one): before any route or the UI's socket sees a request.
@@ -76,6 +78,7 @@ def create_api(settings: Settings | None = None) -> FastAPI:
         routes_agents,
         routes_runs,
         routes_imports,
+        routes_files,
     ):
         api.include_router(module.router, responses=errors)
     api.include_router(routes_auth.router, responses=error_responses(401, 403, 413, 422, 429))

@@ -27,6 +27,7 @@ from lumina_app.domain import (
     TooManyAttempts,
     TooManyRuns,
     TooManyStreams,
+    UnsupportedFileType,
     UsernameTaken,
 )
 
@@ -41,6 +42,7 @@ _STATUS: list[tuple[type[LuminaError], int]] = [
     (UsernameTaken, 409),
     (InputTooLarge, 413),
     (StoredBytesExceeded, 413),  # before QuotaExceeded: the first match wins
+    (UnsupportedFileType, 415),  # before InvalidInput
     (InvalidInput, 422),
     (TooManyStreams, 429),
     (TooManyRuns, 429),

@@ -21,6 +21,7 @@ from lumina_app.settings import get_settings
 
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 _UPLOAD_PATHS = ("/api/v1/imports", "/_upload")  # chat exports (docs/IMPORTS.md)
+_FILES_PATH = "/api/v1/files"  # uploaded files (docs/FILES.md)
 _MULTIPART_ROOM = 64 * 1024
 
 
@@ -102,9 +103,11 @@ class BodyLimitMiddleware:
         max_bytes: int | None = None,
         read_timeout: float | None = None,
         max_depth: int | None = None,
+        max_file_bytes: int | None = None,
     ) -> None:
         self.app = app
         self._max_bytes = max_bytes
+        self._max_file_bytes = max_file_bytes
         self._read_timeout = read_timeout
         self._max_depth = max_depth
 
@@ -115,9 +118,13 @@ class BodyLimitMiddleware:
 
     def max_bytes_for(self, path: str) -> int:
         """A chat export's upload (the API's and the Import page's) may be larger: up to
-        LUMINA_IMPORT_MAX_BYTES plus room for the multipart framing."""
+        LUMINA_IMPORT_MAX_BYTES plus room for the multipart framing; a file's upload, up
+        to LUMINA_MAX_FILE_BYTES plus the same room."""
         if path.startswith(_UPLOAD_PATHS):
             return max(self.max_bytes, get_settings().import_max_bytes + _MULTIPART_ROOM)
+        if path == _FILES_PATH:  # an upload of LUMINA_MAX_FILE_BYTES
+            file_bytes = self._max_file_bytes or get_settings().max_file_bytes
+            return max(self.max_bytes, file_bytes + _MULTIPART_ROOM)
         return self.max_bytes
 
     @property

@@ -554,6 +554,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "No such conversation, agent or run (also: someone else's)",
         409: "The conversation has a running run, or the agent is unavailable",
         413: "Request body or task over the limit",
+        415: "Unsupported file type (sniffed from the bytes)",
         422: "Invalid input",
         429: "Too many failed sign-ins, or too many open streams for this caller "
         "(Retry-After: when to try again)",

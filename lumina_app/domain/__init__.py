@@ -39,6 +39,7 @@ from lumina_app.domain.errors import (
     TooManyAttempts,
     TooManyRuns,
     TooManyStreams,
+    UnsupportedFileType,
     UsernameTaken,
     UserNotFound,
 )
@@ -138,6 +139,7 @@ __all__ = [
     "ToolCall",
     "ToolCallFinished",
     "ToolCallRequested",
+    "UnsupportedFileType",
     "Usage",
     "User",
     "UserNotFound",

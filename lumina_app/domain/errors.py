@@ -66,6 +66,12 @@ class InputTooLarge(InvalidInput):
     code = "too_large"
 
 
+class UnsupportedFileType(InvalidInput):
+    """An upload whose bytes are none of the accepted types (docs/FILES.md): a 415."""
+
+    code = "unsupported_media_type"
+
+
 class StoreUnavailable(LuminaError):
     """The system of record (SQL) cannot be reached; nothing was acknowledged."""
 

@@ -5,9 +5,10 @@ The account is marked first (disabled, its password hash replaced by a mark noth
 verifies against, its sessions ended and keys revoked, in one transaction), so it is shut
 out at once and an interrupted deletion is found again: a rerun of the command, the
 server's start, or ``python -m lumina_app sweep`` finishes it. Then its conversations go a
-batch at a time with every part (``purge``), then its Redis counters and archive memory
-files, and last, in one transaction, its memories, sessions, keys, idempotency records and
-the account row. The audit log says who deleted whom and how much — counts, no content.
+batch at a time with every part (``purge``), then its Redis counters, archive memory
+files and uploaded files, and last, in one transaction, its memories, sessions, keys,
+idempotency records and the account row. The audit log says who deleted whom and how
+much — counts, no content.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from lumina_app.domain import (
 from lumina_app.domain.accounts import is_username, normalize_username
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
+from lumina_app.services.files import FileService
 from lumina_app.services.live import LiveHub
 from lumina_app.services.passwords import Passwords
 from lumina_app.services.purge import ConversationPurge, Purged
@@ -49,13 +51,15 @@ class DeletionReport:
     username: str
     conversations: Purged = field(default_factory=Purged)
     rest: PurgeCounts = field(default_factory=PurgeCounts)
+    files: int = 0
 
     def detail(self) -> str:
         """How much, never what: the audit entry's text."""
         c, r = self.conversations, self.rest
         return (
             f"{c.conversations} conversation(s), {c.messages} message(s), {c.runs} run(s), "
-            f"{r.memories} memory(ies), {r.sessions} session(s), {r.keys} key(s)"
+            f"{r.memories} memory(ies), {r.sessions} session(s), {r.keys} key(s), "
+            f"{self.files} file(s)"
         )
 
 
@@ -70,6 +74,7 @@ class AccountDeletion:
         purge: ConversationPurge,
         archive: ArchiveService,
         live: LiveHub | None = None,
+        files: FileService | None = None,
         forget_owner: Sequence[ForgetOwner] = (),
     ) -> None:
         self.users = users
@@ -79,6 +84,7 @@ class AccountDeletion:
         self.purge = purge
         self.archive = archive
         self.live = live
+        self.files = files
         self.forget_owner = list(forget_owner)  # Redis counters kept per owner
         self._lock = asyncio.Lock()
 
@@ -136,6 +142,8 @@ class AccountDeletion:
         for forget in self.forget_owner:
             await forget(owner)
         await self._remove_memory_files(owner)
+        if self.files is not None:
+            report.files = await self.files.delete_owner(owner)
         report.rest = await self.users.purge(user.id, owner)
         self.auth.forget_user(user.id)
         if not report.rest.account:  # a concurrent deletion (another process) finished it

@@ -28,6 +28,7 @@ def routes(
     user: str = "alice",
     memory: str = "1",
     seq: str = "1",
+    file: str = "file-" + "0" * 24,
 ) -> list[tuple[str, str, dict]]:
     """One request per route of the API (the health, docs and sign-in routes are open)."""
     return [
@@ -75,6 +76,10 @@ def routes(
         ("POST", "/api/v1/imports", {"data": {"source": "chatgpt"}, "files": IMPORT_FILE}),
         ("POST", "/api/v1/imports/preview", {"data": {"source": "chatgpt"}, "files": IMPORT_FILE}),
         ("GET", "/api/v1/imports/IMPORT", {}),
+        ("POST", "/api/v1/files", {"files": UPLOAD_FILE}),
+        ("GET", "/api/v1/files", {}),
+        ("GET", f"/api/v1/files/{file}", {}),
+        ("DELETE", f"/api/v1/files/{file}", {}),
         ("GET", "/api/v1/account/export", {}),
         ("POST", "/api/v1/account/delete", {"json": {"password": "x", "confirm": "x"}}),
         ("GET", "/api/v1/account/sessions", {}),
@@ -122,6 +127,7 @@ def openai_state_routes(conv: str, run: str) -> list[tuple[str, str, dict]]:
 
 ITEM = {"role": "user", "content": "x"}
 IMPORT_FILE = {"file": ("conversations.json", b"[]", "application/json")}
+UPLOAD_FILE = {"file": ("notes.txt", b"mine now\n", "text/plain")}
 
 
 def chat_body(conversation: str | None = None) -> dict:
@@ -176,9 +182,10 @@ async def test_the_route_table_covers_every_api_route(api) -> None:
         "MEMORY": "{memory_id}",
         "IMPORT": "{import_id}",
         "SEQ": "{seq}",
+        "FILE": "{file_id}",
     }
     listed = set()
-    for m, p, _ in routes("CONV", "RUN", "SESSION", "KEY", "USER", "MEMORY", "SEQ"):
+    for m, p, _ in routes("CONV", "RUN", "SESSION", "KEY", "USER", "MEMORY", "SEQ", "FILE"):
         for placeholder, name in placeholders.items():
             p = p.replace(placeholder, name)
         listed.add((m, p))
@@ -206,7 +213,7 @@ async def test_unauthenticated_bad_bodies_are_401_not_422(api_factory) -> None:
     conv = (await new_conversation(api, headers=ALICE))["uuid"]
     bad = {"content": b"{nope", "headers": {"Content-Type": "application/json"}}
     with_bodies = [(m, p) for m, p, _ in routes(conv, "run-0") if m in ("POST", "PATCH")]
-    assert len(with_bodies) == 33  # every POST and PATCH route above
+    assert len(with_bodies) == 34  # every POST and PATCH route above
     for method, path in with_bodies:
         error_of(await api.request(method, path, **bad), 401)
 

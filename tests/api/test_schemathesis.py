@@ -77,12 +77,19 @@ class Existing:
             resp = client.post(
                 "/api/v1/agents/demo/execute/sync", json={"task": "seed"}, headers=self.headers
             )
-        assert resp.status_code == 200, resp.text
+            assert resp.status_code == 200, resp.text
+            upload = client.post(
+                "/api/v1/files",
+                files={"file": ("seed.txt", b"seed\n", "text/plain")},
+                headers=self.headers,
+            )
+        assert upload.status_code == 201, upload.text
         turn = resp.json()
         return {
             "agent_id": "demo",
             "conversation_id": turn["conversationId"],
             "run_id": turn["runId"],
+            "file_id": upload.json()["id"],
         }
 
     def for_case(self, case: schemathesis.Case) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """Accounts with data in every place it can live: conversations with runs (and their
-events), memories, vectors, a key, a session, an idempotency record, the archive mirror's
-files and Redis windows. On each SQL backend (``database``), Redis under the test's prefix."""
+events), memories, vectors, a key, a session, an idempotency record, an uploaded file, the
+archive mirror's files and Redis windows. On each SQL backend (``database``), Redis under
+the test's prefix."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ async def login(client: httpx.AsyncClient, name: str, password: str = PASSWORD) 
 
 async def account_with_everything(services, name: str, *, conversations: int = 3) -> Holdings:
     """A member ``name`` signed in on a client of its own, with conversations of two turns
-    each (runs, events, hot windows, mirror folders), a memory, a key, an idempotent send."""
+    each (runs, events, hot windows, mirror folders), a memory, a key, an idempotent send,
+    an uploaded file."""
     await services.users.create(OPERATOR, name, role=Role.MEMBER, password=PASSWORD)
     held = Holdings(name)
     async with client_for(services, "127.0.0.1") as client:
@@ -76,6 +78,14 @@ async def account_with_everything(services, name: str, *, conversations: int = 3
         assert resp.status_code == 201, resp.text
         held.key_prefix = resp.json()["prefix"]
         held.texts.append(f"{name}-laptop")
+        shared = f"{name}-file-{secrets.token_hex(4)}"
+        upload = {"file": (f"{shared}.txt", f"notes: {shared}-body\n".encode(), "text/plain")}
+        # a signed-in browser's multipart upload names itself (the cross-site rule)
+        resp = await client.post(
+            "/api/v1/files", files=upload, headers={"X-Requested-With": "fetch"}
+        )
+        assert resp.status_code == 201, resp.text
+        held.texts += [f"{shared}.txt", f"{shared}-body"]
     if services.embeddings is not None:
         await services.embeddings.embed_pending()
     assert services.mirror is not None and await services.mirror.drain()

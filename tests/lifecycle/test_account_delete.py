@@ -38,7 +38,15 @@ async def cannot_sign_in(services, name: str) -> None:
 def counts(url: str) -> dict[str, int]:
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with engine.connect() as conn:
-        names = ("lumina_message_vector", "lumina_run", "lumina_memory", "lumina_idempotency")
+        names = (
+            "lumina_message_vector",
+            "lumina_run",
+            "lumina_memory",
+            "lumina_idempotency",
+            "lumina_file",
+            "lumina_file_blob",
+            "lumina_file_chunk",
+        )
         found = {n: conn.execute(sa.text(f"SELECT COUNT(*) FROM {n}")).scalar() for n in names}
     engine.dispose()
     return found
@@ -49,7 +57,7 @@ async def test_an_account_is_deleted_with_everything_it_owns(site) -> None:
     zoe = await account_with_everything(services, "zoe-del")
     yan = await account_with_everything(services, "yan-kept", conversations=1)
     before = counts(services.settings.database_url)
-    assert all(before.values()), before  # vectors, runs, memories, idempotency: all there
+    assert all(before.values()), before  # vectors, runs, memories, idempotency, files: there
     assert everywhere(services, zoe.needles)  # the scan sees it all before
     async with client_for(services, "127.0.0.1") as browser:
         await login(browser, "zoe-del")
@@ -73,7 +81,10 @@ async def test_an_account_is_deleted_with_everything_it_owns(site) -> None:
                                "runs": 6, "memories": 1, "sessions": 2, "keys": 1}  # fmt: skip
         error_of(await browser.get("/api/v1/me"), 401)
     left = everywhere(services, zoe.needles, audit_names={"zoe-del", zoe.key_prefix})
-    assert left == []
+    assert left == []  # her file's name, bytes and owner too
+    after = counts(services.settings.database_url)
+    for table in ("lumina_file", "lumina_file_blob", "lumina_file_chunk"):
+        assert after[table] == before[table] - 1 == 1, (table, before, after)  # yan's stays
     kept = everywhere(services, yan.needles)
     assert any(k.startswith("lumina_message:") for k in kept), kept
     assert any(k.startswith("redis ") for k in kept) and any(k.startswith("file ") for k in kept)
@@ -82,6 +93,7 @@ async def test_an_account_is_deleted_with_everything_it_owns(site) -> None:
     deleted = [e for e in entries if e.event is AuditEvent.USER_DELETED]
     assert len(deleted) == 1 and deleted[0].actor == "zoe-del"
     assert deleted[0].detail.startswith("3 conversation(s), 12 message(s), 6 run(s)")
+    assert deleted[0].detail.endswith(", 1 file(s)")
     assert not any(text in e.detail for e in entries for text in zoe.texts)
 
 

@@ -62,6 +62,7 @@ CONTRACTS = {
     "storage.audit",
     "storage.claims",
     "storage.slots",
+    "storage.files",
 }
 
 

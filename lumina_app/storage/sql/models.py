@@ -14,7 +14,7 @@ from sqlalchemy.dialects import mysql
 from sqlmodel import Field, SQLModel
 
 from lumina_app.domain import utcnow
-from lumina_app.storage.sql.types import UTCDateTime, long_text_column_type
+from lumina_app.storage.sql.types import ChunkBytes, UTCDateTime, long_text_column_type
 
 _MYSQL_TABLE_ARGS = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_unicode_ci"}
 
@@ -360,6 +360,75 @@ class MemoryRow(SQLModel, table=True):
 
 
 memories: sa.Table = MemoryRow.__table__  # type: ignore[attr-defined]
+
+
+class FileBlobRow(SQLModel, table=True):
+    """Uploaded bytes, stored once per owner and content (docs/FILES.md): the chunks hold
+    them, each file row that has this content points here."""
+
+    __tablename__ = "lumina_file_blob"
+    __table_args__ = (
+        sa.UniqueConstraint("owner", "sha256", name="uq_lumina_file_blob_owner_sha256"),
+        _MYSQL_TABLE_ARGS,
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    owner: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
+    sha256: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    size: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+
+
+class FileChunkRow(SQLModel, table=True):
+    """The ``n``-th piece of a blob's bytes, 512 KiB or less (MariaDB's packet limit and
+    the memory a download holds stay bounded)."""
+
+    __tablename__ = "lumina_file_chunk"
+    __table_args__ = (_MYSQL_TABLE_ARGS,)
+
+    blob_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey("lumina_file_blob.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    n: int = Field(sa_column=sa.Column(sa.Integer, primary_key=True, autoincrement=False))
+    data: bytes = Field(sa_column=sa.Column(ChunkBytes(), nullable=False))
+
+
+class FileRow(SQLModel, table=True):
+    """An uploaded file as its owner sees it: a public id, a name and the type sniffed
+    from its bytes. Several rows may share a blob (the same bytes uploaded again)."""
+
+    __tablename__ = "lumina_file"
+    __table_args__ = (
+        sa.Index("ix_lumina_file_owner_listing", "owner", "created_at", "id"),
+        _MYSQL_TABLE_ARGS,
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    file_id: str = Field(sa_column=sa.Column(sa.String(32), nullable=False, unique=True))
+    owner: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
+    blob_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey("lumina_file_blob.id", name="fk_lumina_file_blob"),
+            nullable=False,
+            index=True,
+        )
+    )
+    name: str = Field(sa_column=sa.Column(sa.String(255), nullable=False))
+    media_type: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    size: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    sha256: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+
+
+file_blobs: sa.Table = FileBlobRow.__table__  # type: ignore[attr-defined]
+file_chunks: sa.Table = FileChunkRow.__table__  # type: ignore[attr-defined]
+files: sa.Table = FileRow.__table__  # type: ignore[attr-defined]
 
 
 # The full-text index lives outside the models (migration 0007: an FTS5 table and its

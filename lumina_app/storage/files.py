@@ -1,0 +1,50 @@
+"""The contract of the file store (``sql.files.FileStore``): uploaded files, their bytes
+stored once per owner and content (docs/FILES.md)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+CHUNK_BYTES = 512 * 1024  # one chunk row at most
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    id: str  # file-<24 hex>
+    owner: str
+    name: str
+    media_type: str
+    size: int
+    sha256: str
+    created_at: datetime
+
+
+class FileRecords(Protocol):
+    async def stored_bytes(self, owner: str) -> int:
+        """The bytes of the owner's blobs (each content once)."""
+
+    async def has_blob(self, owner: str, sha256: str) -> bool: ...
+
+    async def add(self, file: StoredFile, chunks: Callable[[], AsyncIterator[bytes]]) -> StoredFile:
+        """The file's row, and its blob from ``chunks`` (each at most ``CHUNK_BYTES``)
+        unless the owner has that content already: in one transaction."""
+
+    async def get(self, owner: str, file_id: str) -> StoredFile | None: ...
+
+    def read(self, owner: str, file_id: str) -> AsyncIterator[bytes]:
+        """The file's bytes, chunk by chunk, each read on its own (no connection held
+        between them)."""
+
+    async def list(
+        self, owner: str, *, limit: int, cursor: str | None
+    ) -> tuple[list[StoredFile], str | None]:
+        """Newest first; the cursor of the next page, if any."""
+
+    async def delete(self, owner: str, file_id: str) -> bool:
+        """The row, and its blob when no other row uses it; False if there was none."""
+
+    async def delete_owner(self, owner: str) -> int:
+        """Every file, blob and chunk of the owner: how many files."""

@@ -1,0 +1,161 @@
+"""Uploaded files in SQL, so every instance over one database serves them: a blob per
+owner and sha256, its bytes in rows of at most 512 KiB, and the file rows naming it."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from lumina_app.domain import InvalidInput
+from lumina_app.storage.files import StoredFile
+from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.models import file_blobs as B
+from lumina_app.storage.sql.models import file_chunks as K
+from lumina_app.storage.sql.models import files as F
+
+_MAX_INT = 2**31 - 1
+
+
+class FileStore:
+    def __init__(self, db: SQLDatabase) -> None:
+        self.db = db
+
+    async def stored_bytes(self, owner: str) -> int:
+        query = sa.select(sa.func.coalesce(sa.func.sum(B.c.size), 0)).where(B.c.owner == owner)
+        async with self.db.connect() as conn:
+            return int((await conn.execute(query)).scalar_one())
+
+    async def has_blob(self, owner: str, sha256: str) -> bool:
+        async with self.db.connect() as conn:
+            return (await conn.execute(_blob_of(owner, sha256))).first() is not None
+
+    async def add(self, file: StoredFile, chunks: Callable[[], AsyncIterator[bytes]]) -> StoredFile:
+        """Two uploads of the same new content at once: the second's blob insert (or a
+        deletion racing its file row's key) fails, and it runs again, finding the blob."""
+        for attempt in (1, 2):
+            try:
+                await self._add(file, chunks)
+                return file
+            except IntegrityError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _add(self, file: StoredFile, chunks: Callable[[], AsyncIterator[bytes]]) -> None:
+        async with self.db.begin() as conn:
+            blob_id = (await conn.execute(_blob_of(file.owner, file.sha256))).scalar()
+            if blob_id is None:
+                blob = sa.insert(B).values(
+                    owner=file.owner, sha256=file.sha256, size=file.size, created_at=file.created_at
+                )
+                blob_id = (await conn.execute(blob)).inserted_primary_key[0]
+                n = 0
+                async for piece in chunks():
+                    await conn.execute(sa.insert(K).values(blob_id=blob_id, n=n, data=piece))
+                    n += 1
+            await conn.execute(
+                sa.insert(F).values(
+                    file_id=file.id,
+                    owner=file.owner,
+                    blob_id=blob_id,
+                    name=file.name,
+                    media_type=file.media_type,
+                    size=file.size,
+                    sha256=file.sha256,
+                    created_at=file.created_at,
+                )
+            )
+
+    async def get(self, owner: str, file_id: str) -> StoredFile | None:
+        query = sa.select(F).where(F.c.owner == owner, F.c.file_id == file_id)
+        async with self.db.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return _stored(row) if row is not None else None
+
+    async def read(self, owner: str, file_id: str) -> AsyncIterator[bytes]:
+        blob = sa.select(F.c.blob_id).where(F.c.owner == owner, F.c.file_id == file_id)
+        async with self.db.connect() as conn:
+            blob_id = (await conn.execute(blob)).scalar()
+        n = 0
+        while blob_id is not None:
+            piece = sa.select(K.c.data).where(K.c.blob_id == blob_id, K.c.n == n)
+            async with self.db.connect() as conn:
+                data = (await conn.execute(piece)).scalar()
+            if data is None:
+                return
+            yield bytes(data)
+            n += 1
+
+    async def list(
+        self, owner: str, *, limit: int, cursor: str | None
+    ) -> tuple[list[StoredFile], str | None]:
+        query = sa.select(F).where(F.c.owner == owner)
+        if cursor:
+            query = query.where(F.c.id < _cursor_row(cursor))
+        query = query.order_by(F.c.id.desc()).limit(limit + 1)
+        async with self.db.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        items = [_stored(r) for r in rows[:limit]]
+        tail = rows[limit - 1] if len(rows) > limit else None
+        return items, _encode(tail.created_at, tail.id) if tail is not None else None
+
+    async def delete(self, owner: str, file_id: str) -> bool:
+        async with self.db.begin() as conn:
+            where = sa.and_(F.c.owner == owner, F.c.file_id == file_id)
+            blob_id = (await conn.execute(sa.select(F.c.blob_id).where(where))).scalar()
+            if blob_id is None:
+                return False
+            await conn.execute(sa.delete(F).where(where))
+            users = sa.select(sa.func.count()).select_from(F).where(F.c.blob_id == blob_id)
+            if not (await conn.execute(users)).scalar_one():
+                await conn.execute(sa.delete(K).where(K.c.blob_id == blob_id))
+                await conn.execute(sa.delete(B).where(B.c.id == blob_id))
+        return True
+
+    async def delete_owner(self, owner: str) -> int:
+        blobs = sa.select(B.c.id).where(B.c.owner == owner).scalar_subquery()
+        async with self.db.begin() as conn:
+            gone = (await conn.execute(sa.delete(F).where(F.c.owner == owner))).rowcount
+            await conn.execute(sa.delete(K).where(K.c.blob_id.in_(blobs)))
+            await conn.execute(sa.delete(B).where(B.c.owner == owner))
+        return gone
+
+
+def _blob_of(owner: str, sha256: str) -> sa.Select:
+    return sa.select(B.c.id).where(B.c.owner == owner, B.c.sha256 == sha256)
+
+
+def _stored(row: sa.Row) -> StoredFile:
+    return StoredFile(
+        id=row.file_id,
+        owner=row.owner,
+        name=row.name,
+        media_type=row.media_type,
+        size=row.size,
+        sha256=row.sha256,
+        created_at=row.created_at,
+    )
+
+
+def _encode(when: datetime, row_id: int) -> str:
+    """The same shape as the conversations' cursors: the time and the row, base64."""
+    raw = f"{when.isoformat()}|{row_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _cursor_row(cursor: str) -> int:
+    """The row a cursor we issued names; anything else is a 422."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        stamp, last_id = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
+        when, row_id = datetime.fromisoformat(stamp), int(last_id)
+    except (ValueError, UnicodeDecodeError, OverflowError) as exc:
+        raise InvalidInput("malformed cursor") from exc
+    valid_id = last_id.isascii() and last_id.isdigit() and 0 < row_id <= _MAX_INT
+    if when.tzinfo is None or when.utcoffset() is None or not valid_id:
+        raise InvalidInput("malformed cursor")
+    return row_id
