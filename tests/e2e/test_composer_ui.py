@@ -353,6 +353,10 @@ def test_pictures_at_desktop_and_phone_sizes(browser, app_server) -> None:
     composer(page).fill("And what about herbs?")
     composer(page).press("Enter")
     expect(page.get_by_test_id("composer-hint")).to_be_visible()
+    row = page.get_by_test_id("conversation-item").filter(has_text="Plan a vegetable garden")
+    badge = row.first.get_by_text("running", exact=True).bounding_box()
+    menu = row.first.get_by_test_id("conversation-menu").bounding_box()
+    assert badge["x"] + badge["width"] <= menu["x"], "the running badge runs under the menu"
     shot(page, "chat")
     wait_idle(page)
     context.close()

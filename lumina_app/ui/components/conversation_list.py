@@ -58,14 +58,17 @@ def conversation_item(conv: ConversationView) -> rx.Component:
                     ),
                     rx.cond(
                         conv["status"] == "running",
-                        rx.badge("running", color_scheme="blue", size="1"),
+                        rx.badge("running", color_scheme="blue", size="1", flex_shrink="0"),
                         rx.cond(
                             conv["status"] == "failed",
-                            rx.badge("failed", color_scheme="red", size="1"),
+                            rx.badge("failed", color_scheme="red", size="1", flex_shrink="0"),
                         ),
                     ),
                     spacing="2",
                     align="center",
+                    min_width="0",
+                    max_width="100%",
+                    overflow="hidden",  # a narrow row: the agent's name gives way, not the menu
                 ),
                 spacing="1",
                 min_width="0",
