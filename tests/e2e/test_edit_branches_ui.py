@@ -98,6 +98,7 @@ def test_another_tab_follows_an_edit_and_a_switch(browser, app_server) -> None:
     expect(questions(second).first).to_contain_text("Tell me about Rome", timeout=20_000)
     expect(answers(second).last).to_contain_text("Rome", timeout=20_000)
     expect(answers(second)).to_have_count(1)
+    expect(second.get_by_test_id("branch-label")).to_have_text("2 / 2", timeout=20_000)
     first.get_by_test_id("branch-previous").click()
     expect(first.get_by_test_id("branch-label")).to_have_text("1 / 2")
     expect(questions(second).first).to_contain_text("Tell me about Paris", timeout=20_000)

@@ -88,6 +88,7 @@ class LiveState(ChatState):
             else:
                 if notice.edited:  # asked again: the question and what followed leave
                     self._rows = [r for r in self._rows if r["seq"] < notice.edited]
+                    self._reread_after = True
                 self.pending_user, self.pending_time = notice.question, iso_ms(utcnow())
             self.streaming, self.run_id = True, notice.run_id
             updates.append(StreamState.follow_run)

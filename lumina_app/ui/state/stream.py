@@ -34,6 +34,9 @@ class StreamState(HistoryState):
     error: str = ""
     # Bumped whenever the view changes; a follower with an older ticket stops writing.
     _ticket: int = 0
+    # The followed run asked a question again (an edit made elsewhere): once it ends, the
+    # page is read again so the question carries its "k / n".
+    _reread_after: bool = False
 
     @rx.var
     def messages(self) -> list[MessageView]:
@@ -73,9 +76,16 @@ class StreamState(HistoryState):
                     last_flush = time.monotonic()
         finally:
             async with self:
+                reread, self._reread_after = self._reread_after, False
                 if self._ticket == ticket:
                     self._settle(turn.finish())
+                else:
+                    reread = False
         yield SidebarState.refresh
+        if reread:
+            from lumina_app.ui.state.chat import ChatState  # it extends this class
+
+            yield ChatState.refresh_page
 
     def _show_live(self, turn: LiveTurn, rows: list[MessageView]) -> None:
         """The live step as it is now; steps done move into the list (once each)."""
