@@ -28,6 +28,7 @@ class Holdings:
     runs: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # questions and memories, unique words
     key_prefix: str = ""
+    memory: str = ""  # the one memory's text
 
     @property
     def needles(self) -> list[str]:
@@ -74,6 +75,7 @@ async def account_with_everything(services, name: str, *, conversations: int = 3
         resp = await client.post("/api/v1/memories", json={"agentId": "demo", "text": memory})
         assert resp.status_code in (200, 201), resp.text
         held.texts.append(memory)
+        held.memory = memory
         resp = await client.post("/api/v1/keys", json={"name": f"{name}-laptop"})
         assert resp.status_code == 201, resp.text
         held.key_prefix = resp.json()["prefix"]

@@ -46,7 +46,7 @@ async def test_the_export_holds_everything_of_the_caller_and_no_secret(site) -> 
         assert all(m["content"] in markdown for m in stored)
     assert len([n for n in names if n.endswith("/meta.json")]) == 3
     memory_file = json.loads(archive.read("agents/demo/memory/ann-exp.json"))
-    assert [m["text"] for m in memory_file["memories"]] == [mine.texts[-2]]
+    assert [m["text"] for m in memory_file["memories"]] == [mine.memory]
     account = json.loads(archive.read("account.json"))
     assert account["username"] == "ann-exp" and account["contents"] == {
         "conversations": 3,
