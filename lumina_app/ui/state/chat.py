@@ -200,15 +200,6 @@ class ChatState(StreamState):
         await self._reopen()
         return None
 
-    @rx.event
-    async def refresh_page(self):
-        """A branch switched here from elsewhere (another tab, the API): the page as it is
-        stored now."""
-        if self.streaming or not self.conversation_id:
-            return
-        self._ticket += 1
-        await self._reopen()
-
     @rx.event(background=True)
     async def run_message(self):
         async with self:

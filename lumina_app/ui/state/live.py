@@ -79,7 +79,7 @@ class LiveState(ChatState):
             self._reset_stream()
             self._rows, self.not_found = [], DELETED
         elif notice.kind == "branched" and not self.streaming:
-            updates.append(ChatState.refresh_page)  # everything after the question switched
+            updates.append(StreamState.refresh_page)  # everything after the question switched
         elif notice.kind == "run" and not self.streaming and not self.has_newer:
             self._ticket += 1
             self.error, self.focus_seq = "", 0

@@ -83,9 +83,16 @@ class StreamState(HistoryState):
                     reread = False
         yield SidebarState.refresh
         if reread:
-            from lumina_app.ui.state.chat import ChatState  # it extends this class
+            yield StreamState.refresh_page
 
-            yield ChatState.refresh_page
+    @rx.event
+    async def refresh_page(self):
+        """A branch switched here from elsewhere (another tab, the API): the page as it is
+        stored now."""
+        if self.streaming or not self.conversation_id:
+            return
+        self._ticket += 1
+        await self._reopen()
 
     def _show_live(self, turn: LiveTurn, rows: list[MessageView]) -> None:
         """The live step as it is now; steps done move into the list (once each)."""
