@@ -426,9 +426,73 @@ class FileRow(SQLModel, table=True):
     created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
 
 
+class MessageFileRow(SQLModel, table=True):
+    """A file a message carries (its ``position`` among them), by conversation and seq: a
+    question is linked whether or not its row has reached SQL yet. The link goes with the
+    conversation and with the file (cascades); a file goes when its last link does
+    (``storage/sql/files.py``)."""
+
+    __tablename__ = "lumina_message_file"
+    __table_args__ = (
+        sa.Index("ix_lumina_message_file_file", "file_pk"),
+        _MYSQL_TABLE_ARGS,
+    )
+
+    conversation_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey(
+                "lumina_conversation.id",
+                ondelete="CASCADE",
+                name="fk_lumina_message_file_conversation",
+            ),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    seq: int = Field(sa_column=sa.Column(sa.Integer, primary_key=True, autoincrement=False))
+    file_pk: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey("lumina_file.id", ondelete="CASCADE", name="fk_lumina_message_file_file"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    position: int = Field(nullable=False)
+
+
+class FileTextRow(SQLModel, table=True):
+    """The text read out of a blob once (plain text, Markdown, code, CSV, JSON, a PDF's
+    text): ``status`` ``ok`` / ``empty`` / ``refused`` / ``failed`` with a ``note`` why;
+    what the context, search and recall use."""
+
+    __tablename__ = "lumina_file_text"
+    __table_args__ = (_MYSQL_TABLE_ARGS,)
+
+    blob_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.ForeignKey(
+                "lumina_file_blob.id", ondelete="CASCADE", name="fk_lumina_file_text_blob"
+            ),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    status: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    text: str = Field(default="", sa_column=sa.Column(long_text_column_type(), nullable=False))
+    chars: int = Field(nullable=False)
+    pages: int | None = Field(default=None, nullable=True)
+    note: str | None = Field(default=None, sa_column=sa.Column(sa.String(255), nullable=True))
+    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+
+
 file_blobs: sa.Table = FileBlobRow.__table__  # type: ignore[attr-defined]
 file_chunks: sa.Table = FileChunkRow.__table__  # type: ignore[attr-defined]
 files: sa.Table = FileRow.__table__  # type: ignore[attr-defined]
+message_files: sa.Table = MessageFileRow.__table__  # type: ignore[attr-defined]
+file_texts: sa.Table = FileTextRow.__table__  # type: ignore[attr-defined]
 
 
 # The full-text index lives outside the models (migration 0007: an FTS5 table and its
