@@ -14,6 +14,8 @@ from typing import Protocol
 import httpx
 import numpy as np
 
+from lumina_app.platform import tokenizers_private
+
 log = logging.getLogger(__name__)
 
 LOCAL_MODEL = "wordllama-l2-supercat-256"
@@ -86,7 +88,7 @@ def _wordllama():
     # each). Chat messages hardly repeat, so the cache never hits and only grows: ~37 MB
     # on each embedding thread of a long-running server (the soak's RSS slope,
     # docs/PERFORMANCE.md), and tokenizing is ~20 % faster without it.
-    tokenizer.model._resize_cache(0)
+    tokenizers_private.drop_word_cache(tokenizer)
     return WordLlamaInference(weights["embedding.weight"], tokenizer)
 
 

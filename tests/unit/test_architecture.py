@@ -1,7 +1,7 @@
 """The shape of the code, checked: imports flow one way (ui/api → services → agents/archive
 → memory → storage → domain), only the memory layer (lumina_app/memory/) writes messages or
-touches the hot tier, and lumina_app has no import cycle. Static (AST), so imports inside
-functions count too."""
+touches the hot tier, lumina_app has no import cycle, and only platform/ reaches a library's
+private names. Static (AST), so imports inside functions count too."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "lumina_app"
 # Top-level part of lumina_app -> the parts it may import (besides itself, settings, domain).
 ALLOWED: dict[str, set[str]] = {
     "domain": set(),
-    "storage": set(),
+    "storage": {"platform"},  # the fast lanes' private names: platform/*_private.py
     "memory": {"storage", "recall"},  # long-term memories rank with recall's path
-    "recall": {"storage"},  # ranked retrieval and embeddings, beside the memory layer
+    # ranked retrieval and embeddings, beside the memory layer (platform: the tokenizers
+    # internal the local embedder turns off)
+    "recall": {"storage", "platform"},
     "archive": {"memory"},
     "agents": {"memory", "recall", "storage:contracts"},
     "services": {"agents", "archive", "memory", "recall", "storage:contracts"},
@@ -195,4 +197,78 @@ def test_the_check_sees_a_forbidden_import() -> None:
         "services.planted imports storage.sql.writes",
         "agents.planted imports storage.hot_window",
         "api.planted:1 .hot",
+    }
+
+
+# Underscore names that are public API of the library they belong to (SQLAlchemy's Row).
+PUBLIC_UNDERSCORE = {"_mapping", "_asdict", "_fields", "_replace", "_make", "_t", "_tuple"}
+
+
+def own_private_names(mods: dict[str, ast.Module]) -> set[str]:
+    """The ``_names`` lumina_app defines itself: functions, classes, attributes it assigns,
+    class fields and slots. Any other ``x._name`` is a library's private name."""
+    own: set[str] = set()
+    for tree in mods.values():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                own.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                own.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                own.add(node.id)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                own.add(node.value)  # __slots__ entries, setattr/getattr names
+    return {n for n in own if n.startswith("_")}
+
+
+def private_reaches(mods: dict[str, ast.Module]) -> list[str]:
+    """``x._name`` outside platform/ where ``_name`` is none of lumina_app's own (a
+    library's internal: those are read through platform/*_private.py, version-guarded)."""
+    own = own_private_names({n: t for n, t in mods.items() if not n.startswith("platform")})
+    found = []
+    for name, tree in mods.items():
+        if name.split(".")[0] == "platform":
+            continue
+        for node in ast.walk(tree):
+            attr = node.attr if isinstance(node, ast.Attribute) else ""
+            if (
+                attr.startswith("_")
+                and not attr.startswith("__")
+                and attr not in own | PUBLIC_UNDERSCORE
+            ):
+                found.append(f"{name}:{node.lineno} .{attr}")
+    return found
+
+
+def test_only_platform_reaches_private_names() -> None:
+    reaching = private_reaches(modules())
+    assert not reaching, "\n".join(reaching)
+
+
+def test_the_check_sees_a_private_name() -> None:
+    """The fast lanes as they were before #44 read SQLAlchemy's, aiosqlite's and
+    tokenizers' internals in storage/ and recall/: each is seen (``_connection`` too, but a
+    method of Lumina's has that name, so it passes)."""
+    planted = {
+        **modules(),
+        "storage.sql.planted": ast.parse(
+            "processors = compiled._bind_processors\n"
+            "many = compiled._insertmanyvalues\n"
+            "events = conn._has_events or conn.engine._has_events\n"
+            "class C(aiosqlite.Connection):\n"
+            "    def __init__(self):\n"
+            "        self._thread.daemon = True\n"
+            "    async def run(self):\n"
+            "        return self._running and self._connection\n"
+        ),
+        "recall.planted": ast.parse("tokenizer.model._resize_cache(0)\n"),
+    }
+    seen = {r.split(" ", 1)[1] for r in private_reaches(planted) if ".planted:" in r}
+    assert seen == {
+        "._bind_processors",
+        "._insertmanyvalues",
+        "._has_events",
+        "._thread",
+        "._running",
+        "._resize_cache",
     }

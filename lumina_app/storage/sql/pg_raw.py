@@ -18,7 +18,8 @@ tests and ``bench/_probe.py``); driver errors raised as SQLAlchemy's, so
 the engine's recycle age replaced. A connection whose statement failed or was cancelled is
 closed, never reused; a lost server (heard here or by the engine) closes the idle ones too,
 as the engine's pool is invalidated. A statement this module cannot compile plainly runs
-on the engine.
+on the engine, and so does every statement where SQLAlchemy is not the release the
+internals read here (``platform/sqlalchemy_private``) were tested on.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from lumina_app.platform import sqlalchemy_private as private
 from lumina_app.storage.sql.engine import CONNECT_TIMEOUT_SECONDS, PING_AFTER_IDLE_SECONDS
 
 T = TypeVar("T")
@@ -92,7 +94,9 @@ def _compile(statement: sa.Executable, keys: frozenset[str], dialect) -> _Plan |
     own = {n: binds[n] for n in names if n not in keys}
     if any(bind.required or bind.callable is not None for bind in own.values()):
         return None
-    processors = compiled._bind_processors
+    processors = private.bind_processors(compiled)
+    if processors is None:
+        return None
     return _Plan(
         sql=compiled.string,
         names=names,
@@ -173,11 +177,10 @@ class PgWrites:
         return plan
 
     async def _execute(self, held: _Held, sql: str, values: dict[str, Any]) -> list[tuple]:
-        events = self._events._has_events
+        events = private.has_events(self._events)
         event_conn = _EventConnection(self._events, held.info) if events else None
-        dispatch = self._events.dispatch
         if events:
-            for fn in dispatch.before_cursor_execute:
+            for fn in private.listeners(self._events, "before_cursor_execute"):
                 sql, values = fn(event_conn, None, sql, values, None, False)
         try:
             cursor = await held.conn.execute(sql, values)
@@ -186,13 +189,11 @@ class PgWrites:
             lost = held.conn.closed or held.conn.broken
             if lost:
                 self._lost_at = time.monotonic()  # the idle ones are as dead as this one
-            raise sa.exc.DBAPIError.instance(
-                sql, values, exc, psycopg.Error, connection_invalidated=lost
-            ) from exc
+            raise private.driver_error(sql, values, exc, psycopg.Error, invalidated=lost) from exc
         if events:
-            for fn in dispatch.after_cursor_execute:
+            for fn in private.listeners(self._events, "after_cursor_execute"):
                 fn(event_conn, None, sql, values, None, False)
-            for fn in dispatch.commit:  # the statement committed itself (autocommit)
+            for fn in private.listeners(self._events, "commit"):  # committed itself (autocommit)
                 fn(event_conn)
         return rows
 
@@ -239,7 +240,7 @@ class PgWrites:
         try:
             conn = await psycopg.AsyncConnection.connect(*cargs, autocommit=True, **cparams)
         except psycopg.Error as exc:
-            raise sa.exc.DBAPIError.instance(None, None, exc, psycopg.Error) from exc
+            raise private.driver_error(None, None, exc, psycopg.Error) from exc
         now = time.monotonic()
         return _Held(conn, opened=now, idle_since=now)
 

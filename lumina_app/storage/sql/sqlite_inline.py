@@ -21,6 +21,10 @@ Two cases still use the worker thread, where blocking the loop would hurt:
 sync function on a plain pysqlite connection, so there is no greenlet switch or adapter
 layer per statement either, and the write path's own statements skip SQLAlchemy's
 execution machinery (``sqlite_raw``).
+
+The connection that runs calls inline overrides aiosqlite internals, so it lives in
+``platform/aiosqlite_private`` (version-guarded: on another aiosqlite release the engine
+gets plain aiosqlite connections, every call on the worker thread).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import aiosqlite
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import OperationalError
 
+from lumina_app.platform import aiosqlite_private
 from lumina_app.storage.sql.sqlite_raw import RawWrites
 
 BUSY_WAIT_MS = 10_000
@@ -58,26 +63,6 @@ def offloaded() -> Iterator[None]:
 def runs_inline() -> bool:
     """Whether this task's SQLite calls run on the loop's thread (not ``offloaded()``)."""
     return not _offloaded.get()
-
-
-class InlineConnection(aiosqlite.Connection):
-    """An aiosqlite connection whose calls run inline unless busy or offloaded."""
-
-    def __init__(self, connector: Callable[[], sqlite3.Connection], iter_chunk_size: int) -> None:
-        super().__init__(connector, iter_chunk_size)
-        self._thread.daemon = True  # as SQLAlchemy does for aiosqlite: never block exit
-
-    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if _offloaded.get():
-            return await super()._execute(fn, *args, **kwargs)
-        if not self._running or not self._connection:
-            raise ValueError("Connection closed")
-        try:
-            return fn(*args, **kwargs)
-        except sqlite3.OperationalError as exc:
-            if not _busy(exc):
-                raise
-        return await super()._execute(_waiting, self._conn, fn, args, kwargs)
 
 
 class SyncSQLite:
@@ -158,9 +143,10 @@ def _waiting(conn: sqlite3.Connection, fn: Callable[..., Any], args: tuple, kwar
         conn.execute("PRAGMA busy_timeout=0")
 
 
-def inline_creator(url: URL) -> Callable[[], InlineConnection]:
+def inline_creator(url: URL) -> Callable[[], aiosqlite.Connection]:
     """An ``async_creator`` for ``create_async_engine``: the connect arguments SQLAlchemy
-    would have used for ``url``, on an ``InlineConnection``."""
+    would have used for ``url``, on a connection whose calls run inline unless busy or
+    ``offloaded()``."""
     args, kwargs = url.get_dialect()().create_connect_args(url)
-    connector = partial(sqlite3.connect, *args, **kwargs)
-    return lambda: InlineConnection(connector, iter_chunk_size=64)
+    connect = partial(sqlite3.connect, *args, **kwargs)
+    return aiosqlite_private.connector(connect, 64, (runs_inline, _busy, _waiting))

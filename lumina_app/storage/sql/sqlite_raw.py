@@ -16,7 +16,9 @@ type) to it. The transaction is the same pysqlite connection either way. The sta
 events (``before/after_cursor_execute``: the SQL timing metric, statement counts in tests
 and ``bench/_probe.py``) still fire, and driver errors are raised as SQLAlchemy's own
 (``OperationalError``, ``IntegrityError``), so busy-lock retries and error translation work
-as before.
+as before. The SQLAlchemy internals that takes are read through
+``platform/sqlalchemy_private`` (version-guarded: on another release nothing is compiled
+here and every statement goes to SQLAlchemy).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import UpdateBase
+
+from lumina_app.platform import sqlalchemy_private as private
 
 S = TypeVar("S", bound=UpdateBase)
 
@@ -127,17 +131,17 @@ class RawWrites:
         conn = self._conn
         cursor = self._driver.cursor()
         sql: str = plan.sql
-        events = conn._has_events or conn.engine._has_events
+        events = private.has_events(conn)
         try:
             if events:
-                for fn in conn.dispatch.before_cursor_execute:
+                for fn in private.listeners(conn, "before_cursor_execute"):
                     sql, values = fn(conn, cursor, sql, values, None, False)
             try:
                 cursor.execute(sql, values)
             except sqlite3.Error as exc:
-                raise sa.exc.DBAPIError.instance(sql, values, exc, sqlite3.Error) from exc
+                raise private.driver_error(sql, values, exc, sqlite3.Error) from exc
             if events:
-                for fn in conn.dispatch.after_cursor_execute:
+                for fn in private.listeners(conn, "after_cursor_execute"):
                     fn(conn, cursor, sql, values, None, False)
             fetched = cursor.fetchall() if plan.returns else []
             return _Result(cursor.rowcount, fetched, cursor.lastrowid)
@@ -147,7 +151,7 @@ class RawWrites:
 
 def _compile(statement: UpdateBase, keys: tuple[str, ...], rows: int, dialect) -> _Plan | None:
     """The plan, or None where SQLAlchemy must run it: defaults to compute in Python, or
-    RETURNING columns whose values need converting."""
+    RETURNING columns whose values need converting, or SQLAlchemy's internals unavailable."""
     compiled = statement.compile(dialect=dialect, column_keys=list(keys), for_executemany=rows > 1)
     if compiled.insert_prefetch or compiled.update_prefetch or compiled.positiontup is None:
         return None
@@ -157,10 +161,10 @@ def _compile(statement: UpdateBase, keys: tuple[str, ...], rows: int, dialect) -
     names = tuple(compiled.positiontup)
     sql = compiled.string
     if rows > 1:
-        many = compiled._insertmanyvalues
-        if many is None or not many.single_values_expr:
+        values_group = private.single_values(compiled)
+        if values_group is None:
             return None
-        single = f"({many.single_values_expr})"
+        single = f"({values_group})"
         if sql.count(single) != 1:
             return None
         sql = sql.replace(single, ", ".join([single] * rows))
@@ -169,7 +173,9 @@ def _compile(statement: UpdateBase, keys: tuple[str, ...], rows: int, dialect) -
     if any(bind.required for bind in own.values()):  # a value missing: SQLAlchemy says which
         return None
     literals = {n: bind.effective_value for n, bind in own.items()}
-    processors = compiled._bind_processors
+    processors = private.bind_processors(compiled)
+    if processors is None:
+        return None
     return _Plan(
         sql=sql,
         names=names,
