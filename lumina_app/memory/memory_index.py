@@ -1,8 +1,8 @@
 """One owner's active memories, searchable, changed in place as memories change (#27).
 
 A memory is one retrieval unit: BM25 over its own words (no previous message, no date)
-fused by reciprocal rank with the embedder's cosine, ranked the way ``recall/retriever.py``
-ranks messages. Unlike a conversation's index, which is rebuilt when the conversation grows,
+fused by reciprocal rank with the embedder's cosine (both written once, for recall too, in
+``recall/ranking.py``). Unlike a conversation's index, which is rebuilt when the conversation grows,
 this one takes a change (add, edit, pin, supersede, forget) as a slot appended or marked
 dead, so a lookup after a change at 10,000 memories costs the change, not the owner's whole
 history. Dead slots are compacted away once they outnumber the live ones.
@@ -10,7 +10,6 @@ history. Dead slots are compacted away once they outnumber the live ones.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -21,8 +20,8 @@ import Stemmer
 
 from lumina_app.domain.memories import Memory, MemoryStatus
 from lumina_app.recall import text
-from lumina_app.recall.lexical import K1, B
-from lumina_app.recall.retriever import DEPTH, RRF_K, VECTOR_DTYPE
+from lumina_app.recall.ranking import DEPTH, bm25, length_norm, reciprocal_ranks
+from lumina_app.recall.retriever import VECTOR_DTYPE
 
 _MIN_CAPACITY = 64
 
@@ -191,7 +190,7 @@ class MemoryIndex:
         lexical = self._bm25(text.query_terms(query), alive)
         hits = np.flatnonzero(lexical > 0)
         order = self._best(hits, lexical[hits])
-        fused[order] += weights[0] / (RRF_K + np.arange(1, len(order) + 1))
+        fused[order] += reciprocal_ranks(len(order), weights[0])
         vectors = self._vectors
         if vector is not None and vectors is not None and vectors.shape[1] == vector.shape[0]:
             rows = np.flatnonzero(alive & self._has_vector[:size])
@@ -199,7 +198,7 @@ class MemoryIndex:
             cosine = (vectors[:size] if len(rows) == size else vectors[rows]) @ vector
             close = cosine >= minimum
             best = self._best(rows[close], cosine[close])
-            fused[best] += weights[1] / (RRF_K + np.arange(1, len(best) + 1))
+            fused[best] += reciprocal_ranks(len(best), weights[1])
         found = np.flatnonzero(fused > 0)
         best_first = self._best(found, fused[found], depth=None)
         slots = self._slots
@@ -212,25 +211,12 @@ class MemoryIndex:
         return picked[:depth] if depth is not None else picked
 
     def _bm25(self, terms: Sequence[str], alive: np.ndarray) -> np.ndarray:
-        """Lucene's BM25 over the live slots (as ``recall/lexical.Bm25`` scores a corpus)."""
-        size = len(alive)
-        out = np.zeros(size, dtype=np.float32)
+        """Lucene's BM25 over the live slots (``recall/ranking.bm25``, as recall scores a
+        conversation): the dead ones count for nothing, not even in a term's df."""
         count = len(self._slot_of)
-        lengths = self._lengths[:size]
+        lengths = self._lengths[: len(alive)]
         average = float(lengths[alive].mean()) if count else 0.0
-        norm = K1 * (1 - B + B * lengths / average) if average else lengths + K1
-        for term in set(terms):
-            found = self._posting(term)
-            if found is None:
-                continue
-            idx, tf = found
-            live = alive[idx]
-            idx, tf = idx[live], tf[live]
-            if not len(idx):
-                continue
-            idf = math.log(1 + (count - len(idx) + 0.5) / (len(idx) + 0.5))
-            out[idx] += idf * tf * (K1 + 1) / (tf + norm[idx])
-        return out
+        return bm25(terms, self._posting, length_norm(lengths, average), count, alive)
 
     def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         cached = self._arrays.get(term)

@@ -1,17 +1,17 @@
-"""BM25 (Lucene's variant) over a fixed set of documents, each a list of terms or a
-mapping of terms to weights (a term's count may be fractional: a neighbour's words that
-count for less than the document's own)."""
+"""BM25 (Lucene's variant, scored by ``recall/ranking.py``) over a fixed set of documents,
+each a list of terms or a mapping of terms to weights (a term's count may be fractional: a
+neighbour's words that count for less than the document's own)."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
-K1 = 1.2
-B = 0.75
+from lumina_app.recall.ranking import K1, B, bm25, length_norm
+
+__all__ = ["K1", "B", "Bm25"]
 
 Postings = dict[str, tuple[np.ndarray, np.ndarray]]  # term -> (document indexes, counts)
 Doc = Sequence[str] | Mapping[str, float]  # terms in order, or each term's weighted count
@@ -49,7 +49,7 @@ class Bm25:
         self.size = len(lengths)
         self._lengths = lengths
         average = float(lengths.mean()) if self.size else 0.0
-        self._norm = K1 * (1 - B + B * lengths / average) if average else lengths + K1
+        self._norm = length_norm(lengths, average)
         self._postings = postings
 
     def extended(self, keep: int, docs: Sequence[Doc]) -> Bm25:
@@ -82,15 +82,7 @@ class Bm25:
 
     def scores(self, query: Sequence[str]) -> np.ndarray:
         """One score per document (0 where no query term occurs)."""
-        out = np.zeros(self.size, dtype=np.float32)
-        for term in set(query):
-            found = self._postings.get(term)
-            if found is None:
-                continue
-            idx, tf = found
-            idf = math.log(1 + (self.size - len(idx) + 0.5) / (len(idx) + 0.5))
-            out[idx] += idf * tf * (K1 + 1) / (tf + self._norm[idx])
-        return out
+        return bm25(query, self._postings.get, self._norm, self.size)
 
 
 def _postings(docs: Sequence[Doc], first: int) -> Postings:

@@ -43,6 +43,9 @@ from lumina_app.domain.ids import ConversationPk
 from lumina_app.recall import text
 from lumina_app.recall.embedders import Embedder, EmbedderChoice, EmbeddingError
 from lumina_app.recall.lexical import Bm25
+from lumina_app.recall.ranking import DEPTH as DEPTH  # re-exported: imported from here before
+from lumina_app.recall.ranking import RRF_K as RRF_K
+from lumina_app.recall.ranking import standardised
 from lumina_app.storage.sql import recall_candidates, recall_rows
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.recall_rows import RecallRow, Said
@@ -51,11 +54,10 @@ log = logging.getLogger(__name__)
 
 # Messages: each signal's z-score, added with these weights (equal: see the docstring).
 FUSION_WEIGHTS = (1.0, 1.0)
-# Long-term memories' reciprocal-rank fusion (memory/memory_index.py; bench/memories.py).
-RRF_K = 60
+# Long-term memories' reciprocal-rank fusion (memory/memory_index.py; bench/memories.py):
+# its k and depth are ranking.RRF_K and ranking.DEPTH.
 LEXICAL_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 0.1
-DEPTH = 200  # how deep each of their rankings goes into the fusion
 RANKED_CANDIDATES = 300  # across conversations: rows fetched and ranked, at most
 VECTOR_DTYPE = np.float16
 # Rows the cached conversation indexes may hold in all, besides at most ``cache_size``
@@ -218,7 +220,7 @@ class UnitIndex:
         lexical = self.bm25.scores(text.query_terms(query)).astype(np.float64)
         lexical[~allowed] = 0
         eligible = allowed & (lexical > 0)
-        fused = weights[0] * _standardised(lexical, allowed)
+        fused = weights[0] * standardised(lexical, allowed)
         if vector is not None and self.vectors is not None and weights[1] > 0:
             usable = allowed[self.vector_rows]
             rows = self.vector_rows[usable]
@@ -229,24 +231,11 @@ class UnitIndex:
                 eligible[rows[cosine >= min_similarity]] = True
                 # a row without a vector (not embedded yet) stands at the mean: z = 0
                 semantic = np.zeros(len(self.rows), dtype=np.float64)
-                semantic[rows] = _standardised(cosine, np.ones(len(rows), dtype=bool))
+                semantic[rows] = standardised(cosine, np.ones(len(rows), dtype=bool))
                 fused += weights[1] * semantic
         found = np.flatnonzero(eligible)
         best_first = found[np.argsort(-fused[found], kind="stable")]
         return [(int(i), float(fused[i])) for i in best_first]
-
-
-def _standardised(scores: np.ndarray, among: np.ndarray) -> np.ndarray:
-    """Each score's distance from the mean of ``among``'s, in standard deviations (0 where
-    they are all alike, and outside ``among``)."""
-    out = np.zeros(len(scores), dtype=np.float64)
-    chosen = scores[among]
-    if len(chosen) < 2:
-        return out
-    spread = float(chosen.std())
-    if spread > 0:
-        out[among] = (chosen - float(chosen.mean())) / spread
-    return out
 
 
 def _unit(own: Sequence[str], date: Sequence[str], before: Sequence[str]) -> dict[str, float]:
