@@ -9,6 +9,10 @@ fails start-up (:class:`UntestedPlatform`) on another series, and a canary test 
 - ``socketio``: the UI socket's Origin check is Lumina's (Engine.IO, under Reflex);
 - ``reflex_cors``: one CORS layer of the three Reflex adds (one ``Vary: Origin``);
 - ``gc_freeze``: the heap loaded at start-up frozen out of the garbage collector's walks.
+
+And the library internals the fast lanes read (``sqlalchemy_private``, ``aiosqlite_private``,
+``tokenizers_private``): on an untested release those take their plain path instead of
+failing start-up; their canaries are ``tests/unit/test_fast_lane_canaries.py``.
 """
 
 from __future__ import annotations
