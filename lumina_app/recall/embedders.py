@@ -83,11 +83,7 @@ def _wordllama():
     tokenizer = tokenizers.Tokenizer.from_file(
         str(root / "tokenizers/l2_supercat_tokenizer_config.json")
     )
-    # This tokenizer has no pre-tokenizer: a whole text is one BPE "word", and the model
-    # caches every word under 256 bytes, up to 10,000 per thread that tokenizes (~3.7 KB
-    # each). Chat messages hardly repeat, so the cache never hits and only grows: ~37 MB
-    # on each embedding thread of a long-running server (the soak's RSS slope,
-    # docs/PERFORMANCE.md), and tokenizing is ~20 % faster without it.
+    # its word cache never hits on chat text and only grows: platform/tokenizers_private
     tokenizers_private.drop_word_cache(tokenizer)
     return WordLlamaInference(weights["embedding.weight"], tokenizer)
 
