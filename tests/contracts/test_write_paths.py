@@ -272,3 +272,39 @@ async def test_retitle_compares_and_sets(write_side) -> None:
     after = await store.get_conversation(conversation.uuid)
     assert after.title == "Proposed"
     assert after.updated_at == before.updated_at  # its place in lists kept
+
+
+async def test_without_the_fast_lanes_internals_the_writes_land_the_same(
+    write_side: WriteSide, monkeypatch
+) -> None:
+    """An untested SQLAlchemy (``platform/sqlalchemy_private``): nothing is compiled for the
+    cursor, every statement goes through SQLAlchemy, and a turn writes what it wrote."""
+    from lumina_app.platform import sqlalchemy_private
+    from lumina_app.storage.sql import pg_raw, sqlite_raw
+
+    monkeypatch.setattr(sqlalchemy_private, "AVAILABLE", False)
+    monkeypatch.setattr(sqlite_raw, "_PLANS", {})
+    plans: list[object] = []
+    for lane in (sqlite_raw, pg_raw):
+        monkeypatch.setattr(lane, "_compile", _recording(lane._compile, plans))
+    store = write_side.store
+    conversation, _, _ = await started(write_side)
+    question, answer = turn("q2")
+    with write_side.counting() as sent:
+        await store.append_messages(
+            conversation.id, [question, answer], status=ConversationStatus.RUNNING
+        )
+    assert len(sent.statements) == STATEMENTS["accept without a run"][write_side.backend]
+    assert (question.seq, answer.seq) == (3, 4)
+    assert (await store.get_message(question.id)).content == "q2"
+    assert (await store.get_conversation(conversation.uuid)).last_seq == 4
+    lanes = {"sqlite": 1, "postgresql": 1}.get(write_side.backend, 0)  # MariaDB has none
+    assert len(plans) >= lanes and set(plans) <= {None}, plans
+
+
+def _recording(compile_plan, plans: list[object]):
+    def recorded(*args, **kwargs):
+        plans.append(plan := compile_plan(*args, **kwargs))
+        return plan
+
+    return recorded
