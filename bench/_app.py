@@ -74,7 +74,8 @@ from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
 from lumina_app.storage.sql import recall_rows as recall_rows
 from lumina_app.storage.sql import search as search
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.recall_rows import RecallRow as RecallRow
@@ -103,8 +104,8 @@ class Memory:
             )
         else:
             hot = LocalHotWindow(window=window, max_conversations=100)
-        cold = ColdStore(self.db)
-        self.memory = MemoryManager(cold, hot, window=window)
+        cold = SQLColdStore(self.db)
+        self.memory = MemoryManager(cold, hot, window=window, queries=ConversationQueries(self.db))
         self.reads = MemoryReads.over(cold, self.db, window=window)
         self._checkpoints = asyncio.create_task(self._checkpoint_forever())
 
@@ -146,7 +147,7 @@ async def seed(
             stamp = {"created_at": stamps[i]} if stamps else {}
             chunk.append(make(texts[i], turn_id=f"msg-seed-{i // 2:06d}", **stamp))
         await cold.append_messages(conv.id, chunk, status=ConversationStatus.COMPLETED)
-    return await cold.get_conversation(conv.uuid)
+    return await ConversationQueries(cold.db).get_conversation(conv.uuid)
 
 
 def seed_sync(

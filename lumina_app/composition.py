@@ -94,6 +94,7 @@ from lumina_app.storage.sql.api_keys import ApiKeyStore
 from lumina_app.storage.sql.audit import AuditStore
 from lumina_app.storage.sql.claims import ClaimStore
 from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.files import FileStore
@@ -378,10 +379,13 @@ def _store(settings: Settings, stack: AsyncExitStack) -> _Store:
         max_messages_per_day=settings.max_messages_per_owner_per_day,
         max_stored_bytes=settings.max_stored_bytes_per_owner,
     )
+    window = settings.context_window
     return _Store(
         db=db,
         shared=shared,
-        memory=MemoryManager(cold, shared.window, window=settings.context_window, quotas=quotas),
+        memory=MemoryManager(
+            cold, shared.window, window=window, queries=ConversationQueries(db), quotas=quotas
+        ),
         reads=MemoryReads.over(cold, db, window=settings.context_window),
         idempotency=IdempotencyStore(db, ttl=settings.idempotency_ttl_seconds),
     )

@@ -196,3 +196,22 @@ def test_the_check_sees_a_forbidden_import() -> None:
         "agents.planted imports storage.hot_window",
         "api.planted:1 .hot",
     }
+
+
+def test_one_road_for_reads_and_one_for_writes() -> None:
+    """The cold store's contract writes and reads the window only; every other read of
+    conversations and messages is a query of ``storage/sql`` behind a repository of
+    ``memory/`` (``ConversationQueries``), never a pass-through of the cold store."""
+    from lumina_app.storage.cold_store import ColdStore
+    from lumina_app.storage.sql.cold_store import SQLColdStore
+    from lumina_app.storage.sql.conversation_queries import ConversationQueries
+
+    reads = {n for n in vars(ConversationQueries) if not n.startswith("_")}
+    assert not reads & {n for n in vars(ColdStore) if not n.startswith("_")}
+    assert not reads & {n for n in vars(SQLColdStore) if not n.startswith("_")}
+    window_users = {
+        name
+        for name, tree in modules().items()
+        if name.startswith("memory.") and "storage.cold_store" in set(imported(tree))
+    }
+    assert window_users <= {"memory.manager", "memory.reads", "memory.context_reads"}
