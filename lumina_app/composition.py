@@ -488,23 +488,38 @@ def _access(
 
 
 async def _after_turn_and_delete(services: Services, store: _Store, recall: _Recall) -> None:
-    """What follows a turn, a delete and a run's end, listed in one place. (Titles and
-    live notices follow a run's start in ``RunService``; summaries and memory extraction
-    follow its end in the engine.)"""
+    """What follows a run's start and end, a final message and a delete, listed in one
+    place: the engine, the memory manager and the driver only emit (``on_run_started``,
+    ``on_run_ended``, ``hooks``, ``observers``); nothing subscribes itself."""
     memory, chat, registry = store.memory, services.chat, services.registry
-    hooks = memory.hooks
-    hooks.on_delete(store.idempotency.conversation_deleted)  # what is deleted is not replayed
-    # what was learnt in a deleted conversation or message stays, marked "source deleted"
+    hooks, acp = memory.hooks, services.providers.acp
+    # a run accepted: the owner's open pages are told; a new conversation gets its title
+    chat.on_run_started += [services.live.run_accepted, services.runs.titles.run_accepted]
+    # a run ended: the summary catches up; what the turn says about the person is learnt
+    chat.on_run_ended += [chat.summaries.after_run, chat.extractor.after_run]
+    chat.summaries.on_written.append(chat.sessions.set_summary)  # a warm session's summary
+    chat.sessions.on_drop.append(acp.forget)  # a dropped session: an acp agent's process
+    # a final message: embedded for recall; mirrored on disk
+    if recall.embeddings is not None:
+        hooks.on_final(recall.embeddings.on_final)
+        recall.retriever.on_missing = recall.embeddings.due
+    # a delete, in this order: what is deleted is not replayed; what was learnt from it
+    # stays, marked "source deleted"; the engine forgets it (its run, buffers, session);
+    # its archive folder, an acp agent's files and the mirror's queue go
+    hooks.on_delete(store.idempotency.conversation_deleted)
     sources = DeletedSources(store.db)
     hooks.on_delete(sources.conversation_deleted)
     hooks.on_rows_removed(sources.rows_removed)
-    if recall.embeddings is not None:  # final messages are embedded for recall
-        hooks.on_final(recall.embeddings.on_final)
-        recall.retriever.on_missing = recall.embeddings.due
-    chat.sessions.on_drop.append(services.providers.acp.forget)  # acp agents: their process
-    hooks.on_delete(AcpCleanup(services.providers.acp, registry).deleted)  # and their files
-    if services.mirror is not None:  # final turns and deletes mirrored to the archive
-        services.mirror.attach()
+    hooks.on_delete(chat.forget_conversation)
+    hooks.on_runs_deleted(chat.drop_run_buffers)
+    hooks.on_rows_removed(chat.drop_session)
+    hooks.on_delete(services.archive.remove)
+    hooks.on_delete(AcpCleanup(acp, registry).deleted)
+    if (mirror := services.mirror) is not None:
+        hooks.on_final(mirror.on_final)
+        hooks.on_delete(mirror.on_delete)
+        hooks.on_rows_removed(mirror.on_rows_removed)
+    # metrics: runs' events, window reads, Redis's breaker, summaries, memories
     metric_hooks.install(
         run_observers=chat.driver.observers,
         window_listeners=memory.stats.listeners,

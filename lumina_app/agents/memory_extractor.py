@@ -228,9 +228,9 @@ class MemoryExtractor:
         self._owners: dict[str, asyncio.Lock] = {}
         self._full: set[str] = set()  # owners at their memory limit, warned about once
 
-    def after_run(self, run: ActiveRun) -> None:
-        """A run ended: extract what its turn says about the person, later (never from a
-        temporary conversation)."""
+    def after_run(self, run: ActiveRun, _last_seq: int | None = None) -> None:
+        """A run ended (the engine's ``on_run_ended``): extract what its turn says about the
+        person, later (never from a temporary conversation)."""
         if run.agent.memory.long_term is None or run.conversation.temporary:
             return
         if not run.user.content.strip():

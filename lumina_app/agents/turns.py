@@ -61,6 +61,15 @@ class RunRequest:
     outputs: list[Msg] | None = None
     edit_seq: int | None = None
 
+    @property
+    def asks(self) -> bool:
+        """A question asked anew (not an answer again, a continuation or an edit)."""
+        return self.text is not None and self.edit_seq is None and self.outputs is None
+
+    @property
+    def regenerates(self) -> bool:
+        return self.text is None and self.outputs is None
+
 
 class Accept(Enum):
     """Which accept transaction stores the turn."""

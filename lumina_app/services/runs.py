@@ -111,8 +111,11 @@ class RunService:
         self.records = records
         self.lookup = lookup
         self.inspection = inspection
-        self.live = live  # tells the owner's open pages that a run started
-        self.titles = titles  # names a new conversation after its first answer
+        # The owner's open pages are told a run started, and a new conversation is named
+        # after its first answer, by the engine's listeners (composition.py): here only a
+        # branch switch is announced, and ``titles`` is at hand for tests to wait on.
+        self.live = live
+        self.titles = titles
 
     async def start(
         self,
@@ -137,10 +140,6 @@ class RunService:
             title=title,
             system_prompt=system_prompt,
         )
-        if self.live is not None:
-            self.live.run_started(principal.owner, run)
-        if self.titles is not None:
-            self.titles.after_first_answer(principal, run)
         return run
 
     async def regenerate(self, principal: Principal, conversation_uuid: str) -> ActiveRun:
@@ -150,8 +149,6 @@ class RunService:
         run = await self.engine.regenerate(
             conversation_uuid=parse_conversation_uuid(conversation_uuid), principal=principal
         )
-        if self.live is not None:
-            self.live.run_started(principal.owner, run, regenerate=True)
         return run
 
     async def edit(
@@ -166,8 +163,6 @@ class RunService:
             message=message,
             principal=principal,
         )
-        if self.live is not None:
-            self.live.run_started(principal.owner, run, edited=seq)
         return run
 
     async def edit_sync(
@@ -204,8 +199,6 @@ class RunService:
             principal=principal,
             system_prompt=system_prompt,
         )
-        if self.live is not None:
-            self.live.run_started(principal.owner, run)
         return run
 
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:

@@ -17,6 +17,7 @@ import logging
 from lumina_app.agents.engine import title_from
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.agents.titling import TitleFailed, clean_title
+from lumina_app.agents.turns import RunRequest
 from lumina_app.domain import LuminaError, Principal, RunStatus
 from lumina_app.services.conversations import ConversationService
 
@@ -28,6 +29,12 @@ class Titles:
         self.conversations = conversations
         self.timeout = timeout
         self._pending: set[asyncio.Task] = set()
+
+    def run_accepted(self, request: RunRequest, run: ActiveRun) -> None:
+        """The engine accepted a run (its ``on_run_started``): a question asked anew may
+        have opened its conversation."""
+        if request.asks:
+            self.after_first_answer(request.principal, run)
 
     def after_first_answer(self, principal: Principal, run: ActiveRun) -> None:
         """For a run that opened its conversation: propose a title once it has answered."""
