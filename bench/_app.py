@@ -23,11 +23,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from lumina_app.agents.context import BuiltContext as BuiltContext
-from lumina_app.agents.context import build_context as build_context
-from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.definitions.tool_config import McpServerConfig as McpServerConfig
+from lumina_app.agents.run.context import BuiltContext as BuiltContext
+from lumina_app.agents.run.context import build_context as build_context
 from lumina_app.agents.tools.builtin import builtin_tool as builtin_tool
-from lumina_app.agents.tools.config import McpServerConfig as McpServerConfig
 from lumina_app.agents.tools.mcp import McpServer as McpServer
 from lumina_app.agents.tools.runner import ToolRunner as ToolRunner
 from lumina_app.agents.tools.spec import Tool as Tool
@@ -472,6 +472,6 @@ def import_and_embed(sync_url: str, root: Path, *, embed: bool = True) -> tuple[
 
 
 # -- acp agents (bench/acp.py) -------------------------------------------------------------
-from lumina_app.agents.acp.config import AcpConfig as AcpConfig  # noqa: E402
-from lumina_app.agents.acp.pool import AcpPool as AcpPool  # noqa: E402
-from lumina_app.agents.acp.provider import AcpProvider as AcpProvider  # noqa: E402
+from lumina_app.agents.definitions.acp_config import AcpConfig as AcpConfig  # noqa: E402
+from lumina_app.agents.providers.acp.pool import AcpPool as AcpPool  # noqa: E402
+from lumina_app.agents.providers.acp.provider import AcpProvider as AcpProvider  # noqa: E402

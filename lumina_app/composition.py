@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from lumina_app.agents.acp.cleanup import AcpCleanup
-from lumina_app.agents.agent_embedders import AgentEmbedders
-from lumina_app.agents.engine import ChatEngine
-from lumina_app.agents.memory_extractor import MemoryExtractor
-from lumina_app.agents.prompts import PromptVersions
-from lumina_app.agents.providers import ProviderFactory
-from lumina_app.agents.registry import AgentRegistry
-from lumina_app.agents.run_cap import RunCap
-from lumina_app.agents.sessions import SessionPool
-from lumina_app.agents.summaries import SummaryKeeper
+from lumina_app.agents.after_run.memory_extractor import MemoryExtractor
+from lumina_app.agents.after_run.summaries import SummaryKeeper
+from lumina_app.agents.definitions.agent_embedders import AgentEmbedders
+from lumina_app.agents.definitions.prompts import PromptVersions
+from lumina_app.agents.definitions.registry import AgentRegistry
+from lumina_app.agents.providers.acp.cleanup import AcpCleanup
+from lumina_app.agents.providers.factory import ProviderFactory
+from lumina_app.agents.run.engine import ChatEngine
+from lumina_app.agents.run.run_cap import RunCap
+from lumina_app.agents.run.sessions import SessionPool
 from lumina_app.agents.tools.builtin import BUILTINS
 from lumina_app.agents.tools.catalog import ToolCatalog
 from lumina_app.agents.tools.memories import MemoryTools

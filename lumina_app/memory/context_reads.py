@@ -1,4 +1,4 @@
-"""What a run's context is built from besides the window (``agents/turns.py``): the
+"""What a run's context is built from besides the window (``agents/run/turns.py``): the
 question a regenerate or a continuation answers, what came before it, the summary gap, and
 the rest of a turn. Read from SQL only: none of it is the window policy, which stays in
 ``MemoryManager``."""

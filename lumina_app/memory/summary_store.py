@@ -1,4 +1,4 @@
-"""What the summary keeper reads (``agents/summaries.py``): the final messages that left
+"""What the summary keeper reads (``agents/after_run/summaries.py``): the final messages that left
 the window since the last summary. A summary is written through ``MemoryManager`` (SQL,
 then the copy beside the hot window)."""
 

@@ -22,8 +22,8 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from lumina_app.agents.run_driver import ActiveRun
-from lumina_app.agents.turns import RunRequest
+from lumina_app.agents.run.run_driver import ActiveRun
+from lumina_app.agents.run.turns import RunRequest
 from lumina_app.domain import LuminaError, Principal
 from lumina_app.storage.live_bus import LiveBus
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lumina_app.agents.auto_recall import Elsewhere, recalled_message
-from lumina_app.agents.context import chat_message, render
-from lumina_app.agents.engine import ChatEngine
-from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.agents.run.context import chat_message, render
+from lumina_app.agents.run.engine import ChatEngine
+from lumina_app.agents.run.run_driver import ActiveRun
+from lumina_app.agents.tools.auto_recall import Elsewhere, recalled_message
 from lumina_app.domain import (
     ConversationBusy,
     MessageStatus,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lumina_app.agents.context import build_context
+from lumina_app.agents.run.context import build_context
 from lumina_app.composition import open_services
 from lumina_app.domain import LOCAL, ConversationBusy, EventType
 from tests.conftest import crashed_run

@@ -14,11 +14,11 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from lumina_app.agents.context import usable_history
-from lumina_app.agents.providers import ProviderFactory
-from lumina_app.agents.registry import AgentDefinition
-from lumina_app.agents.run_driver import ActiveRun
-from lumina_app.agents.summary import ExtractiveSummarizer, ModelSummarizer, SummaryFailed
+from lumina_app.agents.after_run.summary import ExtractiveSummarizer, ModelSummarizer, SummaryFailed
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.providers.factory import ProviderFactory
+from lumina_app.agents.run.context import usable_history
+from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.domain import ConversationNotFound, StoreUnavailable, Summary
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.conversation_lookup import ConversationLookup

@@ -17,19 +17,18 @@ import secrets
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from lumina_app.agents.memory_extractor import MemoryExtractor
-from lumina_app.agents.prompts import PromptVersions
-from lumina_app.agents.providers import ProviderFactory
-from lumina_app.agents.registry import AgentDefinition, AgentRegistry
-from lumina_app.agents.run_cap import RunCap
-from lumina_app.agents.run_driver import ActiveRun, RunDriver
-from lumina_app.agents.sessions import SessionPool
-from lumina_app.agents.summaries import SummaryKeeper
+from lumina_app.agents.definitions.prompts import PromptVersions
+from lumina_app.agents.definitions.registry import AgentDefinition, AgentRegistry
+from lumina_app.agents.providers.factory import ProviderFactory
+from lumina_app.agents.run.run_cap import RunCap
+from lumina_app.agents.run.run_driver import ActiveRun, RunDriver
+from lumina_app.agents.run.sessions import SessionPool
+from lumina_app.agents.run.turns import RunRequest, TurnPreparer, session_started
 from lumina_app.agents.tools.catalog import ToolCatalog
-from lumina_app.agents.turns import RunRequest, TurnPreparer, session_started
 from lumina_app.domain import (
     LOCAL,
     AgentNotFound,
@@ -57,6 +56,10 @@ from lumina_app.settings import Settings
 from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import RunLocks
 from lumina_app.storage.run_records import RunRecords
+
+if TYPE_CHECKING:  # what follows a run is above the engine: held here, never called
+    from lumina_app.agents.after_run.memory_extractor import MemoryExtractor
+    from lumina_app.agents.after_run.summaries import SummaryKeeper
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lumina_app.agents.providers import Provider, ProviderFactory
-from lumina_app.agents.registry import AgentDefinition
-from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.providers.factory import Provider, ProviderFactory
+from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.agents.tools.memories import scope_of
 from lumina_app.domain import (
     InvalidInput,
