@@ -165,12 +165,6 @@ class RunService:
         )
         return run
 
-    async def edit_sync(
-        self, principal: Principal, conversation_uuid: str, seq: int, message: str
-    ) -> RunFinished:
-        """Edit and wait for the new answer."""
-        return await self.result(await self.edit(principal, conversation_uuid, seq, message))
-
     async def switch_branch(
         self, principal: Principal, conversation_uuid: str, seq: int, branch: int
     ) -> int:
@@ -221,10 +215,6 @@ class RunService:
     async def execute_sync(self, principal: Principal, **start: str | None) -> RunFinished:
         """Start a run and wait for its result."""
         return await self.result(await self.start(principal, **start))  # type: ignore[arg-type]
-
-    async def regenerate_sync(self, principal: Principal, conversation_uuid: str) -> RunFinished:
-        """Regenerate and wait for the new answer."""
-        return await self.result(await self.regenerate(principal, conversation_uuid))
 
     @staticmethod
     async def result(run: ActiveRun) -> RunFinished:
