@@ -23,11 +23,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from lumina_app.agents.context import BuiltContext as BuiltContext
-from lumina_app.agents.context import build_context as build_context
-from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.definitions.tool_config import McpServerConfig as McpServerConfig
+from lumina_app.agents.run.context import BuiltContext as BuiltContext
+from lumina_app.agents.run.context import build_context as build_context
 from lumina_app.agents.tools.builtin import builtin_tool as builtin_tool
-from lumina_app.agents.tools.config import McpServerConfig as McpServerConfig
 from lumina_app.agents.tools.mcp import McpServer as McpServer
 from lumina_app.agents.tools.runner import ToolRunner as ToolRunner
 from lumina_app.agents.tools.spec import Tool as Tool
@@ -74,7 +74,8 @@ from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
 from lumina_app.storage.sql import recall_rows as recall_rows
 from lumina_app.storage.sql import search as search
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.recall_rows import RecallRow as RecallRow
@@ -103,8 +104,8 @@ class Memory:
             )
         else:
             hot = LocalHotWindow(window=window, max_conversations=100)
-        cold = ColdStore(self.db)
-        self.memory = MemoryManager(cold, hot, window=window)
+        cold = SQLColdStore(self.db)
+        self.memory = MemoryManager(cold, hot, window=window, queries=ConversationQueries(self.db))
         self.reads = MemoryReads.over(cold, self.db, window=window)
         self._checkpoints = asyncio.create_task(self._checkpoint_forever())
 
@@ -146,7 +147,7 @@ async def seed(
             stamp = {"created_at": stamps[i]} if stamps else {}
             chunk.append(make(texts[i], turn_id=f"msg-seed-{i // 2:06d}", **stamp))
         await cold.append_messages(conv.id, chunk, status=ConversationStatus.COMPLETED)
-    return await cold.get_conversation(conv.uuid)
+    return await ConversationQueries(cold.db).get_conversation(conv.uuid)
 
 
 def seed_sync(
@@ -471,6 +472,6 @@ def import_and_embed(sync_url: str, root: Path, *, embed: bool = True) -> tuple[
 
 
 # -- acp agents (bench/acp.py) -------------------------------------------------------------
-from lumina_app.agents.acp.config import AcpConfig as AcpConfig  # noqa: E402
-from lumina_app.agents.acp.pool import AcpPool as AcpPool  # noqa: E402
-from lumina_app.agents.acp.provider import AcpProvider as AcpProvider  # noqa: E402
+from lumina_app.agents.definitions.acp_config import AcpConfig as AcpConfig  # noqa: E402
+from lumina_app.agents.providers.acp.pool import AcpPool as AcpPool  # noqa: E402
+from lumina_app.agents.providers.acp.provider import AcpProvider as AcpProvider  # noqa: E402

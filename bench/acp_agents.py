@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._app import AcpConfig, AcpPool, AcpProvider
 from bench._common import fmt_ms, header, note, parse_args, table
-from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.definitions.registry import AgentDefinition
 from lumina_app.domain import Scenario, TextDelta
 from tests.acp.fake_responses import FakeResponses
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from _common import Loop, Samples, header, note, parse_args, table, time_async
 
-from lumina_app.agents.memory_config import LongTermConfig, MemoryConfig
-from lumina_app.agents.memory_extractor import MemoryExtractor, Turn
-from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.after_run.memory_extractor import MemoryExtractor, Turn
+from lumina_app.agents.definitions.memory_config import LongTermConfig, MemoryConfig
+from lumina_app.agents.definitions.registry import AgentDefinition
 from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.recall.embedders import LocalEmbedder
 from lumina_app.settings import load_settings

@@ -89,7 +89,7 @@ async def run(url: str, args) -> tuple[Cost, Cost]:
     lumina, anchor = Cost(), Cost()
     try:
         for _ in range(args.turns):
-            conv = await store.memory.cold.get_conversation(conv.uuid)
+            conv = await store.memory.queries.get_conversation(conv.uuid)
             turn = await _app.accept(store.memory, conv, said())
             window = range(max(1, conv.last_seq - 18), conv.last_seq + 3)
             ours = await lumina.measure(kept.in_conversation(conv.id, QUERY, exclude_seqs=window))

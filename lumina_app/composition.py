@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from lumina_app.agents.acp.cleanup import AcpCleanup
-from lumina_app.agents.agent_embedders import AgentEmbedders
-from lumina_app.agents.engine import ChatEngine
-from lumina_app.agents.memory_extractor import MemoryExtractor
-from lumina_app.agents.prompts import PromptVersions
-from lumina_app.agents.providers import ProviderFactory
-from lumina_app.agents.registry import AgentRegistry
-from lumina_app.agents.run_cap import RunCap
-from lumina_app.agents.sessions import SessionPool
-from lumina_app.agents.summaries import SummaryKeeper
+from lumina_app.agents.after_run.memory_extractor import MemoryExtractor
+from lumina_app.agents.after_run.summaries import SummaryKeeper
+from lumina_app.agents.definitions.agent_embedders import AgentEmbedders
+from lumina_app.agents.definitions.prompts import PromptVersions
+from lumina_app.agents.definitions.registry import AgentRegistry
+from lumina_app.agents.providers.acp.cleanup import AcpCleanup
+from lumina_app.agents.providers.factory import ProviderFactory
+from lumina_app.agents.run.engine import ChatEngine
+from lumina_app.agents.run.run_cap import RunCap
+from lumina_app.agents.run.sessions import SessionPool
 from lumina_app.agents.tools.builtin import BUILTINS
 from lumina_app.agents.tools.catalog import ToolCatalog
 from lumina_app.agents.tools.memories import MemoryTools
@@ -93,6 +94,7 @@ from lumina_app.storage.sql.api_keys import ApiKeyStore
 from lumina_app.storage.sql.audit import AuditStore
 from lumina_app.storage.sql.claims import ClaimStore
 from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.files import FileStore
@@ -151,6 +153,7 @@ class Services:
     files: FileService | None = None  # uploaded files (#48)
     sweeps: bool = True  # the server's periodic sweeps (a CLI command runs its own)
     _tasks: list[asyncio.Task] = field(default_factory=list)
+    _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     def start_background(self) -> None:
         """Listen for stops sent to this instance's runs; close runs of lost instances;
@@ -212,31 +215,12 @@ class Services:
                 log.warning("orphan sweep skipped: %s", exc)
 
     async def close(self) -> None:
+        """Stop the background tasks, then close every part in the reverse of the order it
+        was built (each builder below registered its own closing on one exit stack)."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.imports is not None:
-            await self.imports.close()
-        await self.chat.shutdown()
-        if self.runs.titles is not None:
-            await self.runs.titles.close()
-        await self.chat.summaries.close()
-        if self.chat.extractor is not None:
-            await self.chat.extractor.close()
-        await self.tools.close()  # MCP servers stop after the runs that used them
-        if self.mirror is not None:
-            await self.mirror.close()
-        await self.providers.close()
-        if self.embeddings is not None:
-            await self.embeddings.embedder.close()
-            if isinstance(self.embeddings.choice, AgentEmbedders):
-                await self.embeddings.choice.close()
-        await self.events.close()
-        await self.chat.locks.close()
-        await self.streams.close()
-        await self.signin_slots.close()
-        await self.memory.close()
-        await self.db.close()
+        await self._stack.aclose()
 
 
 _SLOTS_REDIS_TIMEOUT = 2.0  # seconds
@@ -261,19 +245,95 @@ def _client_name(prefix: str) -> str:
     return "".join(c if c.isprintable() and not c.isspace() else "_" for c in prefix) or "lumina"
 
 
-def _hot_window(settings: Settings) -> HotWindow:
-    if settings.redis_url:
-        return RedisHotWindow(
-            _redis(settings, socket_timeout=settings.redis_socket_timeout),
-            prefix=settings.redis_prefix,
+@dataclass(frozen=True)
+class _Shared:
+    """The parts several instances share through Redis when there is one, or keep in
+    process when there is not: decided once, in :func:`_shared`."""
+
+    window: HotWindow  # the hot tier
+    run_slots: Slots  # runs and open streams per owner
+    signin_slots: Slots  # sign-in attempts
+    events: RunEventLog
+    locks: RunLocks
+    live: LiveHub
+    breaker: CircuitBreaker | None = None  # the hot window's, for the metrics
+
+
+def _shared(settings: Settings, stack: AsyncExitStack) -> _Shared:
+    """The one decision about Redis; each part's closing goes on the stack (closed after
+    everything built later: runs end before their locks and slots go)."""
+    shared = _through_redis(settings) if settings.redis_url else _in_process(settings)
+    for part in (shared.window, shared.signin_slots, shared.locks, shared.events):
+        stack.push_async_callback(part.close)
+    return shared
+
+
+def _in_process(settings: Settings) -> _Shared:
+    return _Shared(
+        window=LocalHotWindow(
             window=settings.context_window,
-            ttl_seconds=settings.hot_ttl_seconds,
-            breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
-        )
-    return LocalHotWindow(
+            max_conversations=settings.hot_max_conversations,
+            max_chars=settings.hot_max_chars,
+        ),
+        run_slots=LocalSlots(),
+        signin_slots=LocalSlots(),
+        events=LocalRunEventLog(retention=settings.run_buffer_ttl_seconds),
+        locks=LocalRunLocks(),
+        live=LiveHub(LocalLiveBus()),
+    )
+
+
+def _through_redis(settings: Settings) -> _Shared:
+    """Every instance sees the same window, run locks, run events (resumed on any
+    instance), slots and live notices.
+
+    Runs and streams are counted through the hot window's client and breaker, as the run
+    locks are: every turn takes a slot, so a Redis that froze costs a turn one short socket
+    timeout and then is skipped at once. Sign-ins have their own client and breaker: a
+    burst of sign-ins opens connections faster than the hot window's 200 ms connect timeout
+    allows on a busy machine, and a slow count must not trip the hot window's breaker."""
+    prefix, block_ms = settings.redis_prefix, 5000
+    hot = RedisHotWindow(
+        _redis(settings, socket_timeout=settings.redis_socket_timeout),
+        prefix=prefix,
         window=settings.context_window,
-        max_conversations=settings.hot_max_conversations,
-        max_chars=settings.hot_max_chars,
+        ttl_seconds=settings.hot_ttl_seconds,
+        breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
+    )
+    slow_ok = max(settings.redis_socket_timeout, _SLOTS_REDIS_TIMEOUT)
+    return _Shared(
+        window=hot,
+        run_slots=RedisSlots(hot.client, prefix=prefix, breaker=hot.breaker),
+        signin_slots=RedisSlots(
+            _redis(settings, socket_timeout=slow_ok),
+            prefix=prefix,
+            breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
+        ),
+        events=RedisRunEventLog(
+            local=LocalRunEventLog(retention=settings.run_buffer_ttl_seconds),
+            writer=hot.client,
+            reader=_redis(settings, socket_timeout=block_ms / 1000 + 5),
+            prefix=prefix,
+            retention=settings.run_buffer_ttl_seconds,
+            block_ms=block_ms,
+            breaker=hot.breaker,
+        ),
+        locks=RedisRunLocks(
+            hot.client,
+            _redis(settings, socket_timeout=None),
+            prefix=prefix,
+            lease_ms=int(settings.run_lease_seconds * 1000),
+            breaker=hot.breaker,
+        ),
+        live=LiveHub(
+            RedisLiveBus(
+                hot.client,
+                _redis(settings, socket_timeout=None),
+                prefix=prefix,
+                breaker=hot.breaker,
+            )
+        ),
+        breaker=hot.breaker,
     )
 
 
@@ -292,69 +352,118 @@ def embedder(settings: Settings) -> Embedder | None:
     return LocalEmbedder()
 
 
-def _run_events(settings: Settings, hot: HotWindow) -> RunEventLog:
-    """In process; with Redis, also copied to Redis Streams for resuming on any instance."""
-    local = LocalRunEventLog(retention=settings.run_buffer_ttl_seconds)
-    if not isinstance(hot, RedisHotWindow):
-        return local
-    block_ms = 5000
-    return RedisRunEventLog(
-        local=local,
-        writer=hot.client,
-        reader=_redis(settings, socket_timeout=block_ms / 1000 + 5),
-        prefix=settings.redis_prefix,
-        retention=settings.run_buffer_ttl_seconds,
-        block_ms=block_ms,
-        breaker=hot.breaker,
+@dataclass(frozen=True)
+class _Store:
+    """The database, the shared parts, and the memory over them."""
+
+    db: SQLDatabase
+    shared: _Shared
+    memory: MemoryManager
+    reads: MemoryReads
+    idempotency: IdempotencyStore
+
+
+def _store(settings: Settings, stack: AsyncExitStack) -> _Store:
+    db = SQLDatabase(create_engine(settings.async_database_url))
+    stack.push_async_callback(db.close)  # closed last
+    shared = _shared(settings, stack)  # the hot window closes with it (memory's hot tier)
+    # Answer flushes of all runs within this window share a transaction; well inside the
+    # flush rate cap (interval / 5), so a run's flushes never wait on each other.
+    flush_window = min(0.05, settings.flush_interval_ms / 1000 / 5)
+    # The write strategy, chosen once: inline on SQLite, one statement per phase on
+    # PostgreSQL, a run_sync transaction elsewhere (storage/sql/write_paths.py).
+    cold = SQLColdStore(db, write_path=write_paths.for_database(db), flush_window=flush_window)
+    quotas = OwnerQuotas(
+        db,
+        max_conversations=settings.max_conversations_per_owner,
+        max_messages_per_day=settings.max_messages_per_owner_per_day,
+        max_stored_bytes=settings.max_stored_bytes_per_owner,
+    )
+    window = settings.context_window
+    return _Store(
+        db=db,
+        shared=shared,
+        memory=MemoryManager(
+            cold, shared.window, window=window, queries=ConversationQueries(db), quotas=quotas
+        ),
+        reads=MemoryReads.over(cold, db, window=settings.context_window),
+        idempotency=IdempotencyStore(db, ttl=settings.idempotency_ttl_seconds),
     )
 
 
-def _live_hub(settings: Settings, hot: HotWindow) -> LiveHub:
-    """Owners' live notices: through Redis Pub/Sub when there is one (every instance)."""
-    if not isinstance(hot, RedisHotWindow):
-        return LiveHub(LocalLiveBus())
-    listener = _redis(settings, socket_timeout=None)
-    return LiveHub(
-        RedisLiveBus(hot.client, listener, prefix=settings.redis_prefix, breaker=hot.breaker)
+@dataclass(frozen=True)
+class _Recall:
+    """Finding things again: recall's ranking, the embeddings worker, long-term memories."""
+
+    retriever: Retriever
+    embeddings: EmbedWorker | None
+    long_term: LongTermMemory
+
+
+def _recall(
+    settings: Settings, stack: AsyncExitStack, db: SQLDatabase, registry: AgentRegistry
+) -> _Recall:
+    embeds = embedder(settings)
+    retriever = Retriever(db, embeds)
+    embeddings = None
+    if embeds is not None:  # agents may choose their own embedder (config.json "embeddings")
+        choice = AgentEmbedders(registry, embeds, timeout=settings.embeddings_timeout)
+        embeddings = EmbedWorker(db, embeds, choice=choice)
+        retriever.choice = choice
+        stack.push_async_callback(choice.close)
+        stack.push_async_callback(embeds.close)
+    long_term = LongTermMemory(db, embeds, max_per_owner=settings.max_memories_per_owner)
+    return _Recall(retriever, embeddings, long_term)
+
+
+def _engine(
+    settings: Settings,
+    stack: AsyncExitStack,
+    store: _Store,
+    registry: AgentRegistry,
+    providers: ProviderFactory,
+    recall: _Recall,
+) -> ChatEngine:
+    """The run engine with its tools, summaries and memory extraction. Its own shutdown
+    is pushed last of all by :func:`open_services` (runs end first)."""
+    memory, reads, window = store.memory, store.reads, settings.context_window
+    summaries = SummaryKeeper(memory, reads.lookup, reads.summaries, providers, window=window)
+    stack.push_async_callback(summaries.close)
+    tools = ToolCatalog(
+        start_timeout=settings.mcp_start_timeout_seconds,
+        retry_seconds=settings.mcp_retry_seconds,
+        compute=ComputePool(workers=settings.tool_workers, deadline=settings.tool_cpu_seconds),
+        recall=Recall(reads.lookup, recall.retriever),
+        memories=MemoryTools(recall.long_term),
     )
-
-
-def _run_locks(settings: Settings, hot: HotWindow) -> RunLocks:
-    """Shared through Redis when there is one, so several instances respect each other."""
-    if not isinstance(hot, RedisHotWindow):
-        return LocalRunLocks()
-    return RedisRunLocks(
-        hot.client,
-        _redis(settings, socket_timeout=None),
-        prefix=settings.redis_prefix,
-        lease_ms=int(settings.run_lease_seconds * 1000),
-        breaker=hot.breaker,
+    stack.push_async_callback(tools.close)  # MCP servers stop after the runs that used them
+    extractor = MemoryExtractor(recall.long_term, providers)
+    stack.push_async_callback(extractor.close)
+    return ChatEngine(
+        settings=settings,
+        memory=memory,
+        lookup=reads.lookup,
+        context=reads.context,
+        runs=RunStore(store.db),
+        registry=registry,
+        providers=providers,
+        sessions=SessionPool(
+            max_size=settings.session_pool_size,
+            idle_seconds=settings.session_idle_seconds,
+            max_chars=settings.session_pool_chars,
+        ),
+        events=store.shared.events,
+        locks=store.shared.locks,
+        prompts=PromptVersions(PromptStore(store.db)),
+        summaries=summaries,
+        tools=tools,
+        cap=RunCap(
+            store.shared.run_slots,
+            limit=settings.max_active_runs_per_owner,
+            lease_seconds=settings.run_lease_seconds,
+        ),
+        extractor=extractor,
     )
-
-
-def _signin_slots(settings: Settings) -> Slots:
-    """Sign-in attempts, counted in Redis when there is one, so every worker and instance
-    counts together. Its own client and breaker: a burst of sign-ins opens connections
-    faster than the hot window's 200 ms connect timeout allows on a busy machine, and a
-    slow count must not trip the hot window's breaker (a sign-in can wait a little)."""
-    if not settings.redis_url:
-        return LocalSlots()
-    timeout = max(settings.redis_socket_timeout, _SLOTS_REDIS_TIMEOUT)
-    return RedisSlots(
-        _redis(settings, socket_timeout=timeout),
-        prefix=settings.redis_prefix,
-        breaker=CircuitBreaker(cooldown=settings.redis_breaker_cooldown),
-    )
-
-
-def _run_slots(settings: Settings, hot: HotWindow) -> Slots:
-    """Runs and streams per owner, counted in Redis when there is one. Through the hot
-    window's client and breaker, as the run locks are: every turn takes a slot, so a
-    Redis that froze costs a turn one short socket timeout and then is skipped at once,
-    not the sign-ins' 2 s wait per turn in flight (what a paused Redis cost before)."""
-    if not isinstance(hot, RedisHotWindow):
-        return LocalSlots()
-    return RedisSlots(hot.client, prefix=settings.redis_prefix, breaker=hot.breaker)
 
 
 def _access(
@@ -378,111 +487,89 @@ def _access(
     )
 
 
-async def open_services(settings: Settings, *, recover: bool = True) -> Services:
-    """Build every part; with ``recover``, close runs a crash left open."""
-    db = SQLDatabase(create_engine(settings.async_database_url))
-    # Answer flushes of all runs within this window share a transaction; well inside the
-    # flush rate cap (interval / 5), so a run's flushes never wait on each other.
-    flush_window = min(0.05, settings.flush_interval_ms / 1000 / 5)
-    hot = _hot_window(settings)
-    slots = _signin_slots(settings)
-    run_slots = _run_slots(settings, hot)
-    # The write strategy, chosen once: inline on SQLite, one statement per phase on
-    # PostgreSQL, a run_sync transaction elsewhere (storage/sql/write_paths.py).
-    cold = SQLColdStore(db, write_path=write_paths.for_database(db), flush_window=flush_window)
-    quotas = OwnerQuotas(
-        db,
-        max_conversations=settings.max_conversations_per_owner,
-        max_messages_per_day=settings.max_messages_per_owner_per_day,
-        max_stored_bytes=settings.max_stored_bytes_per_owner,
+async def _after_turn_and_delete(services: Services, store: _Store, recall: _Recall) -> None:
+    """What follows a run's start and end, a final message and a delete, listed in one
+    place: the engine, the memory manager and the driver only emit (``on_run_started``,
+    ``on_run_ended``, ``hooks``, ``observers``); nothing subscribes itself."""
+    memory, chat, registry = store.memory, services.chat, services.registry
+    hooks, acp = memory.hooks, services.providers.acp
+    # a run accepted: the owner's open pages are told; a new conversation gets its title
+    chat.on_run_started += [services.live.run_accepted, services.runs.titles.run_accepted]
+    # a run ended: the summary catches up; what the turn says about the person is learnt
+    chat.on_run_ended += [chat.summaries.after_run, chat.extractor.after_run]
+    chat.summaries.on_written.append(chat.sessions.set_summary)  # a warm session's summary
+    chat.sessions.on_drop.append(acp.forget)  # a dropped session: an acp agent's process
+    # a final message: embedded for recall; mirrored on disk
+    if recall.embeddings is not None:
+        hooks.on_final(recall.embeddings.on_final)
+        recall.retriever.on_missing = recall.embeddings.due
+    # a delete, in this order: what is deleted is not replayed; what was learnt from it
+    # stays, marked "source deleted"; the engine forgets it (its run, buffers, session);
+    # its archive folder, an acp agent's files and the mirror's queue go
+    hooks.on_delete(store.idempotency.conversation_deleted)
+    sources = DeletedSources(store.db)
+    hooks.on_delete(sources.conversation_deleted)
+    hooks.on_rows_removed(sources.rows_removed)
+    hooks.on_delete(chat.forget_conversation)
+    hooks.on_runs_deleted(chat.drop_run_buffers)
+    hooks.on_rows_removed(chat.drop_session)
+    hooks.on_delete(services.archive.remove)
+    hooks.on_delete(AcpCleanup(acp, registry).deleted)
+    if (mirror := services.mirror) is not None:
+        hooks.on_final(mirror.on_final)
+        hooks.on_delete(mirror.on_delete)
+        hooks.on_rows_removed(mirror.on_rows_removed)
+    # metrics: runs' events, window reads, Redis's breaker, summaries, memories
+    metric_hooks.install(
+        run_observers=chat.driver.observers,
+        window_listeners=memory.stats.listeners,
+        breaker_listeners=store.shared.breaker.listeners if store.shared.breaker else None,
+        summary_hooks=chat.summaries.on_written,
+        engines=store.db.engines,
+        agents=[agent.id for agent in await asyncio.to_thread(registry.list)],
+        tools=[*BUILTINS, RECALL],
+        memory_hooks=recall.long_term.on_changed,
+        extraction_failure_hooks=chat.extractor.on_failed,
     )
-    memory = MemoryManager(cold, hot, window=settings.context_window, quotas=quotas)
-    idempotency = IdempotencyStore(db, ttl=settings.idempotency_ttl_seconds)
-    memory.hooks.on_delete(idempotency.conversation_deleted)  # what is deleted is not replayed
-    reads = MemoryReads.over(cold, db, window=settings.context_window)
+
+
+async def open_services(settings: Settings, *, recover: bool = True) -> Services:
+    """Build every part, subsystem by subsystem; with ``recover``, close runs a crash left
+    open. Each builder puts its parts' closing on one exit stack, so :meth:`Services.close`
+    undoes them in reverse, and a failure half way closes what was already opened."""
+    stack = AsyncExitStack()
+    try:
+        services = await _open(settings, stack)
+    except BaseException:
+        await stack.aclose()
+        raise
+    if recover:
+        await services.chat.recover()
+    services.sweeps = recover
+    services.start_background()
+    return services
+
+
+async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
+    store = _store(settings, stack)
+    memory, reads, db, live = store.memory, store.reads, store.db, store.shared.live
     registry = AgentRegistry(settings.agents_dir)
     providers = ProviderFactory(settings)
-    events = _run_events(settings, hot)
-    records = RunStore(db)
-    summaries = SummaryKeeper(
-        memory, reads.lookup, reads.summaries, providers, window=settings.context_window
-    )
-    embeds = embedder(settings)
-    retriever = Retriever(db, embeds)
-    embeddings = None
-    if embeds is not None:  # agents may choose their own embedder (config.json "embeddings")
-        choice = AgentEmbedders(registry, embeds, timeout=settings.embeddings_timeout)
-        embeddings = EmbedWorker(db, embeds, choice=choice)
-        retriever.choice = choice
-    long_term = LongTermMemory(db, embeds, max_per_owner=settings.max_memories_per_owner)
-    # what was learnt in a deleted conversation or message stays, marked "source deleted"
-    sources = DeletedSources(db)
-    memory.hooks.on_delete(sources.conversation_deleted)
-    memory.hooks.on_rows_removed(sources.rows_removed)
-    if embeddings is not None:
-        memory.hooks.on_final(embeddings.on_final)
-        retriever.on_missing = embeddings.due
-    tools = ToolCatalog(
-        start_timeout=settings.mcp_start_timeout_seconds,
-        retry_seconds=settings.mcp_retry_seconds,
-        compute=ComputePool(workers=settings.tool_workers, deadline=settings.tool_cpu_seconds),
-        recall=Recall(reads.lookup, retriever),
-        memories=MemoryTools(long_term),
-    )
-    chat = ChatEngine(
-        settings=settings,
-        memory=memory,
-        lookup=reads.lookup,
-        context=reads.context,
-        runs=records,
-        registry=registry,
-        providers=providers,
-        sessions=SessionPool(
-            max_size=settings.session_pool_size,
-            idle_seconds=settings.session_idle_seconds,
-            max_chars=settings.session_pool_chars,
-        ),
-        events=events,
-        locks=_run_locks(settings, hot),
-        prompts=PromptVersions(PromptStore(db)),
-        summaries=summaries,
-        tools=tools,
-        cap=RunCap(
-            run_slots,
-            limit=settings.max_active_runs_per_owner,
-            lease_seconds=settings.run_lease_seconds,
-        ),
-        extractor=MemoryExtractor(long_term, providers),
-    )
-    archive = ArchiveService(
-        memory,
-        reads.lookup,
-        reads.archive,
-        settings.data_dir,
-        limits=ImportLimits.from_settings(settings),
-        memories=long_term,
-    )
-    chat.sessions.on_drop.append(providers.acp.forget)  # acp agents: their process too
-    memory.hooks.on_delete(AcpCleanup(providers.acp, registry).deleted)  # and their files
-    mirror = ArchiveMirror(archive) if settings.archive_mirror else None
-    if mirror is not None:
-        mirror.attach()
-    agents = AgentService(registry, settings, tools)
-    live = _live_hub(settings, hot)
-    auth, signin, accounts, users = _access(settings, db, slots, live)
+    stack.push_async_callback(providers.close)
+    recall = _recall(settings, stack, db, registry)
+    chat = _engine(settings, stack, store, registry, providers, recall)
+    archive, mirror = _archive(settings, stack, store, recall.long_term)
+    agents = AgentService(registry, settings, chat.tools)
+    auth, signin, accounts, users = _access(settings, db, store.shared.signin_slots, live)
     conversations = ConversationService(
         memory, reads.lookup, agents, archive, reads.conversations, live
     )
     titles = Titles(conversations, timeout=settings.title_timeout_seconds)
-    runs = RunService(chat, records, reads.lookup, reads.runs, live, titles)
-    gateway = OpenAIGateway(
-        agents,
-        runs,
-        memory,
-        reads.lookup,
-        reads.gateway,
-        caps=InputCaps(settings.gateway_max_messages, settings.max_task_chars),
-    )
+    stack.push_async_callback(titles.close)
+    runs = RunService(chat, chat.runs, reads.lookup, reads.runs, live, titles)
+    doors = _openai_doors(settings, store, agents, runs)
+    streams = StreamCap(store.shared.run_slots, lease_seconds=settings.run_lease_seconds)
+    stack.push_async_callback(streams.close)
     services = Services(
         settings=settings,
         agents=agents,
@@ -491,91 +578,134 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         permissions=AgentPermissions(chat),
         health=HealthService(memory),
         search=SearchService(reads.lookup, reads.search),
-        recall=RecallService(reads.lookup, retriever),
+        recall=RecallService(reads.lookup, recall.retriever),
         auth=auth,
         signin=signin,
         accounts=accounts,
         users=users,
         archive=archive,
-        idempotency=idempotency,
-        gateway=gateway,
-        responses=ResponsesService(
-            gateway,
-            runs,
-            memory,
-            reads.lookup,
-            reads.runs,
-            reads.conversations,
-            ImageLimits(
-                settings.llm_provider,
-                settings.responses_max_images,
-                settings.responses_max_image_chars,
-            ),
-        ),
-        openai_conversations=OpenAIConversations(
-            memory, reads.lookup, agents, runs, reads.conversations, reads.gateway, gateway.caps
-        ),
+        idempotency=store.idempotency,
+        gateway=doors.gateway,
+        responses=doors.responses,
+        openai_conversations=doors.conversations,
         db=db,
         memory=memory,
         reads=reads,
         registry=registry,
         providers=providers,
         chat=chat,
-        events=events,
-        tools=tools,
-        signin_slots=slots,
-        streams=StreamCap(run_slots, lease_seconds=settings.run_lease_seconds),
+        events=store.shared.events,
+        tools=chat.tools,
+        signin_slots=store.shared.signin_slots,
+        streams=streams,
         mirror=mirror,
-        embeddings=embeddings,
-        memories=MemoryService(long_term, agents),
+        embeddings=recall.embeddings,
+        memories=MemoryService(recall.long_term, agents),
         live=live,
-        imports=ImportService(
-            archive,
-            agents,
-            long_term,
-            max_bytes=settings.import_max_bytes,
-            extractor=chat.extractor,
-            on_stored=(lambda c: embeddings.due(c.id)) if embeddings is not None else None,
+        _stack=stack,
+    )
+    _lifecycle(services, settings, store, recall)
+    await _after_turn_and_delete(services, store, recall)
+    # closed first (last in, first out): the runs end, then the imports, before anything
+    # they write through goes
+    stack.push_async_callback(chat.shutdown)
+    stack.push_async_callback(services.imports.close)
+    return services
+
+
+def _archive(
+    settings: Settings, stack: AsyncExitStack, store: _Store, long_term: LongTermMemory
+) -> tuple[ArchiveService, ArchiveMirror | None]:
+    """The archive (export and import) and, when configured, its mirror on disk."""
+    reads = store.reads
+    archive = ArchiveService(
+        store.memory,
+        reads.lookup,
+        reads.archive,
+        settings.data_dir,
+        limits=ImportLimits.from_settings(settings),
+        memories=long_term,
+    )
+    mirror = ArchiveMirror(archive) if settings.archive_mirror else None
+    if mirror is not None:
+        stack.push_async_callback(mirror.close)
+    return archive, mirror
+
+
+@dataclass(frozen=True)
+class _Doors:
+    """The OpenAI-compatible doors: chat completions, Responses, Conversations."""
+
+    gateway: OpenAIGateway
+    responses: ResponsesService
+    conversations: OpenAIConversations
+
+
+def _openai_doors(
+    settings: Settings, store: _Store, agents: AgentService, runs: RunService
+) -> _Doors:
+    memory, reads = store.memory, store.reads
+    gateway = OpenAIGateway(
+        agents,
+        runs,
+        memory,
+        reads.lookup,
+        reads.gateway,
+        caps=InputCaps(settings.gateway_max_messages, settings.max_task_chars),
+    )
+    images = ImageLimits(
+        settings.llm_provider, settings.responses_max_images, settings.responses_max_image_chars
+    )
+    return _Doors(
+        gateway,
+        ResponsesService(
+            gateway, runs, memory, reads.lookup, reads.runs, reads.conversations, images
         ),
-        exchanges=ExchangeLog(memory, conversations, runs, chat.extractor, gateway.caps),
+        OpenAIConversations(
+            memory, reads.lookup, agents, runs, reads.conversations, reads.gateway, gateway.caps
+        ),
     )
-    purge = ConversationPurge(memory, reads.conversations, archive)
-    services.retention = Retention(
-        purge, reads.conversations, registry, default_days=settings.retention_days
-    )
+
+
+def _lifecycle(services: Services, settings: Settings, store: _Store, recall: _Recall) -> None:
+    """The data's life cycle: imports, turns had elsewhere, retention, the account's
+    export, the account's deletion."""
+    db, archive, chat, long_term = store.db, services.archive, services.chat, recall.long_term
+    embeddings = recall.embeddings
     services.files = FileService(
         FileStore(db),
         max_bytes=settings.max_file_bytes,
         max_bytes_per_owner=settings.max_file_bytes_per_owner,
     )
-    services.account_export = AccountExport(reads.conversations, archive, accounts, long_term)
+    services.imports = ImportService(
+        archive,
+        services.agents,
+        long_term,
+        max_bytes=settings.import_max_bytes,
+        extractor=chat.extractor,
+        on_stored=(lambda c: embeddings.due(c.id)) if embeddings is not None else None,
+    )
+    services.exchanges = ExchangeLog(
+        store.memory, services.conversations, services.runs, chat.extractor, services.gateway.caps
+    )
+    purge = ConversationPurge(store.memory, store.reads.conversations, archive)
+    services.retention = Retention(
+        purge, store.reads.conversations, services.registry, default_days=settings.retention_days
+    )
+    services.account_export = AccountExport(
+        store.reads.conversations, archive, services.accounts, long_term
+    )
     services.deletion = AccountDeletion(
         users=UserStore(db),
-        auth=auth,
+        auth=services.auth,
         passwords=Passwords(min_length=settings.password_min_length),
         audit=AuditLog(AuditStore(db)),
         purge=purge,
         archive=archive,
-        live=live,
+        live=services.live,
         files=services.files,
-        forget_owner=[chat.cap.forget, services.streams.forget, signin.limits.forget],
+        forget_owner=[chat.cap.forget, services.streams.forget, services.signin.limits.forget],
     )
-    metric_hooks.install(
-        run_observers=chat.driver.observers,
-        window_listeners=memory.stats.listeners,
-        breaker_listeners=hot.breaker.listeners if isinstance(hot, RedisHotWindow) else None,
-        summary_hooks=summaries.on_written,
-        engines=db.engines,
-        agents=[agent.id for agent in await asyncio.to_thread(registry.list)],
-        tools=[*BUILTINS, RECALL],
-        memory_hooks=long_term.on_changed,
-        extraction_failure_hooks=chat.extractor.on_failed,
-    )
-    if recover:
-        await chat.recover()
-    services.sweeps = recover
-    services.start_background()
-    return services
 
 
 _current: Services | None = None

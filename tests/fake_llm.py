@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from lumina_app.agents.titling import PURPOSE, PURPOSE_HEADER
+from lumina_app.agents.definitions.titling import PURPOSE, PURPOSE_HEADER
 
 
 @dataclass

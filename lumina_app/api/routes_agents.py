@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import LastEventId, ServicesDep
 from lumina_app.api.idempotency import IdempotencyKey
-from lumina_app.api.run_stream import Once, stream_run
+from lumina_app.api.run_stream import Once
 from lumina_app.api.schemas import (
     MAX_SEQ,
     AgentConversations,
@@ -101,18 +101,18 @@ async def chat(
     """A retry with the same Idempotency-Key gets the same run's stream, from after its
     Last-Event-ID if it sends one (a reconnect)."""
 
-    async def start() -> str:
-        run = await services.runs.start(
+    once = Once(idempotency_key, f"chat:{agent_id}", body, last_event_id)
+    return await once.answer(
+        services,
+        caller,
+        slot,
+        lambda: services.runs.start(
             caller,
             agent_id=agent_id,
             message=body.message,
             conversation_uuid=body.conversation_id or None,
-        )
-        return run.run_id
-
-    once = Once(idempotency_key, f"chat:{agent_id}", body, last_event_id)
-    return await stream_run(
-        services, caller, slot, once.start(services, caller, start, named_frames)
+        ),
+        framer=named_frames,
     )
 
 

@@ -6,12 +6,11 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Response
-from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import LastEventId, ServicesDep
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
-from lumina_app.api.run_stream import Once, stream_run
+from lumina_app.api.run_stream import Once
 from lumina_app.api.schemas import (
     MAX_SEQ,
     BranchBody,
@@ -33,7 +32,6 @@ from lumina_app.api.schemas import (
     TaskText,
     error_responses,
 )
-from lumina_app.api.sse import v1_frames
 from lumina_app.api.stream_slots import StreamSlotDep
 from lumina_app.domain import InvalidInput
 
@@ -159,23 +157,14 @@ async def regenerate(
     there is no user message."""
     body = body or RegenerateBody()
     request = {"conversation": conversation_id, "stream": body.stream}
-    if not body.stream:
-        slot.release()  # nothing streams
-
-        async def run() -> dict:
-            result = await services.runs.regenerate_sync(caller, conversation_id)
-            return SyncResult.of(result).model_dump()
-
-        answer = await idempotent(
-            services, caller.owner, idempotency_key, "regenerate", request, run
-        )
-        return JSONResponse(answer)
-
-    async def start() -> str:
-        return (await services.runs.regenerate(caller, conversation_id)).run_id
-
     once = Once(idempotency_key, "regenerate", request, last_event_id)
-    return await stream_run(services, caller, slot, once.start(services, caller, start, v1_frames))
+    return await once.answer(
+        services,
+        caller,
+        slot,
+        lambda: services.runs.regenerate(caller, conversation_id),
+        stream=body.stream,
+    )
 
 
 Seq = Annotated[int, Path(ge=1, le=MAX_SEQ)]
@@ -201,21 +190,14 @@ async def edit_message(
     ``meta.parked``) and comes back with a switch. 404 when ``seq`` is not a question on
     the active branch, 409 while a run is active."""
     request = {"conversation": conversation_id, "seq": seq, **body.model_dump()}
-    if not body.stream:
-        slot.release()  # nothing streams
-
-        async def run() -> dict:
-            result = await services.runs.edit_sync(caller, conversation_id, seq, body.message)
-            return SyncResult.of(result).model_dump()
-
-        answer = await idempotent(services, caller.owner, idempotency_key, "edit", request, run)
-        return JSONResponse(answer)
-
-    async def start() -> str:
-        return (await services.runs.edit(caller, conversation_id, seq, body.message)).run_id
-
     once = Once(idempotency_key, "edit", request, last_event_id)
-    return await stream_run(services, caller, slot, once.start(services, caller, start, v1_frames))
+    return await once.answer(
+        services,
+        caller,
+        slot,
+        lambda: services.runs.edit(caller, conversation_id, seq, body.message),
+        stream=body.stream,
+    )
 
 
 @router.post(
@@ -327,14 +309,15 @@ async def execute_stream(
     """A retry with the same Idempotency-Key gets the same run's stream, from after its
     Last-Event-ID if it sends one (a reconnect)."""
 
-    async def start() -> str:
-        run = await services.runs.start(
-            caller, agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation
-        )
-        return run.run_id
-
     once = Once(idempotency_key, "execute-stream", job.fingerprint(), last_event_id)
-    return await stream_run(services, caller, slot, once.start(services, caller, start, v1_frames))
+    return await once.answer(
+        services,
+        caller,
+        slot,
+        lambda: services.runs.start(
+            caller, agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation
+        ),
+    )
 
 
 @router.post(

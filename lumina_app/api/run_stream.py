@@ -1,6 +1,8 @@
 """How every SSE route that starts a run answers (:func:`stream_run`): start it, open its
 events, stream them framed for its family. The v1 execute/stream and regenerate, the
-per-agent chat, chat completions and the Responses API all go through here."""
+per-agent chat, chat completions and the Responses API all go through here; the routes
+that start a run from a person's message (execute/stream, regenerate, edit, the per-agent
+chat) answer it through one block, :meth:`Once.answer`."""
 
 from __future__ import annotations
 
@@ -8,14 +10,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastapi import Response
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from lumina_app.api.deps import stream_response
-from lumina_app.api.idempotency import idempotent_run
-from lumina_app.api.sse import EventStream, Framer
+from lumina_app.api.idempotency import idempotent, idempotent_run
+from lumina_app.api.schemas import SyncResult
+from lumina_app.api.sse import EventStream, Framer, v1_frames
 from lumina_app.api.stream_slots import StreamSlot
 from lumina_app.composition import Services
 from lumina_app.domain import Principal
+from lumina_app.services.runs import ActiveRun
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +76,34 @@ class Once:
             services, caller.owner, self.key, self.scope, self.request, start
         )
         return Started(run_id, framer, after=self.last_event_id if retry else 0)
+
+    async def answer(
+        self,
+        services: Services,
+        caller: Principal,
+        slot: StreamSlot,
+        begin: Callable[[], Awaitable[ActiveRun]],
+        *,
+        framer: Framer = v1_frames,
+        stream: bool = True,
+    ) -> Response:
+        """The run ``begin`` starts, answered as its SSE stream (a retry with this key
+        resumes after its Last-Event-ID) or, ``stream`` false, as the finished run's JSON
+        (a retry gets the same JSON): the block every route that starts a run shares."""
+        if not stream:
+            slot.release()  # nothing streams
+
+            async def finished() -> dict[str, Any]:
+                return SyncResult.of(await services.runs.result(await begin())).model_dump()
+
+            key, scope, request = self.key, self.scope, self.request
+            return JSONResponse(
+                await idempotent(services, caller.owner, key, scope, request, finished)
+            )
+
+        async def run_id() -> str:
+            return (await begin()).run_id
+
+        return await stream_run(
+            services, caller, slot, self.start(services, caller, run_id, framer)
+        )

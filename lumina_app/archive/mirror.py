@@ -37,12 +37,6 @@ class ArchiveMirror:
         self.written = 0
         self.failed = 0
 
-    def attach(self) -> None:
-        """Follow the memory manager: final messages are queued, deletes dequeued."""
-        self.archive.memory.hooks.on_final(self.on_final)
-        self.archive.memory.hooks.on_delete(self.on_delete)
-        self.archive.memory.hooks.on_rows_removed(self.on_rows_removed)
-
     async def on_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
         """Queue the turns; returns at once."""
         self._queue(conversation.uuid, [m.turn_id for m in msgs])

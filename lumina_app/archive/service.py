@@ -108,7 +108,6 @@ class ArchiveService:
         # Serialises writes under ``root`` with deletes, so a late mirror write cannot
         # resurrect the folder of a conversation deleted meanwhile.
         self.lock = asyncio.Lock()
-        memory.hooks.on_delete(self.remove)
 
     # -- reading what to export --------------------------------------------------------
 

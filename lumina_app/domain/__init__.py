@@ -66,6 +66,7 @@ from lumina_app.domain.events import (
 )
 from lumina_app.domain.ids import ConversationPk, ConversationUuid, parse_conversation_uuid
 from lumina_app.domain.types import (
+    ChatMessage,
     ConversationInfo,
     ConversationStatus,
     ImportOutcome,
@@ -88,6 +89,7 @@ __all__ = [
     "ApiKeyInfo",
     "AuditEntry",
     "AuditEvent",
+    "ChatMessage",
     "ClaimCounts",
     "ConversationBusy",
     "ConversationInfo",

@@ -13,6 +13,8 @@ from typing import Any
 from lumina_app.domain.events import RunStatus, Scenario
 from lumina_app.domain.ids import ConversationPk, ConversationUuid
 
+ChatMessage = dict[str, Any]  # one message as a provider is sent it (the OpenAI chat shape)
+
 
 class MsgRole(StrEnum):
     """Stored roles (ARCHITECTURE.md § Data model); ``chat_role`` maps them to the wire."""

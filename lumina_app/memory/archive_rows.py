@@ -7,21 +7,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lumina_app.domain import ConversationInfo, ImportOutcome, Msg, Summary
-from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.sql import archive_rows, summaries
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 
 
 class ArchiveRows:
-    def __init__(self, cold: ColdStore, db: SQLDatabase) -> None:
-        self.cold = cold
+    def __init__(self, queries: ConversationQueries, db: SQLDatabase) -> None:
+        self.queries = queries
         self.db = db
 
     async def list_conversations(
         self, *, agent_id: str | None = None, limit: int = 500, cursor: str | None = None
     ) -> tuple[list[ConversationInfo], str | None]:
         """Every owner's conversations (of one agent), a page at a time."""
-        return await self.cold.list_conversations(agent_id=agent_id, limit=limit, cursor=cursor)
+        return await self.queries.list_conversations(agent_id=agent_id, limit=limit, cursor=cursor)
 
     async def final_messages(self, conversation: ConversationInfo) -> list[Msg]:
         """Every final message in seq order: one query, from SQL."""
@@ -29,7 +29,7 @@ class ArchiveRows:
 
     async def parked_messages(self, conversation: ConversationInfo) -> list[Msg]:
         """The rows of the branches not shown (edited questions), in seq order."""
-        return await self.cold.parked_messages(conversation.id)
+        return await self.queries.parked_messages(conversation.id)
 
     async def summaries_of(self, conversation: ConversationInfo) -> list[Summary]:
         """Every summary, oldest first."""

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from lumina_app.domain import ConversationInfo, Principal
 from lumina_app.domain.ids import ConversationUuid
-from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 
 
 class ConversationLookup:
-    def __init__(self, cold: ColdStore) -> None:
-        self.cold = cold
+    def __init__(self, queries: ConversationQueries) -> None:
+        self.queries = queries
 
     async def get_conversation(
         self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
@@ -19,7 +19,9 @@ class ConversationLookup:
         """A conversation by id; ``owner``/``agent_id`` narrow it (else not found). Callers
         acting for someone use :meth:`find_visible`; this unscoped form is for the run
         machinery and operator tools."""
-        return await self.cold.get_conversation(conversation_uuid, owner=owner, agent_id=agent_id)
+        return await self.queries.get_conversation(
+            conversation_uuid, owner=owner, agent_id=agent_id
+        )
 
     async def find_visible(
         self,
@@ -31,6 +33,6 @@ class ConversationLookup:
         """The one visibility rule: the principal's own conversation (of that agent, if
         given). Someone else's or another agent's: ConversationNotFound. The id's shape was
         checked where it came in (``parse_conversation_uuid``)."""
-        return await self.cold.get_conversation(
+        return await self.queries.get_conversation(
             conversation_uuid, owner=principal.owner, agent_id=agent_id
         )

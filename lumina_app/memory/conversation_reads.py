@@ -9,14 +9,14 @@ from datetime import datetime
 
 from lumina_app.domain import ConversationInfo, MessageStatus, Msg, MsgRole
 from lumina_app.domain.versions import AnswerRow, number_versions
-from lumina_app.storage.cold_store import ColdStore
 from lumina_app.storage.sql import regenerate
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 
 
 class ConversationReads:
-    def __init__(self, cold: ColdStore, db: SQLDatabase) -> None:
-        self.cold = cold
+    def __init__(self, queries: ConversationQueries, db: SQLDatabase) -> None:
+        self.queries = queries
         self.db = db
 
     async def batch(
@@ -30,7 +30,7 @@ class ConversationReads:
     ) -> list[ConversationInfo]:
         """The first ``limit`` conversations by row id past ``after_id`` matching: a
         purge's next batch, an export's next page."""
-        return await self.cold.select_conversations(
+        return await self.queries.select_conversations(
             owner=owner,
             agent_id=agent_id,
             updated_before=updated_before,
@@ -40,7 +40,7 @@ class ConversationReads:
 
     async def agent_ids(self) -> list[str]:
         """Every agent id with conversations (deleted agents' too)."""
-        return await self.cold.agent_ids()
+        return await self.queries.agent_ids()
 
     async def list_conversations(
         self,
@@ -54,7 +54,7 @@ class ConversationReads:
         archived: bool | None = None,
     ) -> tuple[list[ConversationInfo], str | None]:
         """Newest activity first; ``search`` matches titles and message text."""
-        return await self.cold.list_conversations(
+        return await self.queries.list_conversations(
             agent_id=agent_id,
             owner=owner,
             limit=limit,
@@ -75,7 +75,7 @@ class ConversationReads:
     ) -> list[Msg]:
         """Replay: every message of the active branch (``parked``: of every branch)
         ever stored, paged by seq."""
-        return await self.cold.page_messages(
+        return await self.queries.page_messages(
             conversation.id,
             limit=limit,
             after_seq=after_seq,
@@ -92,7 +92,7 @@ class ConversationReads:
         if not edited:
             return {}
         groups = sorted({int(m.meta["branchOf"]) for m in edited.values()})
-        counts = await self.cold.branch_counts(conversation.id, groups)
+        counts = await self.queries.branch_counts(conversation.id, groups)
         return {
             seq: (int(m.meta.get("branch", 1)), counts.get(int(m.meta["branchOf"]), 1))
             for seq, m in edited.items()
@@ -100,7 +100,7 @@ class ConversationReads:
 
     async def parked(self, conversation: ConversationInfo) -> list[Msg]:
         """The rows of the branches not shown, in seq order (the archive's branches.json)."""
-        return await self.cold.parked_messages(conversation.id)
+        return await self.queries.parked_messages(conversation.id)
 
     async def versions(
         self, conversation: ConversationInfo, msgs: Sequence[Msg]
@@ -123,4 +123,4 @@ class ConversationReads:
 
     async def messages_by_id(self, conversation: ConversationInfo, ids: Sequence[int]) -> list[Msg]:
         """Stored messages of one conversation by id, in seq order (others' are ignored)."""
-        return await self.cold.messages_by_id(conversation.id or 0, ids)
+        return await self.queries.messages_by_id(conversation.id or 0, ids)

@@ -29,6 +29,7 @@ from lumina_app.memory.views import MemoryView, WindowStats
 from lumina_app.memory.write_hooks import WriteHooks
 from lumina_app.storage.cold_store import ColdStore, Deleted
 from lumina_app.storage.hot_window import HotWindow, HotWindowUnavailable
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.quotas import OwnerQuotas
 
 log = logging.getLogger(__name__)
@@ -38,9 +39,16 @@ class MemoryManager:
     """Conversation memory over a cold store and a hot window."""
 
     def __init__(
-        self, cold: ColdStore, hot: HotWindow, *, window: int, quotas: OwnerQuotas | None = None
+        self,
+        cold: ColdStore,
+        hot: HotWindow,
+        *,
+        window: int,
+        queries: ConversationQueries,
+        quotas: OwnerQuotas | None = None,
     ) -> None:
-        self.cold = cold
+        self.cold = cold  # writes, and the window's reads
+        self.queries = queries  # a conversation as it is now, a view's summary
         self.hot = hot
         self.window = window
         self.quotas = quotas  # per owner, checked here: every door creates through this class
@@ -351,7 +359,7 @@ class MemoryManager:
     async def _from_sql(self, conversation: ConversationInfo) -> MemoryView:
         """One indexed query for the last N, one for the newest summary."""
         msgs = await self.cold.last_messages(conversation.id, self.window)
-        return MemoryView(msgs, await self.cold.latest_summary(conversation.id))
+        return MemoryView(msgs, await self.queries.latest_summary(conversation.id))
 
     # -- summaries -----------------------------------------------------------------
 
@@ -410,7 +418,7 @@ class MemoryManager:
         never read by a warm session) or broken by a gap is rebuilt from SQL at once."""
         try:
             if not await self.hot.append(conversation.uuid, msgs):
-                current = await self.cold.get_conversation(conversation.uuid)
+                current = await self.queries.get_conversation(conversation.uuid)
                 self.stats.count("rebuild")
                 await self.rebuild(current)
         except ConversationNotFound:

@@ -15,6 +15,7 @@ from lumina_app.memory.run_inspection import RunInspection
 from lumina_app.memory.search_reads import SearchReads
 from lumina_app.memory.summary_store import SummaryStore
 from lumina_app.storage.cold_store import ColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 
 
@@ -31,15 +32,17 @@ class MemoryReads:
 
     @classmethod
     def over(cls, cold: ColdStore, db: SQLDatabase, *, window: int) -> MemoryReads:
-        """Every repository over ``cold`` and, for the queries of their own, ``db``;
+        """Every repository over the reads of ``db`` (``ConversationQueries`` and queries of
+        their own); the context's window reads also over ``cold``;
         ``window`` is N, the hot window's size, which a run's context reads also use."""
+        queries = ConversationQueries(db)
         return cls(
-            lookup=ConversationLookup(cold),
-            conversations=ConversationReads(cold, db),
+            lookup=ConversationLookup(queries),
+            conversations=ConversationReads(queries, db),
             search=SearchReads(db),
             gateway=GatewayHistory(db),
-            archive=ArchiveRows(cold, db),
-            runs=RunInspection(cold, db),
-            summaries=SummaryStore(cold),
-            context=ContextReads(cold, window=window),
+            archive=ArchiveRows(queries, db),
+            runs=RunInspection(queries, db),
+            summaries=SummaryStore(queries),
+            context=ContextReads(cold, queries, window=window),
         )

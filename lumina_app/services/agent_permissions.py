@@ -4,8 +4,8 @@ simply not found."""
 
 from __future__ import annotations
 
-from lumina_app.agents.acp.provider import AcpProvider
-from lumina_app.agents.engine import ChatEngine
+from lumina_app.agents.providers.acp.provider import AcpProvider
+from lumina_app.agents.run.engine import ChatEngine
 from lumina_app.domain import InvalidInput, NotFound, Principal, RunNotFound
 from lumina_app.domain.access import is_run_id
 

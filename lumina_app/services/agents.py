@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from lumina_app.agents.registry import AgentDefinition, AgentRegistry, is_valid_agent_id
+from lumina_app.agents.definitions.registry import AgentDefinition, AgentRegistry, is_valid_agent_id
 from lumina_app.agents.tools.catalog import ToolCatalog
 from lumina_app.agents.tools.spec import ToolInfo
 from lumina_app.domain import AgentNotFound

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lumina_app.agents.memory_extractor import MemoryExtractor, Turn
+from lumina_app.agents.after_run.memory_extractor import MemoryExtractor, Turn
 from lumina_app.domain import (
     ConversationBusy,
     ConversationInfo,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from lumina_app.agents.memory_extractor import (
+from lumina_app.agents.after_run.memory_extractor import (
     ExtractionFailed,
     MalformedReply,
     MemoryExtractor,

@@ -22,7 +22,8 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.agents.run.run_driver import ActiveRun
+from lumina_app.agents.run.turns import RunRequest
 from lumina_app.domain import LuminaError, Principal
 from lumina_app.storage.live_bus import LiveBus
 
@@ -141,6 +142,11 @@ class LiveHub:
     async def close_owner(self, owner: str) -> None:
         """This owner's pages on every instance stop following (a disabled account)."""
         await self.announce(owner, Notice("closed"))
+
+    def run_accepted(self, request: RunRequest, run: ActiveRun) -> None:
+        """The engine accepted a run (its ``on_run_started``): tell the owner's pages."""
+        regenerate, edited = request.regenerates, request.edit_seq or 0
+        self.run_started(request.principal.owner, run, regenerate=regenerate, edited=edited)
 
     def run_started(
         self, owner: str, run: ActiveRun, *, regenerate: bool = False, edited: int = 0

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from lumina_app.agents.engine import title_from
-from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.agents.run.engine import title_from
+from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.domain import (
     ConversationBusy,
     ConversationInfo,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lumina_app.agents import client_tools
+from lumina_app.agents.run import client_tools
 from lumina_app.domain import (
     ConversationBusy,
     ConversationInfo,

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from lumina_app.agents.registry import AgentRegistry, is_valid_agent_id
+from lumina_app.agents.definitions.registry import AgentRegistry, is_valid_agent_id
 from lumina_app.domain import utcnow
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.services.purge import ConversationPurge

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lumina_app.agents.auto_recall import Elsewhere, recalled_message
-from lumina_app.agents.context import chat_message, render
-from lumina_app.agents.engine import ChatEngine
-from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.agents.run.context import chat_message, render
+from lumina_app.agents.run.engine import ChatEngine
+from lumina_app.agents.run.run_driver import ActiveRun
+from lumina_app.agents.tools.auto_recall import Elsewhere, recalled_message
 from lumina_app.domain import (
     ConversationBusy,
     MessageStatus,
@@ -111,8 +111,11 @@ class RunService:
         self.records = records
         self.lookup = lookup
         self.inspection = inspection
-        self.live = live  # tells the owner's open pages that a run started
-        self.titles = titles  # names a new conversation after its first answer
+        # The owner's open pages are told a run started, and a new conversation is named
+        # after its first answer, by the engine's listeners (composition.py): here only a
+        # branch switch is announced, and ``titles`` is at hand for tests to wait on.
+        self.live = live
+        self.titles = titles
 
     async def start(
         self,
@@ -137,10 +140,6 @@ class RunService:
             title=title,
             system_prompt=system_prompt,
         )
-        if self.live is not None:
-            self.live.run_started(principal.owner, run)
-        if self.titles is not None:
-            self.titles.after_first_answer(principal, run)
         return run
 
     async def regenerate(self, principal: Principal, conversation_uuid: str) -> ActiveRun:
@@ -150,8 +149,6 @@ class RunService:
         run = await self.engine.regenerate(
             conversation_uuid=parse_conversation_uuid(conversation_uuid), principal=principal
         )
-        if self.live is not None:
-            self.live.run_started(principal.owner, run, regenerate=True)
         return run
 
     async def edit(
@@ -166,15 +163,7 @@ class RunService:
             message=message,
             principal=principal,
         )
-        if self.live is not None:
-            self.live.run_started(principal.owner, run, edited=seq)
         return run
-
-    async def edit_sync(
-        self, principal: Principal, conversation_uuid: str, seq: int, message: str
-    ) -> RunFinished:
-        """Edit and wait for the new answer."""
-        return await self.result(await self.edit(principal, conversation_uuid, seq, message))
 
     async def switch_branch(
         self, principal: Principal, conversation_uuid: str, seq: int, branch: int
@@ -204,8 +193,6 @@ class RunService:
             principal=principal,
             system_prompt=system_prompt,
         )
-        if self.live is not None:
-            self.live.run_started(principal.owner, run)
         return run
 
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
@@ -228,10 +215,6 @@ class RunService:
     async def execute_sync(self, principal: Principal, **start: str | None) -> RunFinished:
         """Start a run and wait for its result."""
         return await self.result(await self.start(principal, **start))  # type: ignore[arg-type]
-
-    async def regenerate_sync(self, principal: Principal, conversation_uuid: str) -> RunFinished:
-        """Regenerate and wait for the new answer."""
-        return await self.result(await self.regenerate(principal, conversation_uuid))
 
     @staticmethod
     async def result(run: ActiveRun) -> RunFinished:

@@ -1,7 +1,7 @@
 """Titles that say what a conversation is about: after a new conversation's first answer,
 the agent's provider proposes a short title in the background — the demo model
 deterministically, an OpenAI-compatible one with one small marked request
-(``agents/titling.py``). An agent with ``"titles": false``, or whose provider cannot
+(``agents/definitions/titling.py``). An agent with ``"titles": false``, or whose provider cannot
 propose (acp), keeps the cut first message; so does a failed or empty proposal (logged).
 
 A title the person set is never overwritten: one given at creation is not asked about,
@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from lumina_app.agents.engine import title_from
-from lumina_app.agents.run_driver import ActiveRun
-from lumina_app.agents.titling import TitleFailed, clean_title
+from lumina_app.agents.definitions.titling import TitleFailed, clean_title
+from lumina_app.agents.run.engine import title_from
+from lumina_app.agents.run.run_driver import ActiveRun
+from lumina_app.agents.run.turns import RunRequest
 from lumina_app.domain import LuminaError, Principal, RunStatus
 from lumina_app.services.conversations import ConversationService
 
@@ -28,6 +29,12 @@ class Titles:
         self.conversations = conversations
         self.timeout = timeout
         self._pending: set[asyncio.Task] = set()
+
+    def run_accepted(self, request: RunRequest, run: ActiveRun) -> None:
+        """The engine accepted a run (its ``on_run_started``): a question asked anew may
+        have opened its conversation."""
+        if request.asks:
+            self.after_first_answer(request.principal, run)
 
     def after_first_answer(self, principal: Principal, run: ActiveRun) -> None:
         """For a run that opened its conversation: propose a title once it has answered."""

@@ -1,10 +1,11 @@
 """The cold store contract: the system of record for conversations and every message, as
 the memory layer uses it (``sql.cold_store.SQLColdStore`` is the one there is).
 
-Every write is one transaction; a message's ``seq`` is given under the conversation row's
-lock, so concurrent writers get gapless, strictly increasing seqs. Conversations are
-addressed by their row id here, except :meth:`get_conversation`, which resolves the
-public uuid.
+It writes, and reads the window (the last messages, the last question) that a write or
+a hot-window rebuild needs; every other read is a query of ``sql.conversation_queries``
+behind the memory layer's repositories. Every write is one transaction; a message's
+``seq`` is given under the conversation row's lock, so concurrent writers get gapless,
+strictly increasing seqs. Conversations are addressed by their row id.
 """
 
 from __future__ import annotations
@@ -67,25 +68,6 @@ class ColdStore(Protocol):
         """A copy of ``source`` up to ``at_seq`` (messages and the summaries covering no
         more) as a new conversation."""
 
-    async def get_conversation(
-        self, conversation_uuid: str, *, owner: str | None = None, agent_id: str | None = None
-    ) -> ConversationInfo:
-        """One conversation; someone else's, or another agent's: ConversationNotFound."""
-
-    async def list_conversations(
-        self,
-        *,
-        agent_id: str | None = None,
-        owner: str | None = None,
-        limit: int = 20,
-        cursor: str | None = None,
-        search: str | None = None,
-        pinned: bool | None = None,
-        archived: bool | None = None,
-    ) -> tuple[list[ConversationInfo], str | None]:
-        """Newest activity first, keyset-paginated; the next page's cursor or None.
-        ``pinned``/``archived``: only those that are (true) or are not (false)."""
-
     async def update_conversation(
         self,
         conversation_pk: ConversationPk,
@@ -110,23 +92,6 @@ class ColdStore(Protocol):
         self, conversation_pks: Sequence[ConversationPk]
     ) -> dict[ConversationPk, list[str]]:
         """Several conversations with all their rows in one transaction; each one's run ids."""
-
-    async def select_conversations(
-        self,
-        *,
-        owner: str | None = None,
-        agent_id: str | None = None,
-        updated_before: datetime | None = None,
-        after_id: int = 0,
-        limit: int = 100,
-    ) -> list[ConversationInfo]:
-        """Conversations by row id past ``after_id``, filtered by owner, agent, last
-        activity before."""
-
-    async def agent_ids(self) -> list[str]:
-        """Every agent id that has conversations."""
-
-    async def conversation_uuid(self, conversation_pk: ConversationPk) -> str | None: ...
 
     async def delete_message(self, conversation_pk: ConversationPk, message_id: int) -> Deleted:
         """One message (and its calls' TOOL rows) removed, the summaries reaching it too,
@@ -201,18 +166,6 @@ class ColdStore(Protocol):
 
     async def last_question(self, conversation_pk: ConversationPk) -> Msg | None: ...
 
-    async def page_messages(
-        self,
-        conversation_pk: ConversationPk,
-        *,
-        limit: int = 50,
-        after_seq: int | None = None,
-        before_seq: int | None = None,
-        parked: bool = False,
-    ) -> list[Msg]:
-        """Every stored row of the active branch (``parked``: of every branch), paged by
-        seq: forward from ``after_seq``, else back from ``before_seq``."""
-
     async def edit_question(
         self,
         conversation_pk: ConversationPk,
@@ -229,26 +182,7 @@ class ColdStore(Protocol):
     async def switch_branch(self, conversation_pk: ConversationPk, group: int, branch: int) -> int:
         """Make a branch of a question group the active one; the first seq that changed."""
 
-    async def branch_counts(
-        self, conversation_pk: ConversationPk, groups: Sequence[int]
-    ) -> dict[int, int]:
-        """``group -> how many branches`` of edited questions."""
-
-    async def parked_messages(self, conversation_pk: ConversationPk) -> list[Msg]:
-        """The rows of the branches not shown, in seq order."""
-
-    async def messages_by_id(
-        self, conversation_pk: ConversationPk, ids: Sequence[int]
-    ) -> list[Msg]: ...
-
-    async def get_message(self, message_id: int) -> Msg | None: ...
-
     # -- summaries -------------------------------------------------------------------
-
-    async def latest_summary(
-        self, conversation_pk: ConversationPk, *, before_seq: int | None = None
-    ) -> Summary | None:
-        """The newest summary (of those covering less than ``before_seq``, if given)."""
 
     async def add_summary(
         self, conversation_pk: ConversationPk, *, covered_to_seq: int, text: str, model: str

@@ -8,8 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
-from lumina_app.agents.acp.config import AcpConfig
-from lumina_app.agents.acp.pool import conversation_folder
+from lumina_app.agents.definitions.acp_config import AcpConfig
+from lumina_app.agents.providers.acp.pool import conversation_folder
 from lumina_app.domain import LOCAL, EventType, RunEvent
 from tests.conftest import write_agent
 

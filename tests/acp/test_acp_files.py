@@ -1,4 +1,4 @@
-"""What Lumina reads or writes for an ACP agent (agents/acp/files.py): regular files only,
+"""What Lumina reads or writes for an ACP agent (agents/providers/acp/files.py): regular files only,
 checked on the descriptor; no link in any part of the path; a size limit; a deadline on
 threads of the ACP layer's own."""
 
@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from lumina_app.agents.acp.files import AgentFiles, FileRefused, read_regular, write_regular
+from lumina_app.agents.providers.acp.files import (
+    AgentFiles,
+    FileRefused,
+    read_regular,
+    write_regular,
+)
 
 pytestmark = pytest.mark.unit
 

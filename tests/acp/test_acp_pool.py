@@ -362,7 +362,7 @@ async def test_regenerate_gives_a_fresh_session_the_history_before_the_question(
     first = await send(services, "one")
     conv = first[0].data["conversationId"]
     await send(services, "two", conv)
-    result = await services.runs.regenerate_sync(LOCAL, conv)
+    result = await services.runs.result(await services.runs.regenerate(LOCAL, conv))
     assert result.status == "complete"
     assert "prompt 1 in session" in result.content  # a new session, not the old one
     injected = received(folder, conv)[-1]

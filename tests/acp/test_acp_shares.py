@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from lumina_app.agents.acp.pool import AcpShareFull
+from lumina_app.agents.providers.acp.pool import AcpShareFull
 from lumina_app.composition import open_services
 from lumina_app.domain import LOCAL, EventType, TooManyRuns
 from tests.acp.helpers import answer_of, echo_agent, pid_of, send

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lumina_app.agents.agent_embedders import AgentEmbedders
-from lumina_app.agents.registry import AgentRegistry
+from lumina_app.agents.definitions.agent_embedders import AgentEmbedders
+from lumina_app.agents.definitions.registry import AgentRegistry
 from lumina_app.recall.embedders import LocalEmbedder, OpenAIEmbedder
 from tests.conftest import write_agent
 

@@ -333,10 +333,10 @@ async def test_flushes_grow_the_stored_answer_while_streaming(services, fake_llm
     seen_lengths = set()
     async for event in services.chat.follow(run):
         if event.type is EventType.DELTA:
-            stored = await services.memory.cold.get_message(run.assistant.id)
+            stored = await services.memory.queries.get_message(run.assistant.id)
             seen_lengths.add(len(stored.content))
     assert len(seen_lengths - {0}) >= 2  # the row grew in steps before the end
-    assert (await services.memory.cold.get_message(run.assistant.id)).content == "x" * 600
+    assert (await services.memory.queries.get_message(run.assistant.id)).content == "x" * 600
 
 
 async def test_demo_model_shows_the_context_it_received(services) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lumina_app.agents.context import SUMMARY_PREFIX, build_context
+from lumina_app.agents.run.context import SUMMARY_PREFIX, build_context
 from lumina_app.composition import open_services
 from lumina_app.domain import LOCAL
 from tests.api.helpers import bearer

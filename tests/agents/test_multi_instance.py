@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lumina_app.agents.context import build_context
+from lumina_app.agents.run.context import build_context
 from lumina_app.composition import open_services
 from lumina_app.domain import LOCAL, ConversationBusy, EventType
 from tests.conftest import crashed_run
@@ -82,11 +82,11 @@ async def test_orphaned_run_is_interrupted_by_a_survivor(pair) -> None:
 
     await wait_until(swept, "a survivor's sweep to close the orphaned run", within=4)
     assert (await two.chat.runs.get_run(record.run_id)).status == "interrupted"
-    stored = await two.memory.cold.get_message(record.assistant_message_id)
+    stored = await two.memory.queries.get_message(record.assistant_message_id)
     assert (stored.status.value, stored.content) == ("interrupted", "half")
     # A late write from the lost instance is fenced off.
     assert not await one.memory.flush_answer(record.assistant_message_id, "half and more")
-    assert (await two.memory.cold.get_message(record.assistant_message_id)).content == "half"
+    assert (await two.memory.queries.get_message(record.assistant_message_id)).content == "half"
     events = [
         e
         async for e in two.runs.stream(
@@ -120,7 +120,7 @@ async def test_a_sweep_during_accept_leaves_a_live_run_alone(settings_factory, m
         result = await services.runs.execute_sync(LOCAL, agent_id="demo", message="hello")
         assert result.status == "complete"
         conv = await services.reads.lookup.get_conversation(result.conversation_uuid)
-        stored = await memory.cold.page_messages(conv.id, limit=10)
+        stored = await memory.queries.page_messages(conv.id, limit=10)
         assert [m.status.value for m in stored] == ["complete", "complete"]
     finally:
         await services.close()

@@ -1,7 +1,7 @@
 """Agent folders: read once, re-read after an edit (within the recheck interval), a broken
 config makes the agent unavailable with the reason, a removed folder is gone."""
 
-from lumina_app.agents.registry import AgentRegistry
+from lumina_app.agents.definitions.registry import AgentRegistry
 from tests.conftest import write_agent
 
 
@@ -59,7 +59,7 @@ def test_unknown_invalid_and_removed_agents_are_none(tmp_path) -> None:
 
 
 def test_titles_switch_and_prompt(tmp_path) -> None:
-    from lumina_app.agents.titling import DEFAULT_TITLE_PROMPT
+    from lumina_app.agents.definitions.titling import DEFAULT_TITLE_PROMPT
 
     write_agent(tmp_path, "plain", {"name": "P"})
     write_agent(tmp_path, "off", {"name": "O", "titles": False}, {"title.md": " Name it. "})

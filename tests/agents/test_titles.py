@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from lumina_app.agents.providers import demo_title
-from lumina_app.agents.titling import DEFAULT_TITLE_PROMPT, MAX_TITLE_CHARS, clean_title
+from lumina_app.agents.definitions.titling import DEFAULT_TITLE_PROMPT, MAX_TITLE_CHARS, clean_title
+from lumina_app.agents.providers.factory import demo_title
 from lumina_app.domain import LOCAL
 from tests.conftest import write_agent
 from tests.waits import wait_until

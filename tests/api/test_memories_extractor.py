@@ -85,7 +85,7 @@ async def test_the_models_operations_are_applied(opened, fake_llm, caplog) -> No
         "The user likes Lisp.": likes,
     }
 
-    with caplog.at_level(logging.WARNING, logger="lumina_app.agents.memory_extractor"):
+    with caplog.at_level(logging.WARNING, logger="lumina_app.agents.after_run.memory_extractor"):
         for bad in ("I think the user is Grace.", '{"operations": [{"op": "add"}]}',
                     '{"operations": [{"op": "supersede", "text": "no id"}]}'):  # fmt: skip
             await turn(services, api, fake_llm, "anything new?", bad)
@@ -109,7 +109,7 @@ async def test_a_failing_model_is_retried(opened, fake_llm, caplog) -> None:
         return Reply(chunks=['{"operations": [{"op": "add", "text": "The user is a pilot."}]}'])
 
     fake_llm.script.respond = respond
-    with caplog.at_level(logging.WARNING, logger="lumina_app.agents.memory_extractor"):
+    with caplog.at_level(logging.WARNING, logger="lumina_app.agents.after_run.memory_extractor"):
         run = await say(api, "I fly planes for a living", agent="keeper")
         await services.chat.extractor.wait()
     assert run["status"] == "complete"  # the answer never waited for it

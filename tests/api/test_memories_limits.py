@@ -13,7 +13,7 @@ import shutil
 import pytest
 import sqlalchemy as sa
 
-from lumina_app.agents.memory_extractor import MAX_OPERATIONS
+from lumina_app.agents.after_run.memory_extractor import MAX_OPERATIONS
 from lumina_app.domain import utcnow
 from lumina_app.storage.sql import memories as rows
 from lumina_app.storage.sql.models import memories as T
@@ -24,7 +24,7 @@ from tests.fake_llm import Reply
 KEYS = "alice:ka,bob:kb"
 ALICE, BOB = bearer("ka"), bearer("kb")
 SETTING = "LUMINA_MAX_MEMORIES_PER_OWNER"
-EXTRACTOR = "lumina_app.agents.memory_extractor"
+EXTRACTOR = "lumina_app.agents.after_run.memory_extractor"
 
 
 @pytest.fixture

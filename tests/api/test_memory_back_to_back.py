@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lumina_app.agents.context import SUMMARY_PREFIX
+from lumina_app.agents.run.context import SUMMARY_PREFIX
 from tests.conftest import SHARED_REDIS_URL, write_agent
 from tests.fake_llm import FakeLLM, Reply
 from tests.server import AppServer

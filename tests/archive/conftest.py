@@ -14,7 +14,8 @@ from lumina_app.domain import ConversationInfo, ConversationStatus, Msg, MsgRole
 from lumina_app.memory import MemoryManager, MemoryReads
 from lumina_app.settings import load_settings
 from lumina_app.storage.local.hot_window import LocalHotWindow
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 
@@ -33,9 +34,14 @@ TURNS = [
 
 def make_archive(engine, root: Path) -> ArchiveService:
     hot = LocalHotWindow(window=20, max_conversations=100)
-    cold = ColdStore(SQLDatabase(engine))
+    cold = SQLColdStore(SQLDatabase(engine))
     reads = MemoryReads.over(cold, cold.db, window=20)
-    return ArchiveService(MemoryManager(cold, hot, window=20), reads.lookup, reads.archive, root)
+    return ArchiveService(
+        MemoryManager(cold, hot, window=20, queries=ConversationQueries(cold.db)),
+        reads.lookup,
+        reads.archive,
+        root,
+    )
 
 
 @pytest.fixture
@@ -75,7 +81,7 @@ async def seed_conversation(
     )
     await add_turns(archive, conv, turns, start=start)
     await cold.update_conversation(conv.id, status=ConversationStatus.COMPLETED)
-    return await cold.get_conversation(conv.uuid)
+    return await ConversationQueries(cold.db).get_conversation(conv.uuid)
 
 
 async def add_turns(

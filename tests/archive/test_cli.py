@@ -75,7 +75,7 @@ def test_export_then_import_round_trips(cli, settings_factory, sqlite_database, 
             await seed_conversation(services.archive, agent_id="tester", start=T0.replace(day=24)),
         ]
         return {
-            c.uuid: message_view(await services.memory.cold.page_messages(c.id, limit=100))
+            c.uuid: message_view(await services.memory.queries.page_messages(c.id, limit=100))
             for c in convs
         }
 
@@ -100,7 +100,9 @@ def test_export_then_import_round_trips(cli, settings_factory, sqlite_database, 
         views = {}
         for uuid in before:
             conv = await services.reads.lookup.get_conversation(uuid)
-            views[uuid] = message_view(await services.memory.cold.page_messages(conv.id, limit=100))
+            views[uuid] = message_view(
+                await services.memory.queries.page_messages(conv.id, limit=100)
+            )
         return views
 
     assert with_services(settings_factory, read) == before
@@ -237,7 +239,7 @@ def test_sweep_closes_answers_left_streaming(cli, settings_factory) -> None:
 
     async def statuses(services):
         fresh = await services.reads.lookup.get_conversation(conv.uuid)
-        msgs = await services.memory.cold.page_messages(fresh.id)
+        msgs = await services.memory.queries.page_messages(fresh.id)
         return fresh.status.value, [m.status.value for m in msgs]
 
     assert with_services(settings_factory, statuses) == ("failed", ["complete", "interrupted"])

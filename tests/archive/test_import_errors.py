@@ -132,8 +132,8 @@ async def test_a_malformed_file_is_named_and_the_others_still_import(
     assert message in error, error
     assert report.count(ImportOutcome.CREATED) == 1  # the good one
     with pytest.raises(ConversationNotFound):
-        await sqlite_archive.memory.cold.get_conversation("conv-bad00001")
-    conversations, _ = await sqlite_archive.memory.cold.list_conversations(limit=10)
+        await sqlite_archive.memory.queries.get_conversation("conv-bad00001")
+    conversations, _ = await sqlite_archive.memory.queries.list_conversations(limit=10)
     assert [c.uuid for c in conversations] == ["conv-good0001"]
 
 
@@ -165,7 +165,7 @@ async def test_a_failure_inside_the_transaction_leaves_nothing(
     with pytest.raises(RuntimeError):
         await sqlite_archive.import_path(tmp_path)
     with pytest.raises(ConversationNotFound):
-        await sqlite_archive.memory.cold.get_conversation("conv-good0001")
+        await sqlite_archive.memory.queries.get_conversation("conv-good0001")
 
 
 async def test_a_superseded_answer_stays_out_of_contexts(sqlite_archive, tmp_path: Path) -> None:
@@ -175,13 +175,13 @@ async def test_a_superseded_answer_stays_out_of_contexts(sqlite_archive, tmp_pat
     write_conversation(tmp_path, "conv-good0001", GOOD_META, history)
     assert (await sqlite_archive.import_path(tmp_path)).count(ImportOutcome.CREATED) == 1
     memory = sqlite_archive.memory
-    conversation = await memory.cold.get_conversation("conv-good0001")
+    conversation = await memory.queries.get_conversation("conv-good0001")
     window = await memory.load(conversation)
     assert [(m.content, m.status.value) for m in window] == [
         ("q", "complete"),
         ("better", "complete"),
     ]
-    stored = await memory.cold.page_messages(conversation.id)
+    stored = await memory.queries.page_messages(conversation.id)
     assert [m.status.value for m in stored] == ["complete", "superseded", "complete"]
     document = await sqlite_archive.document(conversation)
     assert [e.get("status") for e in document["history"]] == [None, "superseded", None]
@@ -208,7 +208,7 @@ async def test_tool_calls_survive_the_archive_and_still_pair(sqlite_archive, tmp
     write_conversation(tmp_path, "conv-good0001", GOOD_META, history)
     assert (await sqlite_archive.import_path(tmp_path)).count(ImportOutcome.CREATED) == 1
     memory = sqlite_archive.memory
-    conversation = await memory.cold.get_conversation("conv-good0001")
+    conversation = await memory.queries.get_conversation("conv-good0001")
     window = await memory.load(conversation)
     assert [(m.role.value, m.tool_calls, m.tool_call_id) for m in window] == [
         ("USER", [], None),

@@ -41,7 +41,7 @@ async def test_an_older_archive_appends_but_moves_nothing_back(archive, tmp_path
     report = await archive.import_path(folder)
 
     assert [(i.outcome, i.added) for i in report.items] == [(ImportOutcome.APPENDED, 2)]
-    after = await archive.memory.cold.get_conversation(conv.uuid)
+    after = await archive.memory.queries.get_conversation(conv.uuid)
     assert after.message_count == conv.message_count + 2
     assert (after.status, after.updated_at) == (conv.status, conv.updated_at)
 
@@ -56,7 +56,7 @@ async def test_a_newer_archive_brings_its_status_and_updated_at(archive, tmp_pat
     report = await archive.import_path(folder)
 
     assert [(i.outcome, i.added) for i in report.items] == [(ImportOutcome.APPENDED, 2)]
-    after = await archive.memory.cold.get_conversation(conv.uuid)
+    after = await archive.memory.queries.get_conversation(conv.uuid)
     assert after.status is ConversationStatus.FAILED
     assert iso_ms(after.updated_at) == iso_ms(newer)
 
@@ -66,7 +66,7 @@ async def test_another_owners_uuid_gets_a_uuid_of_its_own(archive, tmp_path: Pat
     by owner and uuid): it gets a uuid derived from the owner and the archive's, so the
     same import again is idempotent; the first owner's conversation is unchanged."""
     conv, folder = await _longer_archive(archive, tmp_path)  # the loopback owner's ("")
-    before = await archive.memory.cold.page_messages(conv.id, limit=100)
+    before = await archive.memory.queries.page_messages(conv.id, limit=100)
 
     (item,) = (await archive.import_path(folder, owner="bob")).items
     (again,) = (await archive.import_path(folder, owner="bob")).items
@@ -77,23 +77,23 @@ async def test_another_owners_uuid_gets_a_uuid_of_its_own(archive, tmp_path: Pat
         item.conversation_uuid,
         ImportOutcome.UNCHANGED,
     )
-    copy = await archive.memory.cold.get_conversation(item.conversation_uuid, owner="bob")
+    copy = await archive.memory.queries.get_conversation(item.conversation_uuid, owner="bob")
     assert copy.message_count == conv.message_count + 2
-    assert await archive.memory.cold.get_conversation(conv.uuid) == conv
-    assert await archive.memory.cold.page_messages(conv.id, limit=100) == before
+    assert await archive.memory.queries.get_conversation(conv.uuid) == conv
+    assert await archive.memory.queries.page_messages(conv.id, limit=100) == before
 
 
 async def test_a_running_conversation_is_not_appended_to(archive, tmp_path: Path) -> None:
     conv, folder = await _longer_archive(archive, tmp_path)
     await archive.memory.cold.update_conversation(conv.id, status=ConversationStatus.RUNNING)
-    running = await archive.memory.cold.get_conversation(conv.uuid)
+    running = await archive.memory.queries.get_conversation(conv.uuid)
 
     (error,) = (await archive.import_path(folder)).errors
 
     assert error == (
         f"{folder}: conversation {conv.uuid!r} is running: import again once its run has ended"
     )
-    assert await archive.memory.cold.get_conversation(conv.uuid) == running
+    assert await archive.memory.queries.get_conversation(conv.uuid) == running
 
 
 @pytest.mark.parametrize("owner", ["o" * 129, "bob\x1b[2J", "bob\ud800"])

@@ -16,7 +16,7 @@ async def _wipe(archive, conv) -> None:
     """Delete from SQL only (memory.delete would also remove the archive folder)."""
     await archive.memory.cold.delete_conversation(conv.id)
     with pytest.raises(ConversationNotFound):
-        await archive.memory.cold.get_conversation(conv.uuid)
+        await archive.memory.queries.get_conversation(conv.uuid)
 
 
 async def _exported_one_turn(archive, tmp_path: Path):
@@ -27,7 +27,7 @@ async def _exported_one_turn(archive, tmp_path: Path):
 
 async def test_export_wipe_import_gives_identical_messages(archive, tmp_path: Path) -> None:
     original = await seed_conversation(archive)
-    before = await archive.memory.cold.page_messages(original.id, limit=100)
+    before = await archive.memory.queries.page_messages(original.id, limit=100)
     root = tmp_path / "export"
 
     report = await archive.export_all(root)
@@ -37,8 +37,8 @@ async def test_export_wipe_import_gives_identical_messages(archive, tmp_path: Pa
     imported = await archive.import_path(root)
     assert imported.errors == []
     assert [i.outcome for i in imported.items] == [ImportOutcome.CREATED]
-    conv = await archive.memory.cold.get_conversation(original.uuid)
-    after = await archive.memory.cold.page_messages(conv.id, limit=100)
+    conv = await archive.memory.queries.get_conversation(original.uuid)
+    after = await archive.memory.queries.page_messages(conv.id, limit=100)
     assert message_view(after) == message_view(before)
     assert (conv.title, conv.agent_id, conv.status) == (
         "测试 · archive",
@@ -66,9 +66,9 @@ async def test_importing_twice_creates_nothing_new(archive, tmp_path: Path) -> N
     second = await archive.import_path(tmp_path / "export")
     assert [i.outcome for i in first.items] == [ImportOutcome.CREATED]
     assert [(i.outcome, i.added) for i in second.items] == [(ImportOutcome.UNCHANGED, 0)]
-    conversations, _ = await archive.memory.cold.list_conversations(limit=10)
+    conversations, _ = await archive.memory.queries.list_conversations(limit=10)
     assert len(conversations) == 1
-    stored = await archive.memory.cold.page_messages(conversations[0].id, limit=100)
+    stored = await archive.memory.queries.page_messages(conversations[0].id, limit=100)
     assert [m.seq for m in stored] == list(range(1, 9))
 
 
@@ -78,17 +78,17 @@ async def test_an_archive_with_more_messages_appends_the_missing_ones(
     conv = await seed_conversation(archive, turns=TURNS[:1])
     await archive.export_all(tmp_path / "short")
     await add_turns(archive, conv, TURNS[1:], start=T0 + timedelta(minutes=5))
-    conv = await archive.memory.cold.get_conversation(conv.uuid)
-    full = await archive.memory.cold.page_messages(conv.id, limit=100)
+    conv = await archive.memory.queries.get_conversation(conv.uuid)
+    full = await archive.memory.queries.page_messages(conv.id, limit=100)
     await archive.export_all(tmp_path / "long")
     await _wipe(archive, conv)
 
     await archive.import_path(tmp_path / "short")
     report = await archive.import_path(tmp_path / "long")
     assert [(i.outcome, i.added) for i in report.items] == [(ImportOutcome.APPENDED, 6)]
-    stored = await archive.memory.cold.get_conversation(conv.uuid)
+    stored = await archive.memory.queries.get_conversation(conv.uuid)
     assert (stored.message_count, stored.last_seq) == (8, 8)
-    assert message_view(await archive.memory.cold.page_messages(stored.id, limit=100)) == (
+    assert message_view(await archive.memory.queries.page_messages(stored.id, limit=100)) == (
         message_view(full)
     )
     # The hot window notices SQL moved on and rebuilds: the new messages are in context.
@@ -109,7 +109,7 @@ async def test_a_diverging_archive_is_refused_and_changes_nothing(
     report = await archive.import_path(folder)
     (error,) = report.errors
     assert "differs at message 1" in error and str(folder) in error
-    stored = await archive.memory.cold.get_conversation(conv.uuid)
+    stored = await archive.memory.queries.get_conversation(conv.uuid)
     assert stored.message_count == 2
 
 
@@ -133,6 +133,6 @@ async def test_a_streaming_answer_is_not_exported(sqlite_archive, tmp_path: Path
     conv = await seed_conversation(archive, turns=TURNS[:1])
     run = RunRecord("run-1", conv.id, "demo", "", "resume", "demo", "demo")
     await archive.memory.begin_turn(conv, Msg.user("q", turn_id="t2"), Msg.assistant(""), run)
-    document = await archive.document(await archive.memory.cold.get_conversation(conv.uuid))
+    document = await archive.document(await archive.memory.queries.get_conversation(conv.uuid))
     assert [e["content"] for e in document["history"]] == ["你好", TURNS[0][1][1], "q"]
     assert document["meta"]["stats"]["messageCount"] == 3

@@ -17,7 +17,7 @@ async def test_the_seed_tree_imports_with_its_ids_and_text(archive, seed_tree: P
         ("conv-mn3112l3", ImportOutcome.CREATED, 4),
         ("conv-partial01", ImportOutcome.CREATED, 4),
     ]
-    conv = await archive.memory.cold.get_conversation("conv-mn3112l3")
+    conv = await archive.memory.queries.get_conversation("conv-mn3112l3")
     assert (conv.agent_id, conv.title, conv.status) == (
         "innovator-001",
         "创建 Master Agent",
@@ -26,7 +26,7 @@ async def test_the_seed_tree_imports_with_its_ids_and_text(archive, seed_tree: P
     assert conv.tool_call_count == 2 and conv.message_count == 4
     assert conv.created_at.isoformat(timespec="milliseconds") == "2026-03-23T10:12:11.993+00:00"
     assert conv.updated_at.isoformat(timespec="milliseconds") == "2026-03-23T10:12:50.078+00:00"
-    msgs = await archive.memory.cold.page_messages(conv.id)
+    msgs = await archive.memory.queries.page_messages(conv.id)
     assert [(m.role, m.turn_id) for m in msgs] == [
         (MsgRole.USER, "msg-xxx-aaa"),
         (MsgRole.ASSISTANT, "msg-xxx-aaa"),
@@ -44,7 +44,7 @@ async def test_exporting_the_imported_seed_gives_back_its_bytes(
     sqlite_archive, seed_tree: Path, tmp_path: Path
 ) -> None:
     await sqlite_archive.import_path(seed_tree / "agents" / "innovator-001")
-    conv = await sqlite_archive.memory.cold.get_conversation("conv-mn3112l3")
+    conv = await sqlite_archive.memory.queries.get_conversation("conv-mn3112l3")
     out = tmp_path / "out"
     await sqlite_archive.export_conversation(conv, out)
     exported = out / "agents" / "innovator-001" / "conversations" / "conv-mn3112l3"
@@ -58,12 +58,12 @@ async def test_exporting_the_imported_seed_gives_back_its_bytes(
 async def test_missing_fields_are_filled_predictably(sqlite_archive, seed_tree: Path) -> None:
     folder = seed_tree / "agents" / "innovator-001" / "conversations" / "conv-partial01"
     await sqlite_archive.import_path(folder)  # a single conversation folder
-    conv = await sqlite_archive.memory.cold.get_conversation("conv-partial01")
+    conv = await sqlite_archive.memory.queries.get_conversation("conv-partial01")
     # agentId from the path, no title, idle as stated, updatedAt = the last message's.
     assert (conv.agent_id, conv.title, conv.status) == ("innovator-001", "", "idle")
     assert conv.updated_at.isoformat(timespec="milliseconds") == "2026-03-24T08:01:02.500+00:00"
     assert conv.tool_call_count == 0
-    msgs = await sqlite_archive.memory.cold.page_messages(conv.id)
+    msgs = await sqlite_archive.memory.queries.page_messages(conv.id)
     assert [m.turn_id for m in msgs] == ["turn-1", "turn-1", "msg-xxx-ccc", "msg-xxx-ccc"]
     stamps = [m.created_at.isoformat(timespec="milliseconds")[11:23] for m in msgs]
     # A missing timestamp takes the previous message's.

@@ -73,9 +73,9 @@ def test_a_store_implements_its_contract(contract: type, store: type) -> None:
 
 def test_the_check_sees_a_drift() -> None:
     class Drifted:
-        async def get_message(self, message_id: int, *, extra: bool = False) -> None: ...
+        async def last_question(self, conversation_pk: int, *, extra: bool = False) -> None: ...
 
     wrong = mismatches(ColdStore, Drifted)
     assert "Drifted has no ping" in wrong
-    assert any(w.startswith("Drifted.get_message(") for w in wrong)
+    assert any(w.startswith("Drifted.last_question(") for w in wrong)
     assert "Drifted has no shared" in mismatches(Slots, Drifted)

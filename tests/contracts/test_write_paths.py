@@ -29,6 +29,7 @@ from lumina_app.domain import (
     RunStatus,
     new_turn_id,
 )
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.runs import RunStore
 from lumina_app.storage.sql.write_paths import (
     InlineSQLiteWrites,
@@ -120,7 +121,7 @@ async def test_transact_runs_one_transaction(write_side: WriteSide) -> None:
     with write_side.counting() as sent:
         made = await store.create_conversation(agent_id="a", title="t", owner="o")
     check(sent, "transact", write_side.backend)
-    stored = await store.get_conversation(made.uuid)
+    stored = await ConversationQueries(store.db).get_conversation(made.uuid)
     assert (stored.id, stored.title, stored.owner, stored.last_seq) == (made.id, "t", "o", 0)
 
 
@@ -129,12 +130,14 @@ async def test_start_stores_a_conversation_its_first_turn_and_its_run(write_side
     with write_side.counting() as sent:
         conversation, (question, answer), run = await started(write_side)
     check(sent, "start", write_side.backend)
-    stored = await store.get_conversation(conversation.uuid)
+    stored = await ConversationQueries(store.db).get_conversation(conversation.uuid)
     assert stored.id == conversation.id and (stored.last_seq, stored.message_count) == (2, 2)
     assert stored.status == ConversationStatus.RUNNING
     assert (question.seq, answer.seq) == (1, 2)
-    assert (await store.get_message(question.id)).content == "q1"
-    assert (await store.get_message(answer.id)).status == MessageStatus.STREAMING
+    assert (await ConversationQueries(store.db).get_message(question.id)).content == "q1"
+    assert (
+        await ConversationQueries(store.db).get_message(answer.id)
+    ).status == MessageStatus.STREAMING
     kept = await RunStore(write_side.db).get_run(run.run_id)
     assert (kept.conversation_pk, kept.user_message_id, kept.assistant_message_id) == (
         conversation.id,
@@ -168,9 +171,9 @@ async def test_accept_takes_the_next_seqs_and_points_the_run_at_them(write_side)
         )
     check(sent, "accept", write_side.backend)
     assert (question.seq, answer.seq) == (3, 4)
-    stored = await store.get_conversation(conversation.uuid)
+    stored = await ConversationQueries(store.db).get_conversation(conversation.uuid)
     assert (stored.last_seq, stored.message_count) == (4, 4)
-    assert (await store.get_message(question.id)).content == "q2"
+    assert (await ConversationQueries(store.db).get_message(question.id)).content == "q2"
     kept = await RunStore(write_side.db).get_run(run.run_id)
     assert (kept.user_message_id, kept.assistant_message_id) == (question.id, answer.id)
 
@@ -183,7 +186,7 @@ async def test_accept_without_a_run_appends_the_rows(write_side) -> None:
         await store.append_messages(conversation.id, rows)
     check(sent, "accept without a run", write_side.backend)
     assert [m.seq for m in rows] == [3, 4]
-    assert (await store.get_conversation(conversation.uuid)).last_seq == 4
+    assert (await ConversationQueries(store.db).get_conversation(conversation.uuid)).last_seq == 4
 
 
 async def test_the_final_write_settles_answer_conversation_and_run_once(write_side) -> None:
@@ -206,10 +209,10 @@ async def test_the_final_write_settles_answer_conversation_and_run_once(write_si
     with write_side.counting() as sent:
         assert await final("the answer")
     check(sent, "final write", write_side.backend)
-    stored = await store.get_message(answer.id)
+    stored = await ConversationQueries(store.db).get_message(answer.id)
     assert (stored.content, stored.status) == ("the answer", MessageStatus.COMPLETE)
     assert stored.meta == {"usage": {"out": 3}}
-    assert (await store.get_conversation(conversation.uuid)).status == (
+    assert (await ConversationQueries(store.db).get_conversation(conversation.uuid)).status == (
         ConversationStatus.COMPLETED
     )
     kept = await RunStore(write_side.db).get_run(run.run_id)
@@ -218,7 +221,7 @@ async def test_the_final_write_settles_answer_conversation_and_run_once(write_si
     with write_side.counting() as sent:
         assert not await final("too late")  # the answer is closed: fenced off
     check(sent, "fenced off", write_side.backend)
-    assert (await store.get_message(answer.id)).content == "the answer"
+    assert (await ConversationQueries(store.db).get_message(answer.id)).content == "the answer"
 
 
 async def test_a_tool_step_settles_the_answer_and_adds_the_rows_after_it(write_side) -> None:
@@ -233,9 +236,9 @@ async def test_a_tool_step_settles_the_answer_and_adds_the_rows_after_it(write_s
         assert await store.settle_with_rows(conversation.id, answer, rows, run=run)
     check(sent, "tool step", write_side.backend)
     assert [m.seq for m in rows] == [3, 4]
-    assert (await store.get_message(answer.id)).content == "calling"
-    assert (await store.get_message(rows[0].id)).content == "42"
-    stored = await store.get_conversation(conversation.uuid)
+    assert (await ConversationQueries(store.db).get_message(answer.id)).content == "calling"
+    assert (await ConversationQueries(store.db).get_message(rows[0].id)).content == "42"
+    stored = await ConversationQueries(store.db).get_conversation(conversation.uuid)
     assert (stored.last_seq, stored.tool_call_count) == (4, 1)
     kept = await RunStore(write_side.db).get_run(run.run_id)
     assert kept.assistant_message_id == rows[1].id
@@ -243,7 +246,7 @@ async def test_a_tool_step_settles_the_answer_and_adds_the_rows_after_it(write_s
         assert not await store.settle_with_rows(conversation.id, answer, [], run=run)
     # The answer's UPDATE alone, in a transaction on every database.
     assert (len(sent.statements), sent.begins, sent.commits) == (1, 1, 1), sent.statements
-    assert (await store.get_conversation(conversation.uuid)).last_seq == 4
+    assert (await ConversationQueries(store.db).get_conversation(conversation.uuid)).last_seq == 4
 
 
 async def test_an_answers_text_is_updated_alone(write_side) -> None:
@@ -252,14 +255,14 @@ async def test_an_answers_text_is_updated_alone(write_side) -> None:
     with write_side.counting() as sent:
         assert await store.update_message(answer.id, content="so far")
     check(sent, "text", write_side.backend)
-    stored = await store.get_message(answer.id)
+    stored = await ConversationQueries(store.db).get_message(answer.id)
     assert (stored.content, stored.status) == ("so far", MessageStatus.STREAMING)
 
 
 async def test_retitle_compares_and_sets(write_side) -> None:
     store = write_side.store
     conversation, _, _ = await started(write_side)
-    before = await store.get_conversation(conversation.uuid)
+    before = await ConversationQueries(store.db).get_conversation(conversation.uuid)
     for title, replacing, stored in [
         ("Proposed", "first words", True),
         ("Late", "first words", False),  # the title changed meanwhile
@@ -269,7 +272,7 @@ async def test_retitle_compares_and_sets(write_side) -> None:
         check(sent, "retitle", write_side.backend)
     unknown = "00000000-0000-4000-8000-000000000000"
     assert not await store.retitle(unknown, "x", replacing="first words")
-    after = await store.get_conversation(conversation.uuid)
+    after = await ConversationQueries(store.db).get_conversation(conversation.uuid)
     assert after.title == "Proposed"
     assert after.updated_at == before.updated_at  # its place in lists kept
 

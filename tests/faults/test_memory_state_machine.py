@@ -16,7 +16,8 @@ from lumina_app.settings import load_settings
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
 from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from tests.turns import store_turn
@@ -51,7 +52,12 @@ def test_memory_state_machine(machine_env) -> None:
                 ttl_seconds=600,
                 breaker=CircuitBreaker(cooldown=0.0),
             )
-            self.memory = MemoryManager(ColdStore(SQLDatabase(self.sql)), self.hot, window=WINDOW)
+            self.memory = MemoryManager(
+                SQLColdStore(db := SQLDatabase(self.sql)),
+                self.hot,
+                window=WINDOW,
+                queries=ConversationQueries(db),
+            )
             self.conversations: list = []
             self.acknowledged: dict[str, int] = {}
             self.counter = 0
@@ -92,9 +98,9 @@ def test_memory_state_machine(machine_env) -> None:
         @rule(index=st.integers(0, 1))
         def load(self, index: int) -> None:
             conv = self.conversations[index]
-            fresh = self.run(self.memory.cold.get_conversation(conv.uuid))
+            fresh = self.run(self.memory.queries.get_conversation(conv.uuid))
             loaded = self.run(self.memory.load(fresh))
-            tail = self.run(self.memory.cold.page_messages(conv.id, limit=WINDOW))
+            tail = self.run(self.memory.queries.page_messages(conv.id, limit=WINDOW))
             assert shape(loaded) == shape(tail)
 
         @rule()
@@ -119,13 +125,13 @@ def test_memory_state_machine(machine_env) -> None:
             conv = self.conversations.pop(index)
             self.run(self.memory.delete(conv))
             del self.acknowledged[conv.uuid]
-            assert self.run(self.memory.cold.page_messages(conv.id)) == []
+            assert self.run(self.memory.queries.page_messages(conv.id)) == []
             self.create()
 
         @invariant()
         def sql_count_equals_acknowledged(self) -> None:
             for conv in getattr(self, "conversations", []):
-                stored = self.run(self.memory.cold.page_messages(conv.id, limit=1000))
+                stored = self.run(self.memory.queries.page_messages(conv.id, limit=1000))
                 assert len(stored) == self.acknowledged[conv.uuid]
                 assert [m.seq for m in stored] == list(range(1, len(stored) + 1))
 
@@ -134,14 +140,14 @@ def test_memory_state_machine(machine_env) -> None:
             if server.proc is None or server.proc.poll() is not None:
                 return
             for conv in getattr(self, "conversations", []):
-                fresh = self.run(self.memory.cold.get_conversation(conv.uuid))
+                fresh = self.run(self.memory.queries.get_conversation(conv.uuid))
                 try:
                     window = self.run(self.hot.read(conv.uuid))
                 except Exception:
                     continue
                 if window is None or window.high_water < fresh.last_seq:
                     continue  # missing or stale: the next load rebuilds it
-                tail = self.run(self.memory.cold.page_messages(conv.id, limit=WINDOW))
+                tail = self.run(self.memory.queries.page_messages(conv.id, limit=WINDOW))
                 assert shape(window.messages) == shape(tail)
 
     MemoryMachine.TestCase.settings = settings(

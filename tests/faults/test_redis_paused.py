@@ -11,7 +11,7 @@ import time
 
 import redis.asyncio as aioredis
 
-from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.composition import open_services
 from lumina_app.services.live import Notice
 from tests.waits import wait_until

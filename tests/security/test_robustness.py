@@ -15,7 +15,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from lumina_app.agents.registry import is_valid_agent_id
+from lumina_app.agents.definitions.registry import is_valid_agent_id
 from lumina_app.api.errors import error_response
 from lumina_app.composition import open_services
 from lumina_app.domain import utcnow

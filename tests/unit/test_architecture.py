@@ -272,3 +272,71 @@ def test_the_check_sees_a_private_name() -> None:
         "._running",
         "._resize_cache",
     }
+
+
+def test_one_road_for_reads_and_one_for_writes() -> None:
+    """The cold store's contract writes and reads the window only; every other read of
+    conversations and messages is a query of ``storage/sql`` behind a repository of
+    ``memory/`` (``ConversationQueries``), never a pass-through of the cold store."""
+    from lumina_app.storage.cold_store import ColdStore
+    from lumina_app.storage.sql.cold_store import SQLColdStore
+    from lumina_app.storage.sql.conversation_queries import ConversationQueries
+
+    reads = {n for n in vars(ConversationQueries) if not n.startswith("_")}
+    assert not reads & {n for n in vars(ColdStore) if not n.startswith("_")}
+    assert not reads & {n for n in vars(SQLColdStore) if not n.startswith("_")}
+    window_users = {
+        name
+        for name, tree in modules().items()
+        if name.startswith("memory.") and "storage.cold_store" in set(imported(tree))
+    }
+    assert window_users <= {"memory.manager", "memory.reads", "memory.context_reads"}
+
+
+# agents/ by job, lowest first: a module imports (at run time) only from its own
+# sub-package or one below it.
+AGENT_JOBS = ["definitions", "tools", "providers", "run", "after_run"]
+# which tools exist is what a definition's "tools" list is checked against
+AGENT_JOB_EXCEPTIONS = {("definitions/tool_config.py", "tools")}
+
+
+def runtime_imports(tree: ast.Module) -> set[str]:
+    """Modules imported outside ``if TYPE_CHECKING:`` blocks."""
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found
+
+
+def test_agents_sub_packages_import_downwards_only() -> None:
+    agents = PACKAGE / "agents"
+    top = sorted(p.name for p in agents.glob("*.py") if p.name != "__init__.py")
+    assert top == [], f"agents/ keeps its modules in sub-packages by job: {top}"
+    assert sorted(p.name for p in agents.iterdir() if p.is_dir() and p.name[0] != "_") == sorted(
+        AGENT_JOBS
+    )
+    upward = []
+    for path in agents.rglob("*.py"):
+        rel = path.relative_to(agents)
+        job = rel.parts[0]
+        for module in runtime_imports(ast.parse(path.read_text())):
+            parts = module.split(".")
+            if parts[:2] != ["lumina_app", "agents"] or len(parts) < 3 or parts[2] == job:
+                continue
+            target = parts[2]
+            if (rel.as_posix(), target) in AGENT_JOB_EXCEPTIONS:
+                continue
+            if AGENT_JOBS.index(target) > AGENT_JOBS.index(job):
+                upward.append(f"{rel} -> {module}")
+    assert not upward, "\n".join(upward)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lumina_app.agents.context import (
+from lumina_app.agents.run.context import (
     MAX_EARLIER,
     SUMMARY_PREFIX,
     build_context,

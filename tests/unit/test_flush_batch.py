@@ -7,12 +7,13 @@ import pytest
 import sqlalchemy as sa
 
 from lumina_app.domain import MessageStatus, Msg, StoreUnavailable, new_turn_id
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.flush_batch import FlushBatch
 
 
-async def _streaming_answers(store: ColdStore, n: int) -> list[Msg]:
+async def _streaming_answers(store: SQLColdStore, n: int) -> list[Msg]:
     conv = await store.create_conversation(agent_id="assistant")
     answers = []
     for _ in range(n):
@@ -24,7 +25,7 @@ async def _streaming_answers(store: ColdStore, n: int) -> list[Msg]:
 
 
 async def test_flushes_of_the_same_moment_share_a_transaction(engine) -> None:
-    store = ColdStore(SQLDatabase(engine), flush_window=0.02)
+    store = SQLColdStore(SQLDatabase(engine), flush_window=0.02)
     answers = await _streaming_answers(store, 5)
     closed = answers[4]
     await store.update_message(closed.id, content="final", status=MessageStatus.COMPLETE)
@@ -37,7 +38,7 @@ async def test_flushes_of_the_same_moment_share_a_transaction(engine) -> None:
     )
     assert outcomes == [True, True, True, True, False, True]  # the closed one is fenced
     assert len(commits) == 1
-    texts = [(await store.get_message(a.id)).content for a in answers]
+    texts = [(await ConversationQueries(store.db).get_message(a.id)).content for a in answers]
     assert texts == ["partial 0, later", "partial 1", "partial 2", "partial 3", "final"]
     await store.db.close()
 
@@ -58,7 +59,7 @@ async def test_a_flush_still_in_the_window_is_withdrawn_for_the_final_write(engi
     """The final write stores the whole answer: it does not wait out the group commit's
     window for a flush of the same answer, which is dropped (never sent); other answers'
     flushes of that window are committed when it closes, as before."""
-    store = ColdStore(SQLDatabase(engine), flush_window=1.0)
+    store = SQLColdStore(SQLDatabase(engine), flush_window=1.0)
     mine, other = await _streaming_answers(store, 2)
     sent: list[object] = []
     for sync_engine in store.db.engines:
@@ -71,8 +72,8 @@ async def test_a_flush_still_in_the_window_is_withdrawn_for_the_final_write(engi
     await store.update_message(mine.id, content="partial, then all", status=MessageStatus.COMPLETE)
     assert not theirs.done()
     assert await theirs is True
-    assert (await store.get_message(mine.id)).content == "partial, then all"
-    assert (await store.get_message(other.id)).content == "theirs"
+    assert (await ConversationQueries(store.db).get_message(mine.id)).content == "partial, then all"
+    assert (await ConversationQueries(store.db).get_message(other.id)).content == "theirs"
     assert "'partial'" not in repr(sent) and "'theirs'" in repr(sent)
     await store.db.close()
 

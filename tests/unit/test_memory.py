@@ -13,7 +13,8 @@ from lumina_app.storage.local.hot_window import LocalHotWindow
 from lumina_app.storage.redis.circuit_breaker import CircuitBreaker
 from lumina_app.storage.redis.client import create_redis_client
 from lumina_app.storage.redis.hot_window import RedisHotWindow
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from tests.conftest import SHARED_REDIS_URL, forget_prefix
 from tests.turns import accept_turn, finish_turn, store_turn
@@ -32,7 +33,9 @@ def redis_window(url: str, prefix: str, window: int = 20) -> RedisHotWindow:
 @pytest.fixture
 async def memory(engine, redis_prefix):
     hot = redis_window(SHARED_REDIS_URL, redis_prefix)
-    yield MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    yield MemoryManager(
+        SQLColdStore(db := SQLDatabase(engine)), hot, window=20, queries=ConversationQueries(db)
+    )
     await hot.close()
 
 
@@ -42,7 +45,7 @@ async def add_turns(memory: MemoryManager, conv, count: int, start: int = 0) -> 
 
 
 async def sql_tail(memory: MemoryManager, conv, n: int) -> list[tuple[int, str, str]]:
-    rows = await memory.cold.page_messages(conv.id, limit=n)
+    rows = await memory.queries.page_messages(conv.id, limit=n)
     return [(m.seq, m.role.value, m.content) for m in rows]
 
 
@@ -51,7 +54,7 @@ def shape(msgs) -> list[tuple[int, str, str]]:
 
 
 async def fresh(memory: MemoryManager, conv):
-    return await memory.cold.get_conversation(conv.uuid)
+    return await memory.queries.get_conversation(conv.uuid)
 
 
 async def test_window_trims_to_the_last_twenty(memory: MemoryManager) -> None:
@@ -67,7 +70,9 @@ async def test_window_trims_to_the_last_twenty(memory: MemoryManager) -> None:
 
 async def test_window_trims_to_a_configured_n(engine, redis_prefix) -> None:
     hot = redis_window(SHARED_REDIS_URL, redis_prefix, window=7)
-    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=7)
+    memory = MemoryManager(
+        SQLColdStore(db := SQLDatabase(engine)), hot, window=7, queries=ConversationQueries(db)
+    )
     conv = await memory.create_conversation(agent_id="a")
     await add_turns(memory, conv, 6)
     loaded = await memory.load(await fresh(memory, conv))
@@ -81,7 +86,7 @@ async def test_concurrent_writers_leave_hot_equal_to_sql(memory: MemoryManager) 
     await asyncio.gather(*(store_turn(memory, conv, f"q{i}", f"a{i}") for i in range(50)))
     current = await fresh(memory, conv)
     assert current.last_seq == 100
-    stored = await memory.cold.page_messages(conv.id, limit=100)
+    stored = await memory.queries.page_messages(conv.id, limit=100)
     assert [m.seq for m in stored] == list(range(1, 101))
     loaded = await memory.load(current)
     assert shape(loaded) == shape(stored[-20:])
@@ -126,7 +131,7 @@ async def test_delete_clears_rows_and_the_hot_key(memory: MemoryManager) -> None
     await add_turns(memory, conv, 2)
     await memory.delete(conv)
     assert await memory.hot.client.exists(*memory.hot.keys(conv.uuid)) == 0
-    assert await memory.cold.page_messages(conv.id) == []
+    assert await memory.queries.page_messages(conv.id) == []
 
 
 # SQL statements of one follow-up turn's accept + final write (question and streaming
@@ -154,7 +159,9 @@ async def test_a_turn_is_two_transactions_and_one_redis_round_trip(
     engine, redis_server, round_trips
 ) -> None:
     hot = redis_window(redis_server.url, "lumina")
-    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    memory = MemoryManager(
+        SQLColdStore(db := SQLDatabase(engine)), hot, window=20, queries=ConversationQueries(db)
+    )
     conv = await memory.create_conversation(agent_id="a")
     await add_turns(memory, conv, 1)  # the script is now cached server-side
     commits: list[int] = []
@@ -198,7 +205,9 @@ async def tiered(request, engine, redis_prefix):
         hot = redis_window(SHARED_REDIS_URL, redis_prefix)
     else:
         hot = LocalHotWindow(window=20, max_conversations=10)
-    yield MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    yield MemoryManager(
+        SQLColdStore(db := SQLDatabase(engine)), hot, window=20, queries=ConversationQueries(db)
+    )
     await hot.close()
 
 
@@ -258,7 +267,9 @@ async def test_a_fenced_off_final_write_pushes_nothing_and_holds_nothing(
 
 async def test_hot_read_is_one_round_trip(engine, redis_server, round_trips) -> None:
     hot = redis_window(redis_server.url, "lumina")
-    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    memory = MemoryManager(
+        SQLColdStore(db := SQLDatabase(engine)), hot, window=20, queries=ConversationQueries(db)
+    )
     conv = await memory.create_conversation(agent_id="a")
     await add_turns(memory, conv, 3)
     current = await fresh(memory, conv)
@@ -280,7 +291,10 @@ def _commands(server) -> dict[str, int]:
 
 async def test_in_process_window_has_the_same_behaviour(engine) -> None:
     memory = MemoryManager(
-        ColdStore(SQLDatabase(engine)), LocalHotWindow(window=20, max_conversations=2), window=20
+        SQLColdStore(db := SQLDatabase(engine)),
+        LocalHotWindow(window=20, max_conversations=2),
+        window=20,
+        queries=ConversationQueries(db),
     )
     convs = [await memory.create_conversation(agent_id="a") for _ in range(3)]
     for conv in convs:

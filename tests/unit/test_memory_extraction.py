@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lumina_app.agents.memory_extractor import (
+from lumina_app.agents.after_run.memory_extractor import (
     MalformedReply,
     Operation,
     demo_operations,

@@ -6,7 +6,8 @@ import time
 import pytest
 
 from lumina_app.memory import MemoryManager
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from tests.turns import store_turn
 from tests.unit.test_memory import redis_window, shape, sql_tail
@@ -17,7 +18,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 async def memory(engine, redis_server):
     hot = redis_window(redis_server.url, "lumina")
-    yield MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    yield MemoryManager(
+        SQLColdStore(db := SQLDatabase(engine)), hot, window=20, queries=ConversationQueries(db)
+    )
     await hot.close()
 
 
@@ -27,7 +30,7 @@ async def turn(memory: MemoryManager, conv, i: int) -> None:
 
 async def timed_load(memory: MemoryManager, conv) -> tuple[list, float]:
     started = time.perf_counter()
-    loaded = await memory.load(await memory.cold.get_conversation(conv.uuid))
+    loaded = await memory.load(await memory.queries.get_conversation(conv.uuid))
     return loaded, time.perf_counter() - started
 
 
@@ -57,7 +60,7 @@ async def test_saves_survive_and_loads_come_from_sql(memory, redis_server, fault
     window = await memory.hot.read(conv.uuid)
     assert window is not None and shape(window.messages) == await sql_tail(memory, conv, 20)
     assert await memory.hot_status() == "ok"
-    assert (await memory.cold.get_conversation(conv.uuid)).message_count == 38
+    assert (await memory.queries.get_conversation(conv.uuid)).message_count == 38
 
 
 async def test_flushall_mid_conversation_loses_nothing(memory, redis_server) -> None:

@@ -9,7 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lumina_app.agents.memory_extractor import Operation, demo_operations, demo_says_something
+from lumina_app.agents.after_run.memory_extractor import (
+    Operation,
+    demo_operations,
+    demo_says_something,
+)
 from lumina_app.domain.memories import Memory, MemoryStatus
 
 pytestmark = pytest.mark.unit

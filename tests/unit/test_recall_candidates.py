@@ -9,7 +9,8 @@ import pytest
 
 from lumina_app.memory import MemoryManager
 from lumina_app.storage.sql import recall_candidates
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from tests.conftest import SHARED_REDIS_URL
 from tests.turns import store_turn
@@ -25,7 +26,9 @@ def question(i: int) -> str:
 
 async def test_each_word_gets_its_newest_matches(engine, redis_prefix, monkeypatch) -> None:
     hot = redis_window(SHARED_REDIS_URL, redis_prefix)
-    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    memory = MemoryManager(
+        SQLColdStore(db := SQLDatabase(engine)), hot, window=20, queries=ConversationQueries(db)
+    )
     shared: list[list[list[int] | None]] = []
     read_together = recall_candidates._shared_backward
 
@@ -64,7 +67,9 @@ async def test_each_word_gets_its_newest_matches(engine, redis_prefix, monkeypat
 async def test_a_lone_word_and_words_found_nowhere(engine, redis_prefix, words) -> None:
     """Every match when fewer than the window; nothing (not an error) for unknown words."""
     hot = redis_window(SHARED_REDIS_URL, redis_prefix)
-    memory = MemoryManager(ColdStore(SQLDatabase(engine)), hot, window=20)
+    memory = MemoryManager(
+        SQLColdStore(db := SQLDatabase(engine)), hot, window=20, queries=ConversationQueries(db)
+    )
     try:
         conversation = await memory.create_conversation(agent_id="a", owner="alice")
         for i in range(3):

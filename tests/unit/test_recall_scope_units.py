@@ -10,14 +10,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lumina_app.agents.auto_recall import (
+from lumina_app.agents.definitions.memory_config import AutoRecallConfig, parse_memory
+from lumina_app.agents.tools.auto_recall import (
     OTHERS_PREFIX,
     PREFIX,
     recall_earlier,
     recalled_in,
     recalled_message,
 )
-from lumina_app.agents.memory_config import AutoRecallConfig, parse_memory
 from lumina_app.domain import ConversationInfo, MsgRole
 from lumina_app.domain.search import MAX_RECALL_CHARS
 from lumina_app.recall.retriever import Recalled

@@ -109,8 +109,8 @@ async def test_an_unreachable_embeddings_server_is_an_embedding_error() -> None:
 async def test_auto_recall_keeps_to_its_token_budget_and_skips_a_whole_window() -> None:
     from datetime import UTC, datetime
 
-    from lumina_app.agents.auto_recall import recall_earlier, recalled_message
-    from lumina_app.agents.memory_config import AutoRecallConfig
+    from lumina_app.agents.definitions.memory_config import AutoRecallConfig
+    from lumina_app.agents.tools.auto_recall import recall_earlier, recalled_message
     from lumina_app.domain import ConversationInfo, MsgRole
     from lumina_app.recall.retriever import Recalled
 
@@ -137,7 +137,7 @@ async def test_auto_recall_keeps_to_its_token_budget_and_skips_a_whole_window() 
 
 
 def test_auto_recall_settings_are_checked() -> None:
-    from lumina_app.agents.memory_config import AutoRecallConfig, parse_memory
+    from lumina_app.agents.definitions.memory_config import AutoRecallConfig, parse_memory
 
     def parsed(block):
         return parse_memory({"memory": {"autoRecall": block}}, None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lumina_app.agents.sessions import Session, SessionPool
+from lumina_app.agents.run.sessions import Session, SessionPool
 from lumina_app.domain import Msg, Summary
 
 pytestmark = pytest.mark.unit

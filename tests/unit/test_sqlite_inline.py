@@ -14,7 +14,8 @@ from sqlalchemy.engine import make_url
 
 from lumina_app.domain import Msg, new_turn_id
 from lumina_app.settings import load_settings
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
+from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.sqlite_inline import offloaded
@@ -55,7 +56,7 @@ async def test_statements_run_on_the_loop_thread_unless_offloaded(sqlite_engine)
 async def test_a_lock_held_by_another_process_is_waited_for_off_the_loop(
     sqlite_engine, sqlite_database
 ) -> None:
-    store = ColdStore(SQLDatabase(sqlite_engine))
+    store = SQLColdStore(SQLDatabase(sqlite_engine))
     conv = await store.create_conversation(agent_id="assistant")
     other = sqlite3.connect(make_url(sqlite_database.url).database, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
@@ -95,7 +96,7 @@ def _in_database_file(path: Path, scratch: Path, conversation_id: int) -> int:
 async def test_the_wal_is_checkpointed_by_the_store_not_by_commits(
     sqlite_engine, sqlite_database, tmp_path
 ) -> None:
-    store = ColdStore(SQLDatabase(sqlite_engine))
+    store = SQLColdStore(SQLDatabase(sqlite_engine))
     async with sqlite_engine.connect() as conn:
         assert await conn.scalar(sa.text("PRAGMA wal_autocheckpoint")) == 0
     conv = await store.create_conversation(agent_id="assistant")
@@ -114,7 +115,7 @@ async def test_inline_writes_hold_one_connection_and_a_failed_one_leaves_nothing
     """The write path keeps one connection out of the pool (no checkout per transaction);
     a transaction that fails gives it back, rolled back, and the next one starts clean."""
     db = SQLDatabase(sqlite_engine)
-    store = ColdStore(db)
+    store = SQLColdStore(db)
     conv = await store.create_conversation(agent_id="assistant")
     (sync_engine,) = [e for e in db.engines if e is not sqlite_engine.sync_engine]
     checkouts: list[int] = []
@@ -133,7 +134,7 @@ async def test_inline_writes_hold_one_connection_and_a_failed_one_leaves_nothing
     with pytest.raises(RuntimeError):
         await db.transact_inline(half_then_fail, conv.id)
     await store.append_messages(conv.id, [Msg.user("after", turn_id=new_turn_id())])
-    assert (await store.get_conversation(conv.uuid)).title != "half"
+    assert (await ConversationQueries(store.db).get_conversation(conv.uuid)).title != "half"
     contents = [m.content for m in await store.last_messages(conv.id, 10)]
     assert contents == [f"kept {i}" for i in range(5)] + ["after"]
     await db.close()

@@ -3,8 +3,8 @@ title (#45): neither the cut first message nor a model's proposal keeps it."""
 
 from __future__ import annotations
 
-from lumina_app.agents.engine import title_from
-from lumina_app.agents.titling import clean_title
+from lumina_app.agents.definitions.titling import clean_title
+from lumina_app.agents.run.engine import title_from
 
 
 def test_the_cut_first_message_drops_a_leading_command() -> None:

@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from lumina_app.agents.registry import AgentRegistry
+from lumina_app.agents.definitions.registry import AgentRegistry
+from lumina_app.agents.definitions.tool_config import ToolConfigError, parse_tool_config
 from lumina_app.agents.tools.builtin import builtin_tool
 from lumina_app.agents.tools.calculator import evaluate
-from lumina_app.agents.tools.config import ToolConfigError, parse_tool_config
 from lumina_app.agents.tools.runner import ToolRunner
 from lumina_app.agents.tools.spec import (
     RESULT_MAX_BYTES,

@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from lumina_app.domain import Msg, new_turn_id
 from lumina_app.storage.sql import recall_rows
-from lumina_app.storage.sql.cold_store import ColdStore
+from lumina_app.storage.sql.cold_store import SQLColdStore
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import message_vectors as V
 
@@ -20,7 +20,7 @@ async def stored(db: SQLDatabase) -> dict[int, tuple[int, str, bytes]]:
 
 async def test_a_vector_is_replaced_and_a_gone_message_skipped(engine) -> None:
     db = SQLDatabase(engine)
-    store = ColdStore(db)
+    store = SQLColdStore(db)
     conv = await store.create_conversation(agent_id="a")
     turn = new_turn_id()
     a, b = await store.append_messages(

@@ -12,7 +12,7 @@ import asyncio
 import time
 from functools import partial
 
-from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.definitions.registry import AgentDefinition
 from lumina_app.agents.tools.builtin import builtin_tool
 from lumina_app.agents.tools.mcp import McpServer, McpUnavailable
 from lumina_app.agents.tools.memories import MemoryTools

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 from pydantic import ValidationError
 
-from lumina_app.agents.tools.config import McpServerConfig
+from lumina_app.agents.definitions.tool_config import McpServerConfig
 from lumina_app.agents.tools.mcp_transport import Watched, http_transport, result_text
 from lumina_app.agents.tools.spec import ToolContext, ToolError, ToolOutput, ToolSpec
 

@@ -15,7 +15,7 @@ import httpx2
 from mcp import types as mcp_types
 from mcp.client.streamable_http import streamable_http_client
 
-from lumina_app.agents.tools.config import McpServerConfig
+from lumina_app.agents.definitions.tool_config import McpServerConfig
 
 
 @contextlib.asynccontextmanager

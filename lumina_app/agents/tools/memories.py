@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.definitions.registry import AgentDefinition
 from lumina_app.agents.tools.spec import Tool, ToolContext, ToolError, ToolOutput, ToolSpec
 from lumina_app.domain import InvalidInput, QuotaExceeded
 from lumina_app.domain.memories import MAX_MEMORY_CHARS, Memory, MemoryNotFound

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lumina_app.agents.auto_recall import quoted_title
+from lumina_app.agents.tools.auto_recall import quoted_title
 from lumina_app.agents.tools.spec import Tool, ToolContext, ToolError, ToolOutput, ToolSpec
 from lumina_app.domain.search import MAX_RECALL_CHARS
 from lumina_app.memory.conversation_lookup import ConversationLookup

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from lumina_app.agents.providers import Provider
+from lumina_app.agents.providers.factory import Provider
 from lumina_app.domain import Msg, MsgRole, ProviderError, TextDelta
 
 MAX_SUMMARY_CHARS = 8000

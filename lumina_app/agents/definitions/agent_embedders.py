@@ -4,8 +4,8 @@ while the process runs, so an agent's vectors are made and read by the same mode
 
 from __future__ import annotations
 
-from lumina_app.agents.embeddings_config import EmbeddingsConfig
-from lumina_app.agents.registry import AgentRegistry
+from lumina_app.agents.definitions.embeddings_config import EmbeddingsConfig
+from lumina_app.agents.definitions.registry import AgentRegistry
 from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
 
 

@@ -18,9 +18,9 @@ from typing import Any
 import acp
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
-from lumina_app.agents.acp.client import LuminaClient
-from lumina_app.agents.acp.config import AcpConfig
-from lumina_app.agents.acp.files import FileRefused, open_log
+from lumina_app.agents.definitions.acp_config import AcpConfig
+from lumina_app.agents.providers.acp.client import LuminaClient
+from lumina_app.agents.providers.acp.files import FileRefused, open_log
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from lumina_app.agents.flusher import AnswerFlusher
+from lumina_app.agents.run.flusher import AnswerFlusher
 from lumina_app.agents.tools.runner import CallResult
 from lumina_app.agents.tools.spec import (
     EVENT_MAX_BYTES,

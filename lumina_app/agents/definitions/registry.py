@@ -13,16 +13,16 @@ from math import inf
 from pathlib import Path
 from typing import Any
 
-from lumina_app.agents.acp.config import AcpConfig, AcpConfigError, parse_acp_config
-from lumina_app.agents.embeddings_config import EmbeddingsConfig, parse_embeddings
-from lumina_app.agents.memory_config import (
+from lumina_app.agents.definitions.acp_config import AcpConfig, AcpConfigError, parse_acp_config
+from lumina_app.agents.definitions.embeddings_config import EmbeddingsConfig, parse_embeddings
+from lumina_app.agents.definitions.memory_config import (
     MEMORY_FILE,
     SUMMARY_FILE,
     MemoryConfig,
     parse_memory,
 )
-from lumina_app.agents.titling import DEFAULT_TITLE_PROMPT, TITLE_FILE
-from lumina_app.agents.tools.config import (
+from lumina_app.agents.definitions.titling import DEFAULT_TITLE_PROMPT, TITLE_FILE
+from lumina_app.agents.definitions.tool_config import (
     NO_TOOLS,
     ToolConfig,
     ToolConfigError,

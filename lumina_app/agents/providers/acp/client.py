@@ -30,8 +30,8 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from lumina_app.agents.acp.config import Permissions
-from lumina_app.agents.acp.files import AgentFiles, FileRefused
+from lumina_app.agents.definitions.acp_config import Permissions
+from lumina_app.agents.providers.acp.files import AgentFiles, FileRefused
 from lumina_app.domain import TextDelta, ThinkingDelta, ToolCallFinished, ToolCallRequested, Usage
 
 log = logging.getLogger(__name__)

@@ -12,14 +12,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lumina_app.agents import client_tools
-from lumina_app.agents.context import BuiltContext, carried, chat_message
-from lumina_app.agents.flusher import AnswerFlusher
-from lumina_app.agents.providers import Provider
-from lumina_app.agents.registry import AgentDefinition
-from lumina_app.agents.run_cap import RunCap
-from lumina_app.agents.sessions import Session, SessionPool
-from lumina_app.agents.step import Step, finished_event, tool_rows
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.providers.factory import Provider
+from lumina_app.agents.run import client_tools
+from lumina_app.agents.run.context import BuiltContext, carried, chat_message
+from lumina_app.agents.run.flusher import AnswerFlusher
+from lumina_app.agents.run.run_cap import RunCap
+from lumina_app.agents.run.sessions import Session, SessionPool
+from lumina_app.agents.run.step import Step, finished_event, tool_rows
 from lumina_app.agents.tools.catalog import ToolCatalog
 from lumina_app.agents.tools.runner import CallResult, ToolRunner, cancelled
 from lumina_app.agents.tools.spec import ToolContext

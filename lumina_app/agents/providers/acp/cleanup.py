@@ -4,8 +4,8 @@ composition root, so an agent's state dies with its conversation."""
 
 from __future__ import annotations
 
-from lumina_app.agents.acp.pool import AcpPool
-from lumina_app.agents.registry import AgentRegistry
+from lumina_app.agents.definitions.registry import AgentRegistry
+from lumina_app.agents.providers.acp.pool import AcpPool
 from lumina_app.domain import ConversationInfo
 
 

@@ -14,10 +14,11 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from lumina_app.agents.context import usable_history
-from lumina_app.agents.providers import ProviderFactory
-from lumina_app.agents.registry import AgentDefinition
-from lumina_app.agents.summary import ExtractiveSummarizer, ModelSummarizer, SummaryFailed
+from lumina_app.agents.after_run.summary import ExtractiveSummarizer, ModelSummarizer, SummaryFailed
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.providers.factory import ProviderFactory
+from lumina_app.agents.run.context import usable_history
+from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.domain import ConversationNotFound, StoreUnavailable, Summary
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.conversation_lookup import ConversationLookup
@@ -52,12 +53,11 @@ class SummaryKeeper:
         self.written = 0
         self._busy: dict[str, asyncio.Task] = {}
 
-    def after_run(
-        self, agent: AgentDefinition, conversation_uuid: str, *, last_seq: int | None = None
-    ) -> None:
-        """A run of ``agent`` ended on this conversation: catch the summary up, later.
-        ``last_seq``, the run's last row: below ``every`` fewer messages than that exist at
-        all, so nothing is due and the reads are skipped (most short conversations)."""
+    def after_run(self, run: ActiveRun, last_seq: int | None = None) -> None:
+        """A run ended (the engine's ``on_run_ended``): catch its conversation's summary up,
+        later. ``last_seq``, the run's last row: below ``every`` fewer messages than that
+        exist at all, so nothing is due and the reads are skipped (most short ones)."""
+        agent, conversation_uuid = run.agent, run.conversation.uuid
         if not agent.memory.summary or conversation_uuid in self._busy:
             return
         if last_seq is not None and last_seq < self.every:

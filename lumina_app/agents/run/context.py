@@ -16,12 +16,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from lumina_app.domain import Msg, MsgRole, Summary
+from lumina_app.domain import ChatMessage, Msg, MsgRole, Summary
 from lumina_app.domain.tokens import estimate_messages
 
-ChatMessage = dict[str, Any]
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 # At most this many not-yet-summarised messages from before the window (the newest): in
 # normal running the gap is below the summary's interval plus a few turns; it only grows

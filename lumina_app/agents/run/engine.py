@@ -14,22 +14,21 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from lumina_app.agents.memory_extractor import MemoryExtractor
-from lumina_app.agents.prompts import PromptVersions
-from lumina_app.agents.providers import ProviderFactory
-from lumina_app.agents.registry import AgentDefinition, AgentRegistry
-from lumina_app.agents.run_cap import RunCap
-from lumina_app.agents.run_driver import ActiveRun, RunDriver
-from lumina_app.agents.sessions import SessionPool
-from lumina_app.agents.summaries import SummaryKeeper
+from lumina_app.agents.definitions.prompts import PromptVersions
+from lumina_app.agents.definitions.registry import AgentDefinition, AgentRegistry
+from lumina_app.agents.providers.factory import ProviderFactory
+from lumina_app.agents.run.run_cap import RunCap
+from lumina_app.agents.run.run_driver import ActiveRun, RunDriver
+from lumina_app.agents.run.sessions import SessionPool
+from lumina_app.agents.run.turns import RunRequest, TurnPreparer, session_started
 from lumina_app.agents.tools.catalog import ToolCatalog
-from lumina_app.agents.turns import RunRequest, TurnPreparer, session_started
 from lumina_app.domain import (
     LOCAL,
     AgentNotFound,
@@ -57,6 +56,10 @@ from lumina_app.settings import Settings
 from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import RunLocks
 from lumina_app.storage.run_records import RunRecords
+
+if TYPE_CHECKING:  # what follows a run is above the engine: held here, never called
+    from lumina_app.agents.after_run.memory_extractor import MemoryExtractor
+    from lumina_app.agents.after_run.summaries import SummaryKeeper
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +119,11 @@ class ChatEngine:
         self.long_term: LongTermMemory | None = extractor.store if extractor else None
         self.prompts = prompts
         self.summaries = summaries
-        summaries.on_written.append(sessions.set_summary)
+        # What follows a run, subscribed by the composition root (composition.py, "after a
+        # turn"): once it is accepted (live notices, titles), once it has ended (summaries,
+        # memory extraction; ``last_seq``, the run's last row, None if none was stored).
+        self.on_run_started: list[Callable[[RunRequest, ActiveRun], None]] = []
+        self.on_run_ended: list[Callable[[ActiveRun, int | None], None]] = []
         self._runs: dict[str, ActiveRun] = {}
         self._by_conversation: dict[str, str] = {}
         self.driver = RunDriver(
@@ -129,9 +136,6 @@ class ChatEngine:
             cap=cap,
             on_end=self._forget_run,
         )
-        memory.hooks.on_delete(self._forget_conversation)
-        memory.hooks.on_runs_deleted(self._drop_run_buffers)
-        memory.hooks.on_rows_removed(self._drop_session)
 
     # -- public API ----------------------------------------------------------------
 
@@ -403,7 +407,10 @@ class ChatEngine:
         except BaseException:
             await self._give_back(slot)
             raise
-        return await self._launch(run)
+        run = await self._launch(run)
+        for listener in self.on_run_started:
+            listener(request, run)
+        return run
 
     async def _take_slot(
         self, agent: AgentDefinition, conversation_uuid: str, principal: Principal
@@ -474,11 +481,11 @@ class ChatEngine:
         # The session this run just left holds its last row's seq (none if not stored).
         session = self.sessions.get(run.agent.id, run.conversation.uuid)
         last_seq = session.last_seq if session is not None else None
-        self.summaries.after_run(run.agent, run.conversation.uuid, last_seq=last_seq)
-        if self.extractor is not None:
-            self.extractor.after_run(run)
+        for listener in self.on_run_ended:
+            listener(run, last_seq)
 
-    async def _drop_run_buffers(self, run_ids: list[str]) -> None:
+    async def drop_run_buffers(self, run_ids: list[str]) -> None:
+        """Runs were deleted with their conversation: their event buffers go too."""
         for run_id in run_ids:
             run = self._runs.get(run_id)
             if run is not None:  # interrupted by the delete: let it finish, then drop it
@@ -487,11 +494,12 @@ class ChatEngine:
                         await run.done.wait()
             await self.events.delete(run_id)
 
-    async def _drop_session(self, conversation: ConversationInfo, _turns: Sequence[str]) -> None:
+    async def drop_session(self, conversation: ConversationInfo, _turns: Sequence[str]) -> None:
         """Messages were deleted: the warm session (an acp agent's process) held them."""
         self.sessions.drop(conversation.agent_id, conversation.uuid)
 
-    async def _forget_conversation(self, conversation: ConversationInfo) -> None:
+    async def forget_conversation(self, conversation: ConversationInfo) -> None:
+        """A conversation was deleted: its warm session goes, a run on it is interrupted."""
         self.sessions.drop(conversation.agent_id, conversation.uuid)
         run = self.active_run_for(conversation.uuid)
         if run is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from lumina_app.agents.memory_config import AutoRecallConfig
+from lumina_app.agents.definitions.memory_config import AutoRecallConfig
 from lumina_app.domain import ConversationInfo, MsgRole
 from lumina_app.domain.ids import ConversationPk
 from lumina_app.domain.search import MAX_RECALL_CHARS

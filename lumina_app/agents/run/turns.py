@@ -7,21 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from lumina_app.agents import client_tools
-from lumina_app.agents.acp.provider import AcpProvider
-from lumina_app.agents.auto_recall import Recollection, recall_earlier
-from lumina_app.agents.context import (
+from lumina_app.agents.definitions.prompts import PromptVersions
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.providers.acp.provider import AcpProvider
+from lumina_app.agents.providers.factory import Provider, ProviderFactory
+from lumina_app.agents.run import client_tools
+from lumina_app.agents.run.context import (
     MAX_EARLIER,
     BuiltContext,
     build_context,
     chat_message,
     whole_exchanges,
 )
-from lumina_app.agents.prompts import PromptVersions
-from lumina_app.agents.providers import Provider, ProviderFactory
-from lumina_app.agents.registry import AgentDefinition
-from lumina_app.agents.run_driver import ActiveRun
-from lumina_app.agents.sessions import SessionPool
+from lumina_app.agents.run.run_driver import ActiveRun
+from lumina_app.agents.run.sessions import SessionPool
+from lumina_app.agents.tools.auto_recall import Recollection, recall_earlier
 from lumina_app.agents.tools.memories import scope_of
 from lumina_app.domain import (
     ConversationInfo,
@@ -60,6 +60,15 @@ class RunRequest:
     system_prompt: str | None = None
     outputs: list[Msg] | None = None
     edit_seq: int | None = None
+
+    @property
+    def asks(self) -> bool:
+        """A question asked anew (not an answer again, a continuation or an edit)."""
+        return self.text is not None and self.edit_seq is None and self.outputs is None
+
+    @property
+    def regenerates(self) -> bool:
+        return self.text is None and self.outputs is None
 
 
 class Accept(Enum):

@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lumina_app.agents.providers import Provider, ProviderFactory
-from lumina_app.agents.registry import AgentDefinition
-from lumina_app.agents.run_driver import ActiveRun
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.providers.factory import Provider, ProviderFactory
+from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.agents.tools.memories import scope_of
 from lumina_app.domain import (
     InvalidInput,
@@ -228,9 +228,9 @@ class MemoryExtractor:
         self._owners: dict[str, asyncio.Lock] = {}
         self._full: set[str] = set()  # owners at their memory limit, warned about once
 
-    def after_run(self, run: ActiveRun) -> None:
-        """A run ended: extract what its turn says about the person, later (never from a
-        temporary conversation)."""
+    def after_run(self, run: ActiveRun, _last_seq: int | None = None) -> None:
+        """A run ended (the engine's ``on_run_ended``): extract what its turn says about the
+        person, later (never from a temporary conversation)."""
         if run.agent.memory.long_term is None or run.conversation.temporary:
             return
         if not run.user.content.strip():

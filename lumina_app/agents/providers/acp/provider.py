@@ -21,12 +21,12 @@ from typing import Any
 
 import acp
 
-from lumina_app.agents.acp.client import PermissionRequest
-from lumina_app.agents.acp.pool import AcpPool, Opened, PoolFull
-from lumina_app.agents.acp.process import AgentStartError
-from lumina_app.agents.context import ChatMessage
-from lumina_app.agents.registry import AgentDefinition
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.providers.acp.client import PermissionRequest
+from lumina_app.agents.providers.acp.pool import AcpPool, Opened, PoolFull
+from lumina_app.agents.providers.acp.process import AgentStartError
 from lumina_app.domain import (
+    ChatMessage,
     Finish,
     LLMEvent,
     ProviderError,

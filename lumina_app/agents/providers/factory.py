@@ -14,20 +14,20 @@ from typing import Any, Protocol
 
 import openai
 
-from lumina_app.agents.acp.pool import AcpPool
-from lumina_app.agents.acp.provider import AcpProvider
-from lumina_app.agents.auto_recall import recalled_in
-from lumina_app.agents.context import ChatMessage
-from lumina_app.agents.demo_tools import demo_tool_answer, demo_tool_calls
-from lumina_app.agents.registry import AgentDefinition
-from lumina_app.agents.titling import (
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.definitions.titling import (
     MAX_TITLE_TOKENS,
     PURPOSE,
     PURPOSE_HEADER,
     TitleFailed,
     title_request,
 )
+from lumina_app.agents.providers.acp.pool import AcpPool
+from lumina_app.agents.providers.acp.provider import AcpProvider
+from lumina_app.agents.providers.demo_tools import demo_tool_answer, demo_tool_calls
+from lumina_app.agents.tools.auto_recall import recalled_in
 from lumina_app.domain import (
+    ChatMessage,
     Finish,
     LLMEvent,
     ProviderError,

@@ -26,11 +26,11 @@ from typing import Literal
 
 import acp
 
-from lumina_app.agents.acp import files
-from lumina_app.agents.acp.client import LuminaClient
-from lumina_app.agents.acp.config import AcpConfig
-from lumina_app.agents.acp.files import AgentFiles, FileRefused
-from lumina_app.agents.acp.process import AgentProcess, AgentStartError, start_agent
+from lumina_app.agents.definitions.acp_config import AcpConfig
+from lumina_app.agents.providers.acp import files
+from lumina_app.agents.providers.acp.client import LuminaClient
+from lumina_app.agents.providers.acp.files import AgentFiles, FileRefused
+from lumina_app.agents.providers.acp.process import AgentProcess, AgentStartError, start_agent
 from lumina_app.domain import LuminaError, TooManyRuns
 from lumina_app.domain.access import SAFE_NAME
 

@@ -1,0 +1,3 @@
+"""The run engine: a run's start (``engine``), its context (``turns``, ``context``), its
+generation, steps and tools (``run_driver``, ``step``, ``client_tools``), warm sessions,
+the per-owner cap."""
