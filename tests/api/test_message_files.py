@@ -67,7 +67,8 @@ async def test_files_ride_on_execute_sync_and_show_on_the_question(api, database
     assert links(database.url) == [(1, 0), (1, 1)]
     # a next turn without files keeps the seed's shape too
     again = {"task": "thanks", "conversationId": uuid}
-    assert (await api.post("/api/v1/agents/demo/execute/sync", json=again, headers=ALICE)).is_success
+    next_turn = await api.post("/api/v1/agents/demo/execute/sync", json=again, headers=ALICE)
+    assert next_turn.status_code == 200
     rows = await messages_of(api, uuid)
     assert [("files" in m) for m in rows] == [True, False, False, False]
 
@@ -148,7 +149,7 @@ async def test_another_owners_file_is_a_404_and_nothing_is_stored(api, database)
             assert error_of(resp, 404)["code"] == "not_found"
     await nothing_stored(api, database)
     # into a stored conversation: nothing added to it either
-    uuid = (await api.post("/api/v1/agents/demo/execute/sync", json={"task": "hi"}, headers=ALICE))
+    uuid = await api.post("/api/v1/agents/demo/execute/sync", json={"task": "hi"}, headers=ALICE)
     uuid = uuid.json()["conversationId"]
     body = {"task": "more", "conversationId": uuid, "files": [bobs["id"]]}
     error_of(await api.post("/api/v1/agents/demo/execute/sync", json=body, headers=ALICE), 404)
