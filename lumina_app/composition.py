@@ -52,6 +52,7 @@ from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.exchanges import ExchangeLog
+from lumina_app.services.file_text import PdfLimits, TextReader
 from lumina_app.services.files import FileService
 from lumina_app.services.health import HealthService
 from lumina_app.services.imports import ImportService
@@ -556,6 +557,16 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         FileStore(db),
         max_bytes=settings.max_file_bytes,
         max_bytes_per_owner=settings.max_file_bytes_per_owner,
+        reader=TextReader(
+            max_chars=settings.max_file_text_chars,
+            pdf=PdfLimits(
+                seconds=settings.pdf_timeout_seconds,
+                memory_bytes=settings.pdf_max_memory_bytes,
+                pages=settings.pdf_max_pages,
+                chars=settings.pdf_max_chars,
+                workers=settings.pdf_workers,
+            ),
+        ),
     )
     services.account_export = AccountExport(reads.conversations, archive, accounts, long_term)
     services.deletion = AccountDeletion(
