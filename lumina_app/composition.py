@@ -432,7 +432,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         recall=Recall(reads.lookup, retriever),
         memories=MemoryTools(long_term),
     )
-    message_files = MessageFileStore(db)
+    message_files, file_store = MessageFileStore(db), FileStore(db)
     chat = ChatEngine(
         settings=settings,
         memory=memory,
@@ -458,6 +458,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         ),
         extractor=MemoryExtractor(long_term, providers),
         links=message_files,
+        files=file_store,
     )
     archive = ArchiveService(
         memory,
@@ -554,7 +555,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         purge, reads.conversations, registry, default_days=settings.retention_days
     )
     services.files = FileService(
-        FileStore(db),
+        file_store,
         max_bytes=settings.max_file_bytes,
         max_bytes_per_owner=settings.max_file_bytes_per_owner,
         reader=TextReader(

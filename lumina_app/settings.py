@@ -163,6 +163,7 @@ class Settings(BaseSettings):
     # agent is sent (the newest questions' first; older ones as ``[image: name]``), and
     # the tokens of file text for an agent without ``memory.contextTokens``.
     max_images_per_context: int = Field(8, ge=0, le=100)
+    max_context_image_bytes: int = Field(5 * 1024**2, ge=1024)  # larger: ``[image: name]``
     file_context_tokens: int = Field(16_000, ge=0)
 
     # -- idempotency keys ---------------------------------------------------------------
