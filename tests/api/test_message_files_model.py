@@ -16,6 +16,7 @@ from lumina_app.domain.tokens import estimate_messages
 from tests.api.helpers import bearer
 from tests.api.test_files import png, uploaded
 from tests.conftest import write_agent
+from tests.pdf_bytes import text_pdf
 
 KEYS = "alice:ka"
 ALICE = bearer("ka")
@@ -127,3 +128,14 @@ async def test_a_long_document_is_cut_with_a_marker_within_the_budget(api, fake_
     assert second["name"] == "short.txt" and second["sent"] in ("text", "placeholder")
     assert estimate_messages(sent) <= BUDGET and context["tokens"] <= BUDGET
     assert context["messages"] == sent
+
+
+async def test_a_pdfs_text_reaches_the_context(api, fake_llm) -> None:
+    spec = await uploaded(api, "spec.pdf", text_pdf("The quarterly spec", "Budget: wombat"))
+    done = await ask(api, "plain", "What is the budget?", [spec["id"]])
+    content = fake_llm.requests[-1]["messages"][-1]["content"]
+    assert content.startswith("What is the budget?\n\n[file: spec.pdf]\n")
+    assert "The quarterly spec" in content and "Budget: wombat" in content
+    assert content.endswith("\n[end of file: spec.pdf]")
+    (sent,) = (await inspected(api, done["runId"]))["files"]
+    assert sent["sent"] == "text" and sent["chars"] == sent["of"] > 0
