@@ -26,6 +26,7 @@ from lumina_app.storage.files import FileText
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 IMAGE, PLACEHOLDER, TEXT = "image", "placeholder", "text"
+_PIECE = 4096  # characters measured at a time while fitting a text to its room
 
 
 class FileSource(Protocol):
@@ -168,16 +169,35 @@ async def load(source: FileSource, owner: str, recorded: Sequence[dict[str, Any]
 
 
 def fit(name: str, text: str, room: int) -> int:
-    """How many of ``text``'s characters fit in ``room`` tokens as a block (0: none)."""
-    if room <= 0:
-        return 0
+    """How many of ``text``'s characters fit in ``room`` tokens as a block (0: none).
+
+    Costs what is sent, not the whole text: the text is measured a piece at a time up to
+    where the room ends (a 2,000,000-character file must not hold the event loop)."""
     whole = len(text)
-    if estimate_text(_block(name, text, whole)) <= room:
+    frame = estimate_text(_block(name, "", 0))
+    marker = estimate_text(f"\n[… cut: {whole} of {whole} characters sent]")
+    if room - frame <= 0:
+        return 0
+    sent, used = 0, 0
+    while sent < whole:
+        cost = estimate_text(text[sent : sent + _PIECE])
+        if used + cost > room - frame:
+            break
+        sent, used = min(whole, sent + _PIECE), used + cost
+    if sent >= whole:
         return whole
-    cut = whole * room // max(1, estimate_text(text))
-    while cut > 0 and estimate_text(_block(name, text, cut)) > room:
-        cut = cut * 9 // 10
-    return cut
+    limit = room - frame - marker  # cut: the marker must fit too
+    while sent > 0 and used > limit:
+        sent -= _PIECE
+        used -= estimate_text(text[sent : sent + _PIECE])
+    for char in text[sent : sent + _PIECE]:  # the last piece, a character at a time
+        cost = 1 if char >= "\x80" else 0.25
+        if used + cost > limit:
+            break
+        sent, used = sent + 1, used + cost
+    while sent > 0 and estimate_text(_block(name, text, sent)) > room:
+        sent -= 16  # the pieces' rounding, taken back
+    return max(0, sent)
 
 
 def _block(name: str, text: str, chars: int) -> str:
