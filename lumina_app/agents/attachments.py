@@ -27,6 +27,9 @@ from lumina_app.storage.files import FileText
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 IMAGE, PLACEHOLDER, TEXT = "image", "placeholder", "text"
 _PIECE = 4096  # characters measured at a time while fitting a text to its room
+# The blank line before each block, as the budget counts it: a whole token, so the sum of
+# the parts' estimates bounds the estimate of the question they make.
+_SEPARATOR = 1
 
 
 class FileSource(Protocol):
@@ -117,11 +120,15 @@ async def plan(
     """Decide and read what each file sends, the newest question's files first."""
     ids = [f["id"] for q in questions for f in q.files if f.get("type") not in IMAGE_TYPES]
     texts = await source.texts(owner, ids) if ids else {}
-    attached, images, room = Attached(), limits.images, limits.tokens
+    attached, images = Attached(), limits.images
+    # Every file is named at least: its placeholder's room is kept until it is decided.
+    named = [_named(f) for q in questions for f in q.files]
+    room = limits.tokens - sum(estimate_text(n) + _SEPARATOR for n in named)
     for question in questions:
         for entry in question.files:
             name, kind = str(entry.get("name", "")), str(entry.get("type", ""))
             base = FileSent(question.turn_id, str(entry.get("id", "")), name, kind, PLACEHOLDER)
+            room += estimate_text(_named(entry)) + _SEPARATOR
             if kind not in IMAGE_TYPES:
                 room -= _document(attached, base, texts.get(base.id), room)
                 continue
@@ -133,20 +140,28 @@ async def plan(
                 attached.add(replace(base, sent=IMAGE), url=url)
             else:
                 attached.add(base, block=f"[image: {name}]")
+                room -= _SEPARATOR + estimate_text(f"[image: {name}]")
     return attached
+
+
+def _named(entry: dict[str, Any]) -> str:
+    """A file's placeholder: ``[image: name]`` or ``[file: name]``."""
+    label = "image" if entry.get("type") in IMAGE_TYPES else "file"
+    return f"[{label}: {entry.get('name', '')}]"
 
 
 def _document(attached: Attached, base: FileSent, found: FileText | None, room: int) -> int:
     """A document's block, its text cut to ``room`` tokens (none left: its placeholder);
     the tokens it takes."""
     text = found.text if found is not None and found.status == "ok" else ""
-    cut = fit(base.name, text, room) if text else 0
+    cut = fit(base.name, text, room - _SEPARATOR) if text else 0
     if not cut:
-        attached.add(replace(base, of=len(text)), block=f"[file: {base.name}]")
-        return 0
-    block = _block(base.name, text, cut)
-    attached.add(replace(base, sent=TEXT, chars=cut, of=len(text)), block=block)
-    return estimate_text(block)
+        block = f"[file: {base.name}]"
+        attached.add(replace(base, of=len(text)), block=block)
+    else:
+        block = _block(base.name, text, cut)
+        attached.add(replace(base, sent=TEXT, chars=cut, of=len(text)), block=block)
+    return _SEPARATOR + estimate_text(block)
 
 
 async def load(source: FileSource, owner: str, recorded: Sequence[dict[str, Any]]) -> Attached:
@@ -163,8 +178,7 @@ async def load(source: FileSource, owner: str, recorded: Sequence[dict[str, Any]
         elif one.sent == TEXT and one.id in texts:
             attached.add(one, block=_block(one.name, texts[one.id].text, one.chars))
         else:
-            label = "image" if one.type in IMAGE_TYPES else "file"
-            attached.add(one, block=f"[{label}: {one.name}]")
+            attached.add(one, block=_named({"name": one.name, "type": one.type}))
     return attached
 
 
