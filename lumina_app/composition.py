@@ -48,10 +48,12 @@ from lumina_app.services.account_export import AccountExport
 from lumina_app.services.accounts import AccountService
 from lumina_app.services.agent_permissions import AgentPermissions
 from lumina_app.services.agents import AgentService
+from lumina_app.services.attachments import Attachments
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.exchanges import ExchangeLog
+from lumina_app.services.file_text import PdfLimits, TextReader
 from lumina_app.services.files import FileService
 from lumina_app.services.health import HealthService
 from lumina_app.services.imports import ImportService
@@ -99,6 +101,7 @@ from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.files import FileStore
 from lumina_app.storage.sql.idempotency import IdempotencyStore
+from lumina_app.storage.sql.message_files import MessageFileStore
 from lumina_app.storage.sql.prompts import PromptStore
 from lumina_app.storage.sql.quotas import OwnerQuotas
 from lumina_app.storage.sql.runs import RunStore
@@ -361,6 +364,8 @@ class _Store:
     memory: MemoryManager
     reads: MemoryReads
     idempotency: IdempotencyStore
+    files: FileStore  # uploaded files
+    message_files: MessageFileStore  # which files a message carries
 
 
 def _store(settings: Settings, stack: AsyncExitStack) -> _Store:
@@ -388,6 +393,8 @@ def _store(settings: Settings, stack: AsyncExitStack) -> _Store:
         ),
         reads=MemoryReads.over(cold, db, window=settings.context_window),
         idempotency=IdempotencyStore(db, ttl=settings.idempotency_ttl_seconds),
+        files=FileStore(db),
+        message_files=MessageFileStore(db),
     )
 
 
@@ -463,6 +470,8 @@ def _engine(
             lease_seconds=settings.run_lease_seconds,
         ),
         extractor=extractor,
+        links=store.message_files,
+        files=store.files,
     )
 
 
@@ -566,7 +575,12 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
     )
     titles = Titles(conversations, timeout=settings.title_timeout_seconds)
     stack.push_async_callback(titles.close)
-    runs = RunService(chat, chat.runs, reads.lookup, reads.runs, live, titles)
+    attachments = Attachments(
+        store.message_files,
+        max_files=settings.max_files_per_message,
+        max_bytes=settings.max_message_file_bytes,
+    )
+    runs = RunService(chat, chat.runs, reads.lookup, reads.runs, live, titles, attachments)
     doors = _openai_doors(settings, store, agents, runs)
     streams = StreamCap(store.shared.run_slots, lease_seconds=settings.run_lease_seconds)
     stack.push_async_callback(streams.close)
@@ -673,9 +687,19 @@ def _lifecycle(services: Services, settings: Settings, store: _Store, recall: _R
     db, archive, chat, long_term = store.db, services.archive, services.chat, recall.long_term
     embeddings = recall.embeddings
     services.files = FileService(
-        FileStore(db),
+        store.files,
         max_bytes=settings.max_file_bytes,
         max_bytes_per_owner=settings.max_file_bytes_per_owner,
+        reader=TextReader(
+            max_chars=settings.max_file_text_chars,
+            pdf=PdfLimits(
+                seconds=settings.pdf_timeout_seconds,
+                memory_bytes=settings.pdf_max_memory_bytes,
+                pages=settings.pdf_max_pages,
+                chars=settings.pdf_max_chars,
+                workers=settings.pdf_workers,
+            ),
+        ),
     )
     services.imports = ImportService(
         archive,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -144,14 +144,49 @@ class BranchSwitched(BaseModel):
     branch: int
 
 
+# The ids of the caller's files a message carries (``POST /api/v1/files``), in order:
+# at most LUMINA_MAX_FILES_PER_MESSAGE (413), each once (422), each the caller's (404).
+FileIds = Annotated[
+    list[Annotated[str, Field(max_length=64)]],
+    # Left out of a dump when empty: an idempotency fingerprint of a send without files
+    # stays what it was before files existed.
+    Field(
+        max_length=1000,
+        description="ids of the caller's files the message carries, each once",
+        exclude_if=lambda v: not v,
+        json_schema_extra={"uniqueItems": True},  # checked by the service: a 422
+    ),
+]
+
+
 class ExecuteBody(StrictBody):
     task: Annotated[str | None, Unicode, TaskText] = None
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
+    files: FileIds = []
 
 
 class ChatBody(StrictBody):
     message: Annotated[str, Unicode, TaskText]
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
+    files: FileIds = []
+
+
+class FileOnMessage(BaseModel):
+    """A file a message carries, as sent: its id, name, sniffed type and size."""
+
+    id: str
+    name: str
+    type: str
+    size: int
+
+    @classmethod
+    def of(cls, entry: dict[str, Any]) -> FileOnMessage:
+        return cls(
+            id=str(entry.get("id", "")),
+            name=str(entry.get("name", "")),
+            type=str(entry.get("type", "")),
+            size=int(entry.get("size") or 0),
+        )
 
 
 class ConversationOut(BaseModel):
@@ -218,6 +253,8 @@ class MessageOut(BaseModel):
     # absent on every other row (``docs/API.md``, "Branches").
     branch: int | None = Field(default=None, exclude_if=lambda v: v is None)
     branches: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The files a question carries (docs/FILES.md); absent on a message without any.
+    files: list[FileOnMessage] | None = Field(default=None, exclude_if=lambda v: not v)
 
     @classmethod
     def of(
@@ -240,6 +277,7 @@ class MessageOut(BaseModel):
             createdAt=iso_us(msg.created_at),
             updatedAt=iso_us(msg.updated_at or msg.created_at),
             meta=msg.meta,
+            files=[FileOnMessage.of(f) for f in msg.files] or None,
         )
 
 
@@ -320,6 +358,19 @@ class RecalledOut(BaseModel):
     createdAt: str | None
 
 
+class FileSentOut(BaseModel):
+    """What a run's context sent of one file: ``image`` (an image part), ``text``
+    (``chars`` of its ``of`` characters) or ``placeholder`` (``[image: name]`` /
+    ``[file: name]``)."""
+
+    id: str
+    name: str
+    type: str
+    sent: Literal["image", "placeholder", "text"]
+    chars: int
+    of: int
+
+
 class RunContextOut(BaseModel):
     runId: str
     scenario: str
@@ -349,6 +400,11 @@ class RunContextOut(BaseModel):
         default_factory=list,
         description="the earlier messages auto-recall put in (memory.autoRecall), in the "
         "order they were sent, each with the conversation it was said in",
+    )
+    files: list[FileSentOut] = Field(
+        default_factory=list,
+        description="what of each file of the context's questions was sent, the newest "
+        "question's first (docs/FILES.md)",
     )
 
     @classmethod
@@ -390,6 +446,7 @@ class RunContextOut(BaseModel):
                 )
                 for r in context.recalled
             ],
+            files=[FileSentOut(**f) for f in context.files],
         )
 
 
@@ -496,12 +553,15 @@ class HistoryEntry(BaseModel):
     id: int
     seq: int
     status: str
+    # The files a question carries, as on the v1 messages route; absent without any.
+    files: list[FileOnMessage] | None = Field(default=None, exclude_if=lambda v: not v)
 
     @classmethod
     def of(cls, msg: Msg) -> HistoryEntry:
         # history_entry names the status of a superseded answer itself (the archive's form)
         entry = {**history_entry(msg), "status": msg.status.value}
-        return cls(**entry, id=msg.id or 0, seq=msg.seq)
+        files = [FileOnMessage.of(f) for f in msg.files] or None
+        return cls(**entry, id=msg.id or 0, seq=msg.seq, files=files)
 
 
 class ConversationDetail(BaseModel):

@@ -4,17 +4,19 @@ read its status. A run is someone's: another owner's run id is simply not found.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lumina_app.agents.run.attachments import Attached, FileSent, load
 from lumina_app.agents.run.context import chat_message, render
 from lumina_app.agents.run.engine import ChatEngine
 from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.agents.tools.auto_recall import Elsewhere, recalled_message
 from lumina_app.domain import (
     ConversationBusy,
+    InvalidInput,
     MessageStatus,
     Msg,
     MsgRole,
@@ -33,6 +35,7 @@ from lumina_app.domain.ids import ConversationPk, parse_conversation_uuid
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.long_term import context_message
 from lumina_app.memory.run_inspection import RunInspection
+from lumina_app.services.attachments import Attachments
 from lumina_app.services.live import LiveHub, Notice
 from lumina_app.services.titles import Titles
 from lumina_app.storage.run_records import RunRecords
@@ -83,6 +86,8 @@ class RunContext:
     memories: list[int] = dataclasses.field(default_factory=list)
     # The messages auto-recall put in, and where each was said.
     recalled: list[RecalledFrom] = dataclasses.field(default_factory=list)
+    # What of each file of the context's questions was sent (``FileSent.view``).
+    files: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +111,7 @@ class RunService:
         inspection: RunInspection,
         live: LiveHub | None = None,
         titles: Titles | None = None,
+        attachments: Attachments | None = None,
     ) -> None:
         self.engine = engine
         self.records = records
@@ -116,6 +122,7 @@ class RunService:
         # branch switch is announced, and ``titles`` is at hand for tests to wait on.
         self.live = live
         self.titles = titles
+        self.attachments = attachments  # the files a send names, checked
 
     async def start(
         self,
@@ -126,10 +133,14 @@ class RunService:
         conversation_uuid: str | None = None,
         title: str | None = None,
         system_prompt: str | None = None,
+        files: Sequence[str] = (),
     ) -> ActiveRun:
         """When this returns the question is committed and the run is on (ARCHITECTURE.md § Runs).
         No ``conversation_uuid`` starts a new conversation; a malformed one is not found.
-        ``system_prompt`` replaces the agent's for this run (the gateway decides when)."""
+        ``system_prompt`` replaces the agent's for this run (the gateway decides when).
+        ``files``: ids of the caller's files the question carries, checked before anything
+        is stored (``Attachments.check``: 404 / 413 / 422)."""
+        attached = await self._attached(principal, files)
         run = await self.engine.start(
             agent_id=agent_id,
             message=message,
@@ -139,8 +150,18 @@ class RunService:
             principal=principal,
             title=title,
             system_prompt=system_prompt,
+            files=attached,
         )
         return run
+
+    async def _attached(self, principal: Principal, files: Sequence[str]) -> list[dict[str, Any]]:
+        """The question's ``files`` meta: ``{id, name, type, size}`` of each file named."""
+        if not files:
+            return []
+        if self.attachments is None:
+            raise InvalidInput("this server keeps no files")
+        checked = await self.attachments.check(principal, files)
+        return [{"id": f.id, "name": f.name, "type": f.media_type, "size": f.size} for f in checked]
 
     async def regenerate(self, principal: Principal, conversation_uuid: str) -> ActiveRun:
         """Answer the last user message again (ARCHITECTURE.md § Regenerate): the previous
@@ -205,14 +226,14 @@ class RunService:
         """What came after event ``after`` (a reconnect's Last-Event-ID), then live."""
         return await self.engine.open_stream(_checked(run_id), after=after, owner=principal.owner)
 
-    async def stream(self, principal: Principal, **start: str | None) -> AsyncIterator[RunEvent]:
+    async def stream(self, principal: Principal, **start: Any) -> AsyncIterator[RunEvent]:
         """Start a run and follow it to its result."""
         run = await self.start(principal, **start)  # type: ignore[arg-type]
         async for event in self.follow(run):
             if event is not None:
                 yield event
 
-    async def execute_sync(self, principal: Principal, **start: str | None) -> RunFinished:
+    async def execute_sync(self, principal: Principal, **start: Any) -> RunFinished:
         """Start a run and wait for its result."""
         return await self.result(await self.start(principal, **start))  # type: ignore[arg-type]
 
@@ -291,6 +312,7 @@ class RunService:
             if memory_ids and self.engine.long_term is not None
             else []
         )
+        sent = list(recipe.get("files", []))
         messages = render(
             prompt,
             summary,
@@ -298,6 +320,8 @@ class RunService:
             question.content if question else "",
             recalled_message(recalled, elsewhere),
             context_message(known),
+            attached=await self._attached_again(record, sent),
+            turn=question.turn_id if question else "",
         )
         older = history[: recipe.get("earlier", 0)]
         earlier = (older[0].seq, older[-1].seq, len(older)) if older else None
@@ -322,7 +346,14 @@ class RunService:
             calls=calls,
             memories=memory_ids,
             recalled=await self._origins(record, recalled, elsewhere),
+            files=[FileSent(**entry).view() for entry in sent],
         )
+
+    async def _attached_again(self, record: RunRecord, sent: list[dict]) -> Attached | None:
+        """The files' parts as the run sent them, read again from what it recorded."""
+        if not sent or self.engine.files is None:
+            return None
+        return await load(self.engine.files, record.owner, sent)
 
     async def _recalled(self, record: RunRecord, recipe: dict) -> tuple[list[Msg], list[Elsewhere]]:
         """The messages auto-recall gave the run: its conversation's, and the other

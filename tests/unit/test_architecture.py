@@ -65,6 +65,7 @@ CONTRACTS = {
     "storage.claims",
     "storage.slots",
     "storage.files",
+    "storage.message_files",
 }
 
 

@@ -17,13 +17,14 @@ import secrets
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
 from lumina_app.agents.definitions.prompts import PromptVersions
 from lumina_app.agents.definitions.registry import AgentDefinition, AgentRegistry
 from lumina_app.agents.providers.factory import ProviderFactory
+from lumina_app.agents.run.attachments import FileSource
 from lumina_app.agents.run.run_cap import RunCap
 from lumina_app.agents.run.run_driver import ActiveRun, RunDriver
 from lumina_app.agents.run.sessions import SessionPool
@@ -53,6 +54,7 @@ from lumina_app.memory.context_reads import ContextReads
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.settings import Settings
+from lumina_app.storage.message_files import MessageFiles
 from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import RunLocks
 from lumina_app.storage.run_records import RunRecords
@@ -93,6 +95,8 @@ class ChatEngine:
         tools: ToolCatalog,
         cap: RunCap,
         extractor: MemoryExtractor | None = None,
+        links: MessageFiles | None = None,
+        files: FileSource | None = None,
     ) -> None:
         self.settings = settings
         self.cap = cap
@@ -114,7 +118,10 @@ class ChatEngine:
             prompts=prompts,
             retriever=tools.recall.retriever if tools.recall else None,
             long_term=extractor.store if extractor else None,
+            links=links,
+            files=files,
         )
+        self.files = files  # the context inspector reads the files a run sent again
         self.extractor = extractor  # long-term memories, written after runs
         self.long_term: LongTermMemory | None = extractor.store if extractor else None
         self.prompts = prompts
@@ -192,21 +199,28 @@ class ChatEngine:
         principal: Principal = LOCAL,
         title: str | None = None,
         system_prompt: str | None = None,
+        files: Sequence[dict[str, Any]] = (),
     ) -> ActiveRun:
         """Accept a message: when this returns, the question is committed and the run is on.
 
         Shielded, so a caller that goes away mid-accept cannot leave half a turn behind.
         ``system_prompt`` replaces the agent's (a gateway client's, where the agent allows).
+        ``files``: the question's files, checked already (``{id, name, type, size}`` each);
+        a question with files may have no text.
         """
         agent = self._agent(agent_id)
-        text = self._check_message(message)
+        text = self._check_message(message, empty_ok=bool(files))
         new = None
         if conversation_uuid is None:  # stored together with the first turn, at the accept
             new = ConversationInfo.new(
-                agent_id=agent.id, title=title or title_from(text), owner=principal.owner
+                agent_id=agent.id,
+                title=title or title_from(text) or title_from(files[0]["name"]),
+                owner=principal.owner,
             )
             conversation_uuid = new.uuid
-        request = RunRequest(agent, principal, conversation_uuid, text, new, system_prompt)
+        request = RunRequest(
+            agent, principal, conversation_uuid, text, new, system_prompt, files=tuple(files)
+        )
         return await _shielded(self._begin(request))
 
     async def regenerate(
@@ -383,8 +397,9 @@ class ChatEngine:
             raise AgentUnavailable(f"agent {agent_id!r} is unavailable: {agent.error}")
         return agent
 
-    def _check_message(self, message: str) -> str:
-        if not isinstance(message, str) or not message.strip():
+    def _check_message(self, message: str, *, empty_ok: bool = False) -> str:
+        """``empty_ok``: the message carries files, which say enough on their own."""
+        if not isinstance(message, str) or not (message.strip() or empty_ok):
             raise InvalidInput("message must be a non-empty string")
         check_storable_text(message, "message")
         if len(message) > self.settings.max_task_chars:

@@ -4,19 +4,23 @@ question before generation (:meth:`TurnPreparer.accept`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import logging
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
+from typing import Any
 
 from lumina_app.agents.definitions.prompts import PromptVersions
 from lumina_app.agents.definitions.registry import AgentDefinition
 from lumina_app.agents.providers.acp.provider import AcpProvider
 from lumina_app.agents.providers.factory import Provider, ProviderFactory
 from lumina_app.agents.run import client_tools
+from lumina_app.agents.run.attachments import Attached, FileSource, Limits, carrying, plan, reserve
 from lumina_app.agents.run.context import (
     MAX_EARLIER,
     BuiltContext,
     build_context,
     chat_message,
+    render,
     whole_exchanges,
 )
 from lumina_app.agents.run.run_driver import ActiveRun
@@ -33,14 +37,19 @@ from lumina_app.domain import (
     RunRecord,
     Scenario,
     SessionStarted,
+    StoreUnavailable,
     new_turn_id,
 )
+from lumina_app.domain.tokens import estimate_messages
 from lumina_app.domain.views import iso_ms
 from lumina_app.memory import MemoryManager, MemoryView
 from lumina_app.memory.context_reads import ContextReads
 from lumina_app.memory.long_term import LongTermMemory, context_message
 from lumina_app.recall.retriever import Retriever
 from lumina_app.settings import Settings
+from lumina_app.storage.message_files import MessageFiles
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +69,7 @@ class RunRequest:
     system_prompt: str | None = None
     outputs: list[Msg] | None = None
     edit_seq: int | None = None
+    files: tuple[dict[str, Any], ...] = ()  # the question's (``Msg.files``), checked already
 
     @property
     def asks(self) -> bool:
@@ -114,6 +124,8 @@ class TurnPreparer:
         prompts: PromptVersions,
         retriever: Retriever | None = None,
         long_term: LongTermMemory | None = None,
+        links: MessageFiles | None = None,
+        files: FileSource | None = None,
     ) -> None:
         self.settings = settings
         self.memory = memory  # the window (a resumed conversation's context)
@@ -123,6 +135,8 @@ class TurnPreparer:
         self.prompts = prompts
         self.retriever = retriever  # auto-recall (agents with memory.autoRecall)
         self.long_term = long_term  # what is known about the person (memory.longTerm)
+        self.links = links  # a question's links to its files (deletion follows them)
+        self.files = files  # what the files of a context's questions send (their text, bytes)
 
     async def prepare(
         self, run_id: str, request: RunRequest, conversation: ConversationInfo
@@ -145,7 +159,8 @@ class TurnPreparer:
             if agent.memory.summary:
                 view = await self.context.with_unsummarized(conversation, view, limit=MAX_EARLIER)
         accept = Accept.CONVERSATION if request.new is not None else Accept.TURN
-        question = Msg.user(request.text, turn_id=new_turn_id())
+        meta = {"files": list(request.files)} if request.files else {}
+        question = Msg.user(request.text, turn_id=new_turn_id(), meta=meta)
         return await self._prepared(run_id, request, conversation, scenario, view, question, accept)
 
     async def _prepare_regenerate(
@@ -184,7 +199,9 @@ class TurnPreparer:
             view = await self.context.with_unsummarized(
                 conversation, view, limit=MAX_EARLIER, before_seq=seq
             )
-        question = Msg.user(request.text or "", turn_id=new_turn_id())
+        # The edited question keeps its files (the parked one keeps its own links).
+        meta = {"files": original.files} if original.files else {}
+        question = Msg.user(request.text or "", turn_id=new_turn_id(), meta=meta)
         prepared = await self._prepared(
             run_id, request, conversation, Scenario.RESUME, view, question, Accept.EDIT, seq
         )
@@ -241,17 +258,31 @@ class TurnPreparer:
             )  # fmt: skip
         known = [] if conversation.temporary else await self._known(agent, request.principal, text)
         known_ids = {"memories": [m.id for m in known]} if known else {}
+        limits = self._file_limits(agent)
+        budget = agent.memory.context_tokens
+        held = 0  # room kept from the history for the files (at most half the budget)
+        if budget and self.files is not None:
+            held = min(reserve(carrying(history, question), limits), budget // 2)
+        summary = view.summary if agent.memory.summary else None
+        said, known_text = recalled.message(), context_message(known)
         context = build_context(
             prompt,
             history,
             text,
             window=self.settings.context_window,
-            summary=view.summary if agent.memory.summary else None,
-            token_budget=agent.memory.context_tokens,
+            summary=summary,
+            token_budget=budget - held if budget else None,
             earlier=agent.memory.summary,
-            recalled=recalled.message(),
-            known=context_message(known),
+            recalled=said,
+            known=known_text,
         )
+        attached = await self._attach(request.principal.owner, context, question, limits, budget)
+        if attached.sent:  # the same context, its questions with their files
+            context.messages = render(
+                prompt, summary, context.history, text, said, known_text,
+                attached=attached, turn=question.turn_id,
+            )  # fmt: skip
+            context.tokens = estimate_messages(context.messages)
         if accept in (Accept.CONVERSATION, Accept.TURN, Accept.EDIT) and context.messages:
             context.messages[-1] = client_tools.with_images(context.messages[-1])
         provider = self.providers.for_agent(agent, conversation.uuid, conversation.owner)
@@ -273,7 +304,8 @@ class TurnPreparer:
             context=await self._recipe(prompt, context)
             | recalled.recipe()
             | known_ids
-            | own_session,
+            | own_session
+            | ({"files": [asdict(sent) for sent in attached.sent]} if attached.sent else {}),
             trimmed=context.trimmed,
         )
         # The answer says which memories its run was given, so a page of answers can show
@@ -303,6 +335,8 @@ class TurnPreparer:
             if isinstance(run.provider, AcpProvider):  # the session it took goes back
                 run.provider.abandon()
             raise
+        if run.accept in (Accept.CONVERSATION, Accept.TURN, Accept.EDIT) and user.files:
+            await self._link(run, user)
         active = ActiveRun(
             run_id=run.record.run_id,
             conversation=conversation,
@@ -343,6 +377,46 @@ class TurnPreparer:
         )
         user, answer = await begin(conversation, run.question, run.answer, record)
         return user, answer, []
+
+    def _file_limits(self, agent: AgentDefinition) -> Limits:
+        """Images only for a model that takes them; file text within the agent's budget
+        (``memory.contextTokens``) or ``LUMINA_FILE_CONTEXT_TOKENS``."""
+        settings = self.settings
+        vision = agent.takes_images(settings.llm_provider)
+        return Limits(
+            images=settings.max_images_per_context if vision else 0,
+            image_bytes=settings.max_context_image_bytes,
+            tokens=settings.file_context_tokens,
+        )
+
+    async def _attach(
+        self,
+        owner: str,
+        context: BuiltContext,
+        question: Msg,
+        limits: Limits,
+        budget: int | None,
+    ) -> Attached:
+        """The parts of the files of the context's questions, in the room left: the
+        budget's rest once the context is built, or the setting's without a budget."""
+        questions = carrying(context.history, question)
+        if self.files is None or not questions:
+            return Attached()
+        room = budget - context.tokens if budget else limits.tokens
+        return await plan(self.files, owner, questions, replace(limits, tokens=room))
+
+    async def _link(self, run: PreparedRun, question: Msg) -> None:
+        """The question's links to its files, right after the accept committed it: the
+        fast write paths store a turn in one statement (``writes_pg``), so the links are
+        their own transaction. A file deleted meanwhile links nothing (the question still
+        names it); a failure here is logged, never undoes the accepted turn."""
+        if self.links is None:
+            return
+        ids = [f["id"] for f in question.files]
+        try:
+            await self.links.link(run.owner, run.conversation.id, question.seq, ids)
+        except (StoreUnavailable, OSError) as exc:
+            log.warning("the files of question %s were not linked: %s", question.seq, exc)
 
     async def _known(self, agent: AgentDefinition, principal: Principal, text: str) -> list:
         """The memories about the person most relevant to ``text``, within the agent's
