@@ -40,6 +40,7 @@ from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.memory.memory_sources import DeletedSources
 from lumina_app.observability import hooks as metric_hooks
 from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
+from lumina_app.recall.file_passages import FilePassages
 from lumina_app.recall.retriever import Retriever
 from lumina_app.recall.worker import EmbedWorker
 from lumina_app.services.account_deletion import AccountDeletion
@@ -501,7 +502,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         permissions=AgentPermissions(chat),
         health=HealthService(memory),
         search=SearchService(reads.lookup, reads.search),
-        recall=RecallService(reads.lookup, retriever),
+        recall=RecallService(reads.lookup, retriever, FilePassages(db)),
         auth=auth,
         signin=signin,
         accounts=accounts,
