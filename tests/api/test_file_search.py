@@ -103,4 +103,5 @@ async def test_deleting_the_file_or_the_conversation_makes_it_unfindable(api) ->
     resp = await api.delete(f"/api/v1/conversations/{second}", headers=ALICE)
     assert resp.status_code in (200, 204), resp.text
     assert await items(api, "/api/v1/search", "saffron") == []
-    assert [h for h in await items(api, "/api/v1/recall", "saffron protocol") if h.get("file")] == []
+    recalled = await items(api, "/api/v1/recall", "saffron protocol")
+    assert [h for h in recalled if h.get("file")] == []
