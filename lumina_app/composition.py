@@ -41,6 +41,7 @@ from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.memory.memory_sources import DeletedSources
 from lumina_app.observability import hooks as metric_hooks
 from lumina_app.recall.embedders import Embedder, LocalEmbedder, OpenAIEmbedder
+from lumina_app.recall.file_passages import FilePassages
 from lumina_app.recall.retriever import Retriever
 from lumina_app.recall.worker import EmbedWorker
 from lumina_app.services.account_deletion import AccountDeletion
@@ -592,7 +593,7 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
         permissions=AgentPermissions(chat),
         health=HealthService(memory),
         search=SearchService(reads.lookup, reads.search),
-        recall=RecallService(reads.lookup, recall.retriever),
+        recall=RecallService(reads.lookup, recall.retriever, FilePassages(db)),
         auth=auth,
         signin=signin,
         accounts=accounts,

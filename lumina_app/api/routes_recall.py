@@ -27,7 +27,11 @@ RecallText = Annotated[
 ]
 
 
-@router.get("/conversations/{conversation_id}/recall", response_model=SearchResults)
+@router.get(
+    "/conversations/{conversation_id}/recall",
+    response_model=SearchResults,
+    response_model_exclude_none=True,
+)
 async def recall_conversation(
     conversation_id: str, services: ServicesDep, caller: Caller, q: RecallText, limit: Limit = 10
 ) -> SearchResults:
@@ -38,7 +42,7 @@ async def recall_conversation(
     return SearchResults(items=[HitOut.of(h) for h in hits])
 
 
-@router.get("/recall", response_model=SearchResults)
+@router.get("/recall", response_model=SearchResults, response_model_exclude_none=True)
 async def recall_everywhere(
     services: ServicesDep,
     caller: Caller,

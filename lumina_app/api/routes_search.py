@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import ServicesDep
@@ -18,6 +18,11 @@ SearchText = Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS), NoN
 Limit = Annotated[int, Query(ge=1, le=100)]
 
 
+class FileRefOut(BaseModel):
+    id: str
+    name: str
+
+
 class HitOut(BaseModel):
     conversationId: str
     title: str
@@ -26,9 +31,13 @@ class HitOut(BaseModel):
     snippet: str  # HTML: the text escaped, the matches in <mark>…</mark>
     score: float
     createdAt: str
+    file: FileRefOut | None = Field(
+        None, description="present when found in this file's text (the message carries it)"
+    )
 
     @classmethod
     def of(cls, hit: SearchHit) -> HitOut:
+        file = hit.file and FileRefOut(id=hit.file.id, name=hit.file.name)
         return cls(
             conversationId=hit.conversation_uuid,
             title=hit.title,
@@ -37,6 +46,7 @@ class HitOut(BaseModel):
             snippet=hit.snippet,
             score=hit.score,
             createdAt=iso_us(hit.created_at),
+            file=file,
         )
 
 
@@ -44,7 +54,11 @@ class SearchResults(BaseModel):
     items: list[HitOut]
 
 
-@router.get("/conversations/{conversation_id}/search", response_model=SearchResults)
+@router.get(
+    "/conversations/{conversation_id}/search",
+    response_model=SearchResults,
+    response_model_exclude_none=True,
+)
 async def search_conversation(
     conversation_id: str, services: ServicesDep, caller: Caller, q: SearchText, limit: Limit = 20
 ) -> SearchResults:
@@ -53,7 +67,7 @@ async def search_conversation(
     return SearchResults(items=[HitOut.of(h) for h in hits])
 
 
-@router.get("/search", response_model=SearchResults)
+@router.get("/search", response_model=SearchResults, response_model_exclude_none=True)
 async def search_everywhere(
     services: ServicesDep,
     caller: Caller,

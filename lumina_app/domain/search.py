@@ -34,6 +34,22 @@ class MessageHit:
     created_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class FileTextMatch:
+    """A message that carries a file whose text holds the words."""
+
+    conversation_uuid: str
+    conversation_title: str
+    conversation_pk: int
+    message_id: int
+    seq: int
+    role: MsgRole
+    created_at: datetime
+    file_id: str
+    file_name: str
+    text: str
+
+
 QUESTION_WORDS = 4  # this many words or more, or a "?", reads as a question
 
 

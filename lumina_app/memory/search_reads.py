@@ -1,15 +1,17 @@
 """What full-text search reads (``services/search.py``): an owner's final messages
-matching every word, through the full-text index. The query is
-``storage/sql/search.py``'s ``search_messages``."""
+matching every word, through the full-text index (``storage/sql/search.py``'s
+``search_messages``), and the messages whose files' text holds them
+(``storage/sql/file_search.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from lumina_app.domain import ConversationInfo
-from lumina_app.domain.search import MessageHit
+from lumina_app.domain.search import FileTextMatch, MessageHit
 from lumina_app.storage.sql import search
 from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.file_search import matching_file_texts
 
 
 class SearchReads:
@@ -30,6 +32,26 @@ class SearchReads:
             self.db,
             words,
             owner=owner,
+            conversation_pk=conversation.id if conversation else None,
+            agent_id=agent_id,
+            limit=limit,
+        )
+
+    async def in_files(
+        self,
+        words: Sequence[str],
+        *,
+        owner: str,
+        conversation: ConversationInfo | None = None,
+        agent_id: str | None = None,
+        limit: int = 20,
+    ) -> list[FileTextMatch]:
+        """Messages carrying a file whose text contains every word, newest first."""
+        return await matching_file_texts(
+            self.db,
+            words,
+            owner=owner,
+            every=True,
             conversation_pk=conversation.id if conversation else None,
             agent_id=agent_id,
             limit=limit,

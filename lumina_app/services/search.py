@@ -1,9 +1,11 @@
 """Finding things said earlier: in one conversation, or across all of a caller's, through
-the full-text index. Hits carry a snippet with the matches marked (``<mark>``), the rest of
-the text HTML-escaped, so a client can show it as markup safely."""
+the full-text index, and in the text of the files messages carry (such a hit names the
+file; docs/FILES.md). Hits carry a snippet with the matches marked (``<mark>``), the rest
+of the text HTML-escaped, so a client can show it as markup safely."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from collections.abc import Sequence
@@ -12,12 +14,18 @@ from datetime import datetime
 
 from lumina_app.domain import InvalidInput, Principal
 from lumina_app.domain.ids import parse_conversation_uuid
-from lumina_app.domain.search import UNSPACED, MessageHit, terms
+from lumina_app.domain.search import UNSPACED, FileTextMatch, MessageHit, terms
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.search_reads import SearchReads
 
 MAX_QUERY_CHARS = 200
 SNIPPET_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    id: str
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +37,7 @@ class SearchHit:
     snippet: str
     score: float
     created_at: datetime
+    file: FileRef | None = None  # found in the text of this file the message carries
 
 
 class SearchService:
@@ -48,7 +57,10 @@ class SearchService:
         hits = await self.reads.search(
             words, owner=principal.owner, conversation=conversation, limit=limit
         )
-        return [_hit(h, words) for h in hits]
+        in_files = await self.reads.in_files(
+            words, owner=principal.owner, conversation=conversation, limit=limit
+        )
+        return await _with_files([_hit(h, words) for h in hits], in_files, words, limit)
 
     async def everywhere(
         self, principal: Principal, query: str, *, agent_id: str | None = None, limit: int = 20
@@ -57,7 +69,10 @@ class SearchService:
         if not words:
             return []
         hits = await self.reads.search(words, owner=principal.owner, agent_id=agent_id, limit=limit)
-        return [_hit(h, words) for h in hits]
+        in_files = await self.reads.in_files(
+            words, owner=principal.owner, agent_id=agent_id, limit=limit
+        )
+        return await _with_files([_hit(h, words) for h in hits], in_files, words, limit)
 
 
 def _words(query: str) -> list[str]:
@@ -78,6 +93,49 @@ def _hit(hit: MessageHit, words: Sequence[str]) -> SearchHit:
         score=round(hit.score, 6),
         created_at=hit.created_at,
     )
+
+
+async def _with_files(
+    hits: list[SearchHit], matches: Sequence[FileTextMatch], words: Sequence[str], limit: int
+) -> list[SearchHit]:
+    """The message hits, then the messages found by a file's text only: after them, but
+    keeping at least a quarter of the places when both would pass ``limit``."""
+    if not matches:
+        return hits
+    extra = await asyncio.to_thread(
+        file_hits, matches, words, {(h.conversation_uuid, h.seq) for h in hits}
+    )
+    kept = min(len(extra), max(limit - len(hits), max(1, limit // 4)))
+    return hits[: limit - kept] + extra[:kept]
+
+
+def file_hits(
+    matches: Sequence[FileTextMatch], words: Sequence[str], seen: set[tuple[str, int]]
+) -> list[SearchHit]:
+    """One hit per message not in ``seen`` whose file's text has every word as a word (the
+    last as a prefix: the query matched substrings), its snippet from that text."""
+    patterns = [
+        re.compile(_marked(w, i == len(words) - 1), re.IGNORECASE) for i, w in enumerate(words)
+    ]
+    out = []
+    for m in matches:
+        key = (m.conversation_uuid, m.seq)
+        if key in seen or not all(p.search(m.text) for p in patterns):
+            continue
+        seen.add(key)
+        out.append(
+            SearchHit(
+                conversation_uuid=m.conversation_uuid,
+                title=m.conversation_title,
+                seq=m.seq,
+                role=m.role.value,
+                snippet=snippet(m.text, words),
+                score=0.0,
+                created_at=m.created_at,
+                file=FileRef(m.file_id, m.file_name),
+            )
+        )
+    return out
 
 
 def snippet(text: str, words: Sequence[str], width: int = SNIPPET_CHARS) -> str:

@@ -129,6 +129,7 @@ async def search_conversations(
                 "snippet": h.snippet,
                 "score": round(h.score, 4),
                 "date": iso_us(h.created_at),
+                **({"file": {"id": h.file.id, "name": h.file.name}} if h.file else {}),
             }
             for h in hits
         ]
