@@ -13,10 +13,9 @@ from lumina_app.domain.search import MAX_RECALL_CHARS
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.recall import text
 from lumina_app.recall.file_passages import FilePassages, Passage
+from lumina_app.recall.ranking import reciprocal_ranks
 from lumina_app.recall.retriever import Recalled, Retriever
 from lumina_app.services.search import FileRef, SearchHit, snippet
-
-RRF_K = 60  # reciprocal-rank fusion of the messages' ranking and the files' passages'
 
 
 class RecallService:
@@ -63,8 +62,9 @@ def fused(
     Without passages, the messages' ranking as it is."""
     if not passages:
         return list(messages[:limit])
-    ranked = [(1 / (RRF_K + r), 0, r, h) for r, h in enumerate(messages)]
-    ranked += [(1 / (RRF_K + r), 1, r, h) for r, h in enumerate(passages)]
+    shares = reciprocal_ranks(len(messages), 1.0), reciprocal_ranks(len(passages), 1.0)
+    ranked = [(shares[0][r], 0, r, h) for r, h in enumerate(messages)]
+    ranked += [(shares[1][r], 1, r, h) for r, h in enumerate(passages)]
     ranked.sort(key=lambda x: (-x[0], x[1], x[2]))
     out, seen = [], set()
     for *_, hit in ranked:
