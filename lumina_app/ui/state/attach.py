@@ -19,12 +19,11 @@ from lumina_app.ui.state.base import AppState
 from lumina_app.ui.view_models.file_views import FileView, refusal, stored_view, too_big
 
 UPLOAD_ID = "composer-files"
-DEFAULT_MAX_FILES = 10
 
 
 def max_files() -> int:
     """Files one message may carry (LUMINA_MAX_FILES_PER_MESSAGE)."""
-    return int(getattr(get_settings(), "max_files_per_message", DEFAULT_MAX_FILES))
+    return get_settings().max_files_per_message
 
 
 class AttachState(AppState):
