@@ -127,7 +127,7 @@
   function trySend() {
     const el = $("composer");
     if (!el || !sendable(el)) return;
-    if (uploading()) { waitForUpload(); return; }
+    if (busy()) { waitForUpload(); return; }
     if (streaming()) {
       const hint = byTest("composer-hint");
       if (hint) { hint.dataset.flash = "1"; setTimeout(() => (hint.dataset.flash = ""), 600); }
@@ -143,11 +143,11 @@
     const el = $("composer");
     const nonce = `${Date.now()}-${Math.random().toString(36).slice(2)}`;
     const field = form.querySelector("input[name=nonce]");
-    if (!sendable(el) || streaming() || offline() || uploading()) {
+    if (!sendable(el) || streaming() || offline() || busy()) {
       ev.preventDefault();
       ev.stopPropagation();
       if (offline() && sendable(el)) unsent(true);
-      else if (uploading() && sendable(el)) waitForUpload();
+      else if (busy() && sendable(el)) waitForUpload();
       return;
     }
     if (field) field.value = nonce;
@@ -207,15 +207,46 @@
     L.waitTimer = setTimeout(() => visible(note, false), 4000);
   }
 
+  // Reflex's upload takes one request at a time and silently drops a second one begun
+  // before the first has ended: files picked, dropped or pasted meanwhile wait here, and
+  // go as the next drop on the paperclip's dropzone once it has.
+  let inFlight = 0, waiting = [];
+  const xhrOpen = XMLHttpRequest.prototype.open;
+  XMLHttpRequest.prototype.open = function (method, url, ...rest) {
+    if (String(url).endsWith("/_upload")) {
+      inFlight += 1;
+      this.addEventListener("loadend", () => { inFlight -= 1; setTimeout(nextUpload, 0); });
+    }
+    return xhrOpen.call(this, method, url, ...rest);
+  };
+  const busy = () => inFlight > 0 || waiting.length > 0 || uploading();
+
+  function nextUpload() {
+    if (inFlight > 0 || !waiting.length) return;
+    const files = waiting;
+    waiting = [];
+    handOver(files);
+  }
+
   // Files dropped or pasted anywhere on the chat go to the paperclip's dropzone, as a drop.
   function handOver(files) {
     const zone = byTest("attach-zone");
     if (!zone || !files || !files.length) return;
-    if (uploading()) { waitForUpload(); return; }
+    if (inFlight > 0) { waiting.push(...files); return; }
     const moved = new DataTransfer();
     for (const f of files) moved.items.add(f);
     zone.dispatchEvent(new DragEvent("drop", { bubbles: true, cancelable: true, dataTransfer: moved }));
   }
+
+  // The picker's choice while an upload is in flight waits its turn too.
+  document.addEventListener("change", (ev) => {
+    const input = ev.target;
+    if (!input || input.type !== "file" || !input.closest('[data-testid="attach-zone"]')) return;
+    if (inFlight === 0) return;
+    ev.stopPropagation();
+    waiting.push(...input.files);
+    input.value = "";
+  }, true);
 
   const withFiles = (ev) => !!(ev.dataTransfer && [...ev.dataTransfer.types].includes("Files"));
   const inChat = (ev) => !!(ev.target && ev.target.closest && ev.target.closest("#chat-column"));
@@ -232,7 +263,8 @@
     dropHint(true);
   }, true);
   document.addEventListener("drop", (ev) => {
-    if (!withFiles(ev) || !inChat(ev) || inZone(ev)) return;
+    if (!withFiles(ev) || !inChat(ev)) return;
+    if (inZone(ev) && (!ev.isTrusted || inFlight === 0)) return;  // the dropzone's own
     ev.preventDefault();
     ev.stopPropagation();
     dropHint(false);

@@ -58,7 +58,6 @@ def paperclip() -> rx.Component:
         max_files=max_files(),
         max_size=get_settings().max_file_bytes,
         no_keyboard=True,
-        disabled=AttachState.uploading,
         on_drop=[AttachState.begin(), upload],
         on_drop_rejected=_held_back,
         class_name="lumina-attach",

@@ -13,7 +13,8 @@ def _thumbnail(file: FileView) -> rx.Component:
     return rx.link(
         rx.image(src=file["src"], alt=file["name"], class_name="lumina-file-thumb"),
         href=file["href"],
-        is_external=True,
+        is_external=True,  # the image full size, in a tab of its own
+        reload_document=True,
         title=file["name"],
         custom_attrs={"data-testid": "file-thumbnail", "data-file-id": file["id"]},
     )
@@ -35,6 +36,7 @@ def _card(file: FileView) -> rx.Component:
         ),
         href=file["href"],
         download=file["name"],
+        reload_document=True,  # the browser's own download, not the app's router
         title=file["name"],
         class_name="lumina-file-card",
         custom_attrs={"data-testid": "file-card", "data-file-id": file["id"]},
