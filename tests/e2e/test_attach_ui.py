@@ -2,9 +2,9 @@
 chips (an image with its thumbnail); one is removed; the message goes with the rest and
 shows thumbnails and cards, still there after a reload, and a click gives the same bytes
 back. A file too big, of a refused type or over the owner's quota says why and leaves no
-chip; text typed while a file uploads is kept and Send says it waits; a message of files
-only; a file picked while another uploads goes next; the chips and the paperclip at
-390×844. Screenshots under /tmp/shots-h3/."""
+chip; a send that cannot start gives its files back with its words; text typed while a
+file uploads is kept and Send says it waits; a file picked meanwhile goes next; a message
+of files only; the chips and the paperclip at 390×844. Screenshots under /tmp/shots-h3/."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ pytestmark = pytest.mark.e2e
 
 MAX_FILE = 300_000  # LUMINA_MAX_FILE_BYTES of this test's server
 QUOTA = 1_500_000  # LUMINA_MAX_FILE_BYTES_PER_OWNER
+PER_MESSAGE = 400_000  # LUMINA_MAX_MESSAGE_FILE_BYTES
 SHOTS = Path("/tmp/shots-h3")
 PHONE = {"width": 390, "height": 844}
 
@@ -65,6 +66,7 @@ def attach_server(request, tmp_path_factory, _databases):
             "LUMINA_REDIS_URL": "",
             "LUMINA_MAX_FILE_BYTES": str(MAX_FILE),
             "LUMINA_MAX_FILE_BYTES_PER_OWNER": str(QUOTA),
+            "LUMINA_MAX_MESSAGE_FILE_BYTES": str(PER_MESSAGE),
         },
     )
     server.start()
@@ -229,6 +231,27 @@ def test_a_message_of_files_only(tab: Page, attach_server) -> None:
     expect(questions(page).last.get_by_test_id("file-card")).to_contain_text("report.txt")
     expect(chips(page)).to_have_count(0)
     assert [f["name"] for f in stored_files(attach_server, page)] == ["report.txt"]
+
+
+def test_a_send_that_cannot_start_gives_back_its_files_and_words(tab: Page, attach_server) -> None:
+    page = tab
+    open_new(page, attach_server.url)
+    big = [(f"part{n}.txt", "text/plain", (f"{n:06d}\n" * 30_000).encode()) for n in (1, 2)]
+    pick(page, *big)  # 210 KB each: over the message's 400 KB together
+    expect(chips(page)).to_have_count(2)
+    page.get_by_test_id("composer").fill("Both parts, please")
+    page.get_by_test_id("composer").press("Enter")
+    expect(page.get_by_test_id("chat-error")).to_contain_text("the files of one message may hold")
+    expect(chips(page)).to_have_count(2)
+    expect(page.get_by_test_id("composer")).to_have_value("Both parts, please")
+    expect(questions(page)).to_have_count(0)
+    chips(page).nth(1).get_by_test_id("chip-remove").click()
+    expect(chips(page)).to_have_count(1)
+    page.answers_before = answers(page).count()
+    page.get_by_test_id("composer").press("Enter")
+    wait_idle(page)
+    expect(questions(page).last.get_by_test_id("file-card")).to_contain_text("part1.txt")
+    expect(chips(page)).to_have_count(0)
 
 
 def test_refused_files_say_why_and_leave_no_chip(tab: Page, attach_server) -> None:

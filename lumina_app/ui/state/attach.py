@@ -50,8 +50,9 @@ class AttachState(AppState):
 
     @rx.event
     def progress(self, moved: dict) -> None:
-        if self.uploading:
-            self.percent = max(0, min(99, int(float(moved.get("progress") or 0) * 100)))
+        share = moved.get("progress") if isinstance(moved, dict) else None
+        if self.uploading and isinstance(share, int | float):
+            self.percent = max(0, min(99, int(share * 100)))
 
     @rx.event
     async def upload(self, files: list[rx.UploadFile]):

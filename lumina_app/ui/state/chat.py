@@ -145,7 +145,7 @@ class ChatState(StreamState):
         if accepted is not True:
             return None
         attach = await self.get_state(AttachState)
-        if _not_sendable(attach, named) or not (text or named):
+        if _not_sendable(attach, named) or not (text or named) or self.streaming:
             return None  # a chip removed meanwhile: the composer still shows the rest
         return self._begin(text, attach.hand_over(named))
 
@@ -170,7 +170,7 @@ class ChatState(StreamState):
         self.error = ""
         self.streaming, self.stream_text = True, ""
         self.pending_user, self.pending_time = text, iso_ms(utcnow())
-        self.pending_files, self._send_files = files, files
+        self.pending_files, self._send_files = list(files), list(files)
         self._send_text, self.focus_seq = text, 0
         return ChatState.run_message
 
