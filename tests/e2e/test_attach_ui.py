@@ -95,8 +95,16 @@ def chips(page: Page):
     return page.get_by_test_id("chip")
 
 
+# The picker's input once React has taken it over (a page still loading drops a choice).
+INPUT_LIVE = """() => {
+    const input = document.querySelector('[data-testid=attach-zone] input[type=file]');
+    return !!input && Object.keys(input).some((k) => k.startsWith('__reactProps'));
+}"""
+
+
 def pick(page: Page, *files: tuple[str, str, bytes]) -> None:
     """The paperclip's file picker, as a person choosing files."""
+    page.wait_for_function(INPUT_LIVE)
     page.locator("[data-testid=attach-zone] input[type=file]").set_input_files(
         [{"name": n, "mimeType": t, "buffer": b} for n, t, b in files]
     )
