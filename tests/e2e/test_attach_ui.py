@@ -265,6 +265,7 @@ def test_a_send_that_cannot_start_gives_back_its_files_and_words(tab: Page, atta
 def test_refused_files_say_why_and_leave_no_chip(tab: Page, attach_server) -> None:
     page = tab
     open_new(page, attach_server.url)
+    page.wait_for_load_state("networkidle")  # the page's socket up before the first choice
     refused = page.get_by_test_id("attach-refused")
     pick(page, ("huge.txt", "text/plain", b"x" * (MAX_FILE + 1)))  # held back by the page
     expect(refused).to_be_visible()
