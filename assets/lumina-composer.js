@@ -5,6 +5,9 @@
 // - A send is offered to the server, which asks back (accept) before it starts: a send
 //   that got no answer within a few seconds is shown "Not sent" with Retry, and if the
 //   queued event reaches the server later it is refused, never sent silently.
+// - Files (#48): a drop on the chat column and a pasted file are handed to the paperclip's
+//   upload (react-dropzone), so they take the same path as the picker; a message may be
+//   files only; while a file uploads, Send says so and keeps everything.
 // - Esc stops an answer; Ctrl/Cmd+Shift+O opens a new conversation; the character count
 //   shows near the cap; "Jump to latest" when scrolled up; the tab title follows the
 //   conversation's title; "Back" once the connection returns (and the page refreshes).
@@ -22,6 +25,9 @@
   };
   const draftKey = (p) => DRAFT + (p || path());
   const streaming = () => !!byTest("stop-button");
+  const uploading = () => !!byTest("attach-uploading");
+  const attached = () => { const f = document.querySelector("input[name=files]"); return !!(f && f.value); };
+  const sendable = (el) => !!(el.value.trim() || attached());
   const offline = () => !!document.querySelector("[data-lumina-offline]");
   // Elements the script shows and hides carry .lumina-hidden (display: none unless shown).
   const visible = (el, on) => { if (el) el.classList.toggle("lumina-shown", !!on); };
@@ -120,7 +126,8 @@
   // -- sending ----------------------------------------------------------------------------
   function trySend() {
     const el = $("composer");
-    if (!el || !el.value.trim()) return;
+    if (!el || !sendable(el)) return;
+    if (busy()) { waitForUpload(); return; }
     if (streaming()) {
       const hint = byTest("composer-hint");
       if (hint) { hint.dataset.flash = "1"; setTimeout(() => (hint.dataset.flash = ""), 600); }
@@ -136,10 +143,11 @@
     const el = $("composer");
     const nonce = `${Date.now()}-${Math.random().toString(36).slice(2)}`;
     const field = form.querySelector("input[name=nonce]");
-    if (!el.value.trim() || streaming() || offline()) {
+    if (!sendable(el) || streaming() || offline() || busy()) {
       ev.preventDefault();
       ev.stopPropagation();
-      if (offline() && el.value.trim()) unsent(true);
+      if (offline() && sendable(el)) unsent(true);
+      else if (busy() && sendable(el)) waitForUpload();
       return;
     }
     if (field) field.value = nonce;
@@ -180,8 +188,94 @@
     if (el && !el.value.trim()) { setValue(el, text); store.set(draftKey(), text); count(el); }
   };
 
+  // The server would not take it (a file still uploading, a file not attached here): the
+  // reason is shown by the page, the words stay.
+  L.withdraw = (nonce) => {
+    if (offered && offered.nonce === nonce) { clearTimeout(offered.timer); offered = null; }
+    abandoned.add(nonce);
+    return false;
+  };
+
   L.retry = () => { unsent(false); trySend(); };
   L.dismiss = () => unsent(false);
+
+  // -- files ----------------------------------------------------------------------------
+  function waitForUpload() {
+    const note = byTest("wait-upload");
+    visible(note, true);
+    clearTimeout(L.waitTimer);
+    L.waitTimer = setTimeout(() => visible(note, false), 4000);
+  }
+
+  // Reflex's upload takes one request at a time and silently drops a second one begun
+  // before the first has ended: files picked, dropped or pasted meanwhile wait here, and
+  // go as the next drop on the paperclip's dropzone once it has.
+  let inFlight = 0, waiting = [];
+  const xhrOpen = XMLHttpRequest.prototype.open;
+  XMLHttpRequest.prototype.open = function (method, url, ...rest) {
+    if (String(url).endsWith("/_upload")) {
+      inFlight += 1;
+      this.addEventListener("loadend", () => { inFlight -= 1; setTimeout(nextUpload, 0); });
+    }
+    return xhrOpen.call(this, method, url, ...rest);
+  };
+  const busy = () => inFlight > 0 || waiting.length > 0 || uploading();
+
+  function nextUpload() {
+    if (inFlight > 0 || !waiting.length) return;
+    const files = waiting;
+    waiting = [];
+    handOver(files);
+  }
+
+  // Files dropped or pasted anywhere on the chat go to the paperclip's dropzone, as a drop.
+  function handOver(files) {
+    const zone = byTest("attach-zone");
+    if (!zone || !files || !files.length) return;
+    if (inFlight > 0) { waiting.push(...files); return; }
+    const moved = new DataTransfer();
+    for (const f of files) moved.items.add(f);
+    zone.dispatchEvent(new DragEvent("drop", { bubbles: true, cancelable: true, dataTransfer: moved }));
+  }
+
+  // The picker's choice while an upload is in flight waits its turn too.
+  document.addEventListener("change", (ev) => {
+    const input = ev.target;
+    if (!input || input.type !== "file" || !input.closest('[data-testid="attach-zone"]')) return;
+    if (inFlight === 0) return;
+    ev.stopPropagation();
+    waiting.push(...input.files);
+    input.value = "";
+  }, true);
+
+  const withFiles = (ev) => !!(ev.dataTransfer && [...ev.dataTransfer.types].includes("Files"));
+  const inChat = (ev) => !!(ev.target && ev.target.closest && ev.target.closest("#chat-column"));
+  const inZone = (ev) => !!(ev.target.closest && ev.target.closest('[data-testid="attach-zone"]'));
+  let hintTimer = null;
+  function dropHint(show) {
+    visible(byTest("drop-hint"), show);
+    clearTimeout(hintTimer);
+    if (show) hintTimer = setTimeout(() => visible(byTest("drop-hint"), false), 250);
+  }
+  document.addEventListener("dragover", (ev) => {
+    if (!withFiles(ev) || !inChat(ev)) return;
+    ev.preventDefault();  // a drop target
+    dropHint(true);
+  }, true);
+  document.addEventListener("drop", (ev) => {
+    if (!withFiles(ev) || !inChat(ev)) return;
+    if (inZone(ev) && (!ev.isTrusted || inFlight === 0)) return;  // the dropzone's own
+    ev.preventDefault();
+    ev.stopPropagation();
+    dropHint(false);
+    handOver([...ev.dataTransfer.files]);
+  }, true);
+  document.addEventListener("paste", (ev) => {
+    const files = ev.clipboardData ? [...ev.clipboardData.files] : [];
+    if (!files.length || !inChat(ev)) return;
+    ev.preventDefault();  // a file, not text: the words typed stay as they are
+    handOver(files);
+  }, true);
 
   // -- keys -------------------------------------------------------------------------------
   document.addEventListener("keydown", (ev) => {

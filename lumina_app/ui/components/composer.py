@@ -1,12 +1,14 @@
 """The composer: a bounded text box with Send (Stop while an answer streams), the hint
 that keeps a message waiting during an answer, the count near the cap, and "Not sent"
-with Retry. Its keys, draft and delivery live in ``assets/lumina-composer.js``."""
+with Retry; the paperclip and the chips of attached files (``components/attach.py``).
+Its keys, draft, delivery, drops and pastes live in ``assets/lumina-composer.js``."""
 
 from __future__ import annotations
 
 import reflex as rx
 
 from lumina_app.settings import get_settings
+from lumina_app.ui.components.attach import chips, paperclip, refused, wait_note
 from lumina_app.ui.state.chat import ChatState
 
 COMPOSER_SCRIPT = "/lumina-composer.js"
@@ -82,7 +84,11 @@ def composer() -> rx.Component:
     return rx.form(
         rx.vstack(
             unsent(),
+            refused(),
+            wait_note(),
+            chips(),
             rx.hstack(
+                paperclip(),
                 rx.text_area(
                     id="composer",
                     name="message",

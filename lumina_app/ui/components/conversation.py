@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components.attach import drop_hint
 from lumina_app.ui.components.composer import composer
-from lumina_app.ui.components.message import bubble, message_item, steps_and_answer, user_text
+from lumina_app.ui.components.message import (
+    bubble,
+    message_item,
+    question_body,
+    steps_and_answer,
+)
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.sidebar import SidebarState
@@ -136,12 +142,12 @@ def live_turn() -> rx.Component:
         ChatState.streaming,
         rx.fragment(
             rx.cond(
-                ChatState.pending_user != "",
+                (ChatState.pending_user != "") | (ChatState.pending_files.length() > 0),
                 bubble(
                     "user",
                     "You",
                     ChatState.pending_time,
-                    user_text(ChatState.pending_user),
+                    question_body(ChatState.pending_user, ChatState.pending_files),
                     "",
                     "",
                     "pending-message",
@@ -285,6 +291,7 @@ def conversation_pane() -> rx.Component:
                 rx.box(
                     message_list(),
                     jump_to_latest(),
+                    drop_hint(),
                     position="relative",
                     flex="1",
                     min_height="0",
@@ -307,4 +314,5 @@ def conversation_pane() -> rx.Component:
         height="100dvh",
         flex="1",
         min_width="0",
+        id="chat-column",  # where a drop of files lands (assets/lumina-composer.js)
     )

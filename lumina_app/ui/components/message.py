@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from lumina_app.ui.components.edit_box import edit_box
+from lumina_app.ui.components.file_cards import file_list
 from lumina_app.ui.components.message_actions import message_actions, thinking_block
 from lumina_app.ui.components.times import short_time
 from lumina_app.ui.components.tool_card import tool_cards
@@ -96,6 +97,11 @@ def user_text(text) -> rx.Component:
     return rx.text(text, white_space="pre-wrap", overflow_wrap="anywhere", size="3")
 
 
+def question_body(text, files) -> rx.Component:
+    """A question: its words, then its files (thumbnails and cards); either may be empty."""
+    return rx.fragment(rx.cond(text != "", user_text(text)), file_list(files))
+
+
 def answer_body(text, tools, thinking="") -> rx.Component:
     """An answer's thinking (folded), its text (Markdown) and the cards of its tools."""
     return rx.fragment(
@@ -130,7 +136,7 @@ def message_item(msg: MessageView) -> rx.Component:
                     rx.cond(
                         MessageActions.edit_seq == msg["seq"],
                         edit_box(),  # edited in place (a new branch once sent)
-                        user_text(msg["content"]),
+                        question_body(msg["content"], msg["files"]),
                     ),
                     steps_and_answer(msg["steps"], msg["content"], msg["tools"], msg["thinking"]),
                 ),

@@ -8,7 +8,7 @@ over to a background event that starts the run and follows it (``StreamState``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import reflex as rx
 
@@ -17,9 +17,11 @@ from lumina_app.domain import AgentNotFound, LuminaError, NotFound, Principal, u
 from lumina_app.domain.views import iso_ms
 from lumina_app.services.runs import ActiveRun
 from lumina_app.ui.routes import chat_url
+from lumina_app.ui.state.attach import AttachState
 from lumina_app.ui.state.health import HealthState
 from lumina_app.ui.state.sidebar import SidebarState
 from lumina_app.ui.state.stream import StreamState
+from lumina_app.ui.view_models.file_views import FileView
 from lumina_app.ui.view_models.versions import arrange, retire_answer, with_memories
 from lumina_app.ui.view_models.views import explain
 
@@ -33,8 +35,9 @@ class ChatState(StreamState):
     # nothing is read from or written to long-term memory for it.
     temporary: bool = False
     _send_text: str = ""
-    _send_files: list[str] = []  # ids of the files the next send carries (docs/FILES.md)
+    _send_files: list[FileView] = []  # the files of the send on its way
     _offered: str = ""  # a send waiting for the page's yes (see send())
+    _offered_files: list[str] = []
     # The address of the new conversation this page's own redirect goes to (see load()).
     _arriving: str = ""
     # The open conversation's last seq when load() read it (what LiveState checks against).
@@ -115,25 +118,36 @@ class ChatState(StreamState):
             self.temporary = bool(value)
 
     @rx.event
-    def send(self, form: dict):
+    async def send(self, form: dict):
         """The composer's send: asked back to the page before it starts (the page may have
-        given up on it while the connection was gone: then it is not sent, ever)."""
+        given up on it while the connection was gone: then it is not sent, ever). Its files
+        are the page's own chips: the ones the form names, which must all be chips here."""
         text = str(form.get("message") or "").strip()
-        if not text or self.streaming or not self.agent_id:
-            return None
-        self._offered = text
         nonce = json.dumps(str(form.get("nonce") or ""))
+        attach = await self.get_state(AttachState)
+        named = [i for i in str(form.get("files") or "").split(",") if i]
+        refusal = _not_sendable(attach, named)
+        if refusal:
+            attach.refused = refusal
+            return rx.call_script(f"window.__lumina && window.__lumina.withdraw({nonce})")
+        if not (text or named) or self.streaming or not self.agent_id:
+            return None
+        self._offered, self._offered_files = text, named
         return rx.call_script(
             f"window.__lumina ? window.__lumina.accept({nonce}) : true",
             callback=ChatState.accept_send,
         )
 
     @rx.event
-    def accept_send(self, accepted: bool):
+    async def accept_send(self, accepted: bool):
         text, self._offered = self._offered, ""
+        named, self._offered_files = self._offered_files, []
         if accepted is not True:
             return None
-        return self._begin(text)
+        attach = await self.get_state(AttachState)
+        if _not_sendable(attach, named) or not (text or named) or self.streaming:
+            return None  # a chip removed meanwhile: the composer still shows the rest
+        return self._begin(text, attach.hand_over(named))
 
     @rx.event
     def continue_answer(self):
@@ -148,16 +162,16 @@ class ChatState(StreamState):
         self._arriving = ""
         return ChatState.load
 
-    def _begin(self, text: str, files: Sequence[str] = ()):
-        """Send ``text`` with ``files`` (ids of the owner's uploads; may stand alone)."""
+    def _begin(self, text: str, files: list[FileView] | None = None):
+        files = files or []
         if not (text or files) or self.streaming or not self.agent_id:
             return None
         self._ticket += 1
         self.error = ""
         self.streaming, self.stream_text = True, ""
         self.pending_user, self.pending_time = text, iso_ms(utcnow())
+        self.pending_files, self._send_files = list(files), list(files)
         self._send_text, self.focus_seq = text, 0
-        self._send_files = list(files)
         return ChatState.run_message
 
     @rx.event
@@ -185,7 +199,7 @@ class ChatState(StreamState):
         self.error, self.focus_seq = "", 0
         self.streaming, self.stream_text = True, ""
         self.pending_user, self.pending_time = text, iso_ms(utcnow())
-        self._send_text, self._edit_seq = text, seq
+        self._send_text, self._edit_seq, self._send_files = text, seq, []
         self._rows = [r for r in self._rows if r["seq"] < seq]
         return ChatState.run_message
 
@@ -212,20 +226,23 @@ class ChatState(StreamState):
                 await self._jump_to_latest()
             agent, conversation, ticket = self.agent_id, self.conversation_id, self._ticket
             text, caller, temporary = self._send_text, self._caller(), self.temporary
-            files, self._send_files = self._send_files, []
+            files = [FileView(**f) for f in self._send_files]
         services = self._services()
         runs = services.runs
         try:
             if edit_seq:
                 run = await runs.edit(caller, conversation, edit_seq, text)
             else:
-                run = await _start(services, caller, agent, conversation, text, temporary, files)
+                ids = [f["id"] for f in files]
+                run = await _start(services, caller, agent, conversation, text, temporary, ids)
         except LuminaError as exc:
             async with self:
                 if self._ticket == ticket:
                     self._reset_stream()
                     self.error = explain(exc)
                     self._rows = arrange(self._rows)  # a retired answer is back
+                    if files:  # chips again, with the words, for another try
+                        (await self.get_state(AttachState)).give_back(files)
                     if edit_seq:  # the question and its branch, as they are stored
                         await self._reopen()
             if edit_seq:
@@ -266,11 +283,11 @@ async def _start(
     conversation: str,
     text: str,
     temporary: bool,
-    files: Sequence[str] = (),
+    files: list[str],
 ) -> ActiveRun:
-    """Start the run a send (``text``, ``files``) or a regenerate (neither) asks for. A
-    temporary conversation is made first, so that its first run already skips long-term
-    memory."""
+    """Start the run a send (``text`` and/or ``files``) or a regenerate (neither) asks
+    for. A temporary conversation is made first, so that its first run already skips
+    long-term memory."""
     if not (text or files):
         return await services.runs.regenerate(caller, conversation)
     into = conversation or None
@@ -279,6 +296,17 @@ async def _start(
     return await services.runs.start(
         caller, agent_id=agent, message=text, conversation_uuid=into, files=files
     )
+
+
+def _not_sendable(attach: AttachState, named: list[str]) -> str:
+    """Why a send's files cannot go: one still uploading, or a file that is no chip of
+    this page (a crafted event naming someone else's file); "" when they can."""
+    if attach.uploading:
+        return "A file is still uploading: send once it is done (your message is kept)."
+    chips = {c["id"] for c in attach.chips}
+    if any(i not in chips for i in named):
+        return "That file is not attached here, so nothing was sent."
+    return ""
 
 
 def _seq(query: Mapping[str, str]) -> int:

@@ -14,6 +14,7 @@ import reflex as rx
 from lumina_app.domain import NotFound, RunEvent, RunNotFound
 from lumina_app.ui.state.history import MAX_VISIBLE, HistoryState
 from lumina_app.ui.state.sidebar import SidebarState
+from lumina_app.ui.view_models.file_views import FileView
 from lumina_app.ui.view_models.live_turn import LiveTurn
 from lumina_app.ui.view_models.tool_views import ToolView
 from lumina_app.ui.view_models.turns import one_per_turn, split_live
@@ -26,6 +27,7 @@ FLUSH_SECONDS = 0.05
 class StreamState(HistoryState):
     pending_user: str = ""
     pending_time: str = ""
+    pending_files: list[FileView] = []  # the files sent with the pending question
     stream_text: str = ""
     stream_thinking: str = ""  # a reasoning model's thoughts for the live step
     live_tools: list[ToolView] = []  # the cards of the step being streamed
@@ -62,7 +64,8 @@ class StreamState(HistoryState):
 
     async def _follow(self, events: AsyncIterator[RunEvent | None] | None, ticket: int):
         async with self:
-            turn = LiveTurn(self.pending_user, {m["id"] for m in self._rows})
+            files = [FileView(**f) for f in self.pending_files]
+            turn = LiveTurn(self.pending_user, {m["id"] for m in self._rows}, files)
         last_flush = time.monotonic()
         try:
             async for event in events or no_events():
@@ -99,7 +102,7 @@ class StreamState(HistoryState):
         if rows:
             self._rows = self._rows + rows
         if turn.question_listed:
-            self.pending_user = ""
+            self.pending_user, self.pending_files = "", []
         if self.stream_text != turn.text:
             self.stream_text = turn.text
         if self.stream_thinking != turn.thinking:
@@ -118,6 +121,7 @@ class StreamState(HistoryState):
     def _reset_stream(self) -> None:
         self.streaming, self.run_id, self.stream_text, self.stream_thinking = False, "", "", ""
         self.pending_user, self.pending_time, self.live_tools = "", "", []
+        self.pending_files = []
 
     @rx.event(background=True)
     async def stop(self):

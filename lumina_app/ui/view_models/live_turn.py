@@ -15,6 +15,7 @@ from lumina_app.domain import (
     ToolCallFinished,
     ToolCallRequested,
 )
+from lumina_app.ui.view_models.file_views import FileView
 from lumina_app.ui.view_models.tool_views import ToolView, live_card, live_result
 from lumina_app.ui.view_models.views import UNARRANGED, MessageView, answer_view, question_view
 
@@ -23,6 +24,7 @@ from lumina_app.ui.view_models.views import UNARRANGED, MessageView, answer_view
 class LiveTurn:
     question: str  # what this page sent ("" when it re-attached to a run)
     known: set[int]  # ids of the rows the page already shows
+    files: list[FileView] = field(default_factory=list)  # the files the page sent with it
     session: SessionStarted | None = None
     result: RunFinished | None = None
     text: str = ""  # the live step's text
@@ -116,6 +118,7 @@ class LiveTurn:
             tools=self.cards,
             turn=self.session.turn_id if self.session else "",
             thinking=self.thinking,
+            files=[],
             **UNARRANGED,
         )
         self._add(step)
@@ -124,8 +127,9 @@ class LiveTurn:
 
     def _add_question(self) -> None:
         session = self.session
-        if session is not None and self.question and session.user_message_id not in self.known:
-            self._add(question_view(session, self.question))
+        asked = self.question or self.files
+        if session is not None and asked and session.user_message_id not in self.known:
+            self._add(question_view(session, self.question, self.files))
 
     def _add(self, row: MessageView) -> None:
         self.known.add(row["id"])

@@ -19,6 +19,7 @@ from lumina_app.domain import (
 from lumina_app.domain.views import iso_ms
 from lumina_app.services.search import SearchHit
 from lumina_app.ui.routes import chat_url
+from lumina_app.ui.view_models.file_views import FileView, message_files
 from lumina_app.ui.view_models.tool_views import ToolView, stored_cards
 
 
@@ -62,6 +63,7 @@ class MessageView(TypedDict):
     # 0 / 0 on every other row.
     branch: int
     branches: int
+    files: list[FileView]  # a question's attached files (#48); [] on every other row
 
 
 # What a row says about versions until ``ui.versions.arrange`` has looked at its page
@@ -120,6 +122,7 @@ def message_view(msg: Msg, branch: tuple[int, int] | None = None) -> MessageView
         tools=stored_cards(msg),
         turn=msg.turn_id,
         thinking=str(msg.meta.get("thinking") or ""),
+        files=message_files(msg.meta) if msg.role is MsgRole.USER else [],
         **(
             UNARRANGED | {"memories": used_memories(msg), "branch": branch_of, "branches": branches}
         ),
@@ -133,8 +136,11 @@ def used_memories(msg: Msg) -> int:
     return len(ids) if isinstance(ids, list) else 0
 
 
-def question_view(session: SessionStarted, text: str) -> MessageView:
-    """The question of a run, as its ``session`` event says it was stored."""
+def question_view(
+    session: SessionStarted, text: str, files: list[FileView] | None = None
+) -> MessageView:
+    """The question of a run, as its ``session`` event says it was stored (with the files
+    the page sent with it)."""
     return MessageView(
         key=f"m{session.user_message_id}",
         id=session.user_message_id,
@@ -148,6 +154,7 @@ def question_view(session: SessionStarted, text: str) -> MessageView:
         tools=[],
         turn=session.turn_id,
         thinking="",
+        files=list(files or []),
         **UNARRANGED,
     )
 
@@ -173,6 +180,7 @@ def answer_view(result: RunFinished, seq: int, time: str, thinking: str = "") ->
         tools=[],
         turn=result.turn_id,
         thinking=thinking,
+        files=[],
         **UNARRANGED,
     )
 
