@@ -299,8 +299,8 @@ async def test_without_the_fast_lanes_internals_the_writes_land_the_same(
         )
     assert len(sent.statements) == STATEMENTS["accept without a run"][write_side.backend]
     assert (question.seq, answer.seq) == (3, 4)
-    assert (await store.get_message(question.id)).content == "q2"
-    assert (await store.get_conversation(conversation.uuid)).last_seq == 4
+    assert (await ConversationQueries(store.db).get_message(question.id)).content == "q2"
+    assert (await ConversationQueries(store.db).get_conversation(conversation.uuid)).last_seq == 4
     lanes = {"sqlite": 1, "postgresql": 1}.get(write_side.backend, 0)  # MariaDB has none
     assert len(plans) >= lanes and set(plans) <= {None}, plans
 
