@@ -242,7 +242,7 @@ async def test_refusals(api_on, fake_llm) -> None:
     # while a run is active: 409 for an edit and a switch, nothing changed
     tester = (await new_conversation(api_on, agent="tester", headers=ALICE))["uuid"]
     await say(api_on, "first", tester, agent="tester", headers=ALICE)
-    fake_llm.script.delay = 0.05
+    fake_llm.script.delay = 0.4  # ~2 s of answer: the two refusals land while it runs
     started = await api_on.post(
         "/api/v1/agents/tester/execute",
         json={"task": "slow", "conversationId": tester},
