@@ -574,14 +574,7 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
     conversations = ConversationService(
         memory, reads.lookup, agents, archive, reads.conversations, live
     )
-    titles = Titles(conversations, timeout=settings.title_timeout_seconds)
-    stack.push_async_callback(titles.close)
-    attachments = Attachments(
-        store.message_files,
-        max_files=settings.max_files_per_message,
-        max_bytes=settings.max_message_file_bytes,
-    )
-    runs = RunService(chat, chat.runs, reads.lookup, reads.runs, live, titles, attachments)
+    runs = _runs(settings, stack, store, chat, conversations)
     doors = _openai_doors(settings, store, agents, runs)
     streams = StreamCap(store.shared.run_slots, lease_seconds=settings.run_lease_seconds)
     stack.push_async_callback(streams.close)
@@ -626,6 +619,25 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
     stack.push_async_callback(chat.shutdown)
     stack.push_async_callback(services.imports.close)
     return services
+
+
+def _runs(
+    settings: Settings,
+    stack: AsyncExitStack,
+    store: _Store,
+    chat: ChatEngine,
+    conversations: ConversationService,
+) -> RunService:
+    """Runs as the doors start them: the files a send names checked first; titles."""
+    titles = Titles(conversations, timeout=settings.title_timeout_seconds)
+    stack.push_async_callback(titles.close)
+    attachments = Attachments(
+        store.message_files,
+        max_files=settings.max_files_per_message,
+        max_bytes=settings.max_message_file_bytes,
+    )
+    reads, live = store.reads, store.shared.live
+    return RunService(chat, chat.runs, reads.lookup, reads.runs, live, titles, attachments)
 
 
 def _archive(
