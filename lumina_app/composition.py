@@ -47,6 +47,7 @@ from lumina_app.services.account_export import AccountExport
 from lumina_app.services.accounts import AccountService
 from lumina_app.services.agent_permissions import AgentPermissions
 from lumina_app.services.agents import AgentService
+from lumina_app.services.archive_files import ArchiveFileStore
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
@@ -548,7 +549,10 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         max_bytes=settings.max_file_bytes,
         max_bytes_per_owner=settings.max_file_bytes_per_owner,
     )
-    services.account_export = AccountExport(reads.conversations, archive, accounts, long_term)
+    archive.files = ArchiveFileStore(services.files)
+    services.account_export = AccountExport(
+        reads.conversations, archive, accounts, long_term, services.files
+    )
     services.deletion = AccountDeletion(
         users=UserStore(db),
         auth=auth,
