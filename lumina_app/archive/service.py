@@ -384,8 +384,10 @@ class ArchiveService:
             )
         except (InvalidInput, QuotaExceeded) as exc:
             item.error = exc.args[0] if isinstance(exc, _FileRefused) else f"{folder}: {exc}"
-        linked = attachments.file_ids(archived.messages[len(archived.messages) - item.added :])
-        await self._drop(owner, [f for f in uploaded if f not in set(linked)])
+        finally:  # the uploads no appended message links (all of them, on a refusal)
+            added = archived.messages[len(archived.messages) - item.added :] if item.added else []
+            linked = set(attachments.file_ids(added))
+            await self._drop(owner, [f for f in uploaded if f not in linked])
         return item
 
     async def _upload_files(self, folder: Path, owner: str, msgs: list[Msg]) -> list[str]:

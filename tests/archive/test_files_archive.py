@@ -268,3 +268,49 @@ async def test_the_account_export_holds_every_file(opened) -> None:
     history = json.loads(zipped.read(f"{base}/history.json"))
     assert zipped.read(f"{base}/{history[0]['files'][0]['path']}") == png(3, 2)
     assert theirs["id"] not in resp.content.decode("latin-1")
+
+
+def _hand_made(root: Path, files: dict[str, bytes]) -> Path:
+    """A conversation folder in the layout, written by another system: one turn whose
+    question lists ``files`` (name → bytes) under ``t1/files/``, no meta.json."""
+    folder = root / "agents" / "demo" / "conversations" / "conv-elsewhere"
+    (folder / "t1" / "files").mkdir(parents=True)
+    listed = []
+    for name, data in files.items():
+        (folder / "t1" / "files" / name).write_bytes(data)
+        digest = hashlib.sha256(data).hexdigest()
+        listed.append({"id": "file-x", "name": name, "path": f"t1/files/{name}", "sha256": digest})
+    history = [
+        {"role": "user", "content": "see", "messageId": "t1", "files": listed,
+         "timestamp": "2026-01-01T00:00:00Z"},
+        {"role": "assistant", "content": "ok", "messageId": "t1",
+         "timestamp": "2026-01-01T00:00:01Z"},
+    ]  # fmt: skip
+    (folder / "history.json").write_text(json.dumps(history))
+    return folder
+
+
+async def test_a_hand_made_archive_brings_its_files(opened, tmp_path: Path) -> None:
+    services, api = opened
+    image = png(5, 5)
+    _hand_made(tmp_path / "tree", {"a.png": image, "b.txt": b"hello\n"})
+    report = await services.archive.import_path(tmp_path / "tree", owner="alice")
+    assert report.errors == [] and report.count(ImportOutcome.CREATED) == 1
+    listed = (await api.get("/api/v1/files", headers=ALICE)).json()["items"]
+    assert sorted((f["name"], f["type"]) for f in listed) == [
+        ("a.png", "image/png"),
+        ("b.txt", "text/plain"),
+    ]
+    assert "file-x" not in {f["id"] for f in listed}  # the archive's ids are not used
+    again = await services.archive.import_path(tmp_path / "tree", owner="alice")
+    assert again.count(ImportOutcome.UNCHANGED) == 1
+    assert len((await api.get("/api/v1/files", headers=ALICE)).json()["items"]) == 2
+    export = await api.get(
+        "/api/v1/conversations/conv-elsewhere/export", params={"format": "archive"}, headers=ALICE
+    )
+    zipped = zipfile.ZipFile(io.BytesIO(export.content))
+    base = "agents/demo/conversations/conv-elsewhere"
+    history = json.loads(zipped.read(f"{base}/history.json"))
+    assert [f["path"] for f in history[0]["files"]] == ["t1/files/a.png", "t1/files/b.txt"]
+    assert zipped.read(f"{base}/t1/files/a.png") == image
+    assert (await api.get("/api/v1/files", headers=BOB)).json()["items"] == []
