@@ -48,6 +48,7 @@ from lumina_app.services.accounts import AccountService
 from lumina_app.services.agent_permissions import AgentPermissions
 from lumina_app.services.agents import AgentService
 from lumina_app.services.archive_files import ArchiveFileStore
+from lumina_app.services.attachments import Attachments
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
@@ -98,6 +99,7 @@ from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.files import FileStore
 from lumina_app.storage.sql.idempotency import IdempotencyStore
+from lumina_app.storage.sql.message_files import MessageFileStore
 from lumina_app.storage.sql.prompts import PromptStore
 from lumina_app.storage.sql.quotas import OwnerQuotas
 from lumina_app.storage.sql.runs import RunStore
@@ -430,6 +432,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         recall=Recall(reads.lookup, retriever),
         memories=MemoryTools(long_term),
     )
+    message_files = MessageFileStore(db)
     chat = ChatEngine(
         settings=settings,
         memory=memory,
@@ -454,6 +457,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
             lease_seconds=settings.run_lease_seconds,
         ),
         extractor=MemoryExtractor(long_term, providers),
+        links=message_files,
     )
     archive = ArchiveService(
         memory,
@@ -475,7 +479,12 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         memory, reads.lookup, agents, archive, reads.conversations, live
     )
     titles = Titles(conversations, timeout=settings.title_timeout_seconds)
-    runs = RunService(chat, records, reads.lookup, reads.runs, live, titles)
+    attachments = Attachments(
+        message_files,
+        max_files=settings.max_files_per_message,
+        max_bytes=settings.max_message_file_bytes,
+    )
+    runs = RunService(chat, records, reads.lookup, reads.runs, live, titles, attachments)
     gateway = OpenAIGateway(
         agents,
         runs,

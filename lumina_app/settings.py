@@ -145,6 +145,15 @@ class Settings(BaseSettings):
     # One uploaded file (POST /api/v1/files, docs/FILES.md): over it, 413 and nothing
     # stored. Its request may carry this much plus the multipart framing.
     max_file_bytes: int = Field(20 * 1024**2, ge=1024)
+    # Files one message may carry (``files`` on a send, docs/FILES.md), and their bytes
+    # together: over either, 413 and nothing stored.
+    max_files_per_message: int = Field(10, ge=1, le=100)
+    max_message_file_bytes: int = Field(50 * 1024**2, ge=1024)
+    # What a context carries of files (docs/FILES.md, "To the model"): images a vision
+    # agent is sent (the newest questions' first; older ones as ``[image: name]``), and
+    # the tokens of file text for an agent without ``memory.contextTokens``.
+    max_images_per_context: int = Field(8, ge=0, le=100)
+    file_context_tokens: int = Field(16_000, ge=0)
 
     # -- idempotency keys ---------------------------------------------------------------
     idempotency_lease_seconds: float = Field(30.0, gt=0)

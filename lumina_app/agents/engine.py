@@ -17,6 +17,7 @@ import secrets
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from redis.exceptions import RedisError
 
@@ -54,6 +55,7 @@ from lumina_app.memory.context_reads import ContextReads
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.settings import Settings
+from lumina_app.storage.message_files import MessageFiles
 from lumina_app.storage.run_events import RunEventLog
 from lumina_app.storage.run_locks import RunLocks
 from lumina_app.storage.run_records import RunRecords
@@ -90,6 +92,7 @@ class ChatEngine:
         tools: ToolCatalog,
         cap: RunCap,
         extractor: MemoryExtractor | None = None,
+        links: MessageFiles | None = None,
     ) -> None:
         self.settings = settings
         self.cap = cap
@@ -111,6 +114,7 @@ class ChatEngine:
             prompts=prompts,
             retriever=tools.recall.retriever if tools.recall else None,
             long_term=extractor.store if extractor else None,
+            links=links,
         )
         self.extractor = extractor  # long-term memories, written after runs
         self.long_term: LongTermMemory | None = extractor.store if extractor else None
@@ -188,21 +192,28 @@ class ChatEngine:
         principal: Principal = LOCAL,
         title: str | None = None,
         system_prompt: str | None = None,
+        files: Sequence[dict[str, Any]] = (),
     ) -> ActiveRun:
         """Accept a message: when this returns, the question is committed and the run is on.
 
         Shielded, so a caller that goes away mid-accept cannot leave half a turn behind.
         ``system_prompt`` replaces the agent's (a gateway client's, where the agent allows).
+        ``files``: the question's files, checked already (``{id, name, type, size}`` each);
+        a question with files may have no text.
         """
         agent = self._agent(agent_id)
-        text = self._check_message(message)
+        text = self._check_message(message, empty_ok=bool(files))
         new = None
         if conversation_uuid is None:  # stored together with the first turn, at the accept
             new = ConversationInfo.new(
-                agent_id=agent.id, title=title or title_from(text), owner=principal.owner
+                agent_id=agent.id,
+                title=title or title_from(text) or title_from(files[0]["name"]),
+                owner=principal.owner,
             )
             conversation_uuid = new.uuid
-        request = RunRequest(agent, principal, conversation_uuid, text, new, system_prompt)
+        request = RunRequest(
+            agent, principal, conversation_uuid, text, new, system_prompt, files=tuple(files)
+        )
         return await _shielded(self._begin(request))
 
     async def regenerate(
@@ -379,8 +390,9 @@ class ChatEngine:
             raise AgentUnavailable(f"agent {agent_id!r} is unavailable: {agent.error}")
         return agent
 
-    def _check_message(self, message: str) -> str:
-        if not isinstance(message, str) or not message.strip():
+    def _check_message(self, message: str, *, empty_ok: bool = False) -> str:
+        """``empty_ok``: the message carries files, which say enough on their own."""
+        if not isinstance(message, str) or not (message.strip() or empty_ok):
             raise InvalidInput("message must be a non-empty string")
         check_storable_text(message, "message")
         if len(message) > self.settings.max_task_chars:

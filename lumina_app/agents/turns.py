@@ -4,8 +4,10 @@ question before generation (:meth:`TurnPreparer.accept`)."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from lumina_app.agents import client_tools
 from lumina_app.agents.acp.provider import AcpProvider
@@ -33,6 +35,7 @@ from lumina_app.domain import (
     RunRecord,
     Scenario,
     SessionStarted,
+    StoreUnavailable,
     new_turn_id,
 )
 from lumina_app.domain.views import iso_ms
@@ -41,6 +44,9 @@ from lumina_app.memory.context_reads import ContextReads
 from lumina_app.memory.long_term import LongTermMemory, context_message
 from lumina_app.recall.retriever import Retriever
 from lumina_app.settings import Settings
+from lumina_app.storage.message_files import MessageFiles
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +66,7 @@ class RunRequest:
     system_prompt: str | None = None
     outputs: list[Msg] | None = None
     edit_seq: int | None = None
+    files: tuple[dict[str, Any], ...] = ()  # the question's (``Msg.files``), checked already
 
 
 class Accept(Enum):
@@ -105,6 +112,7 @@ class TurnPreparer:
         prompts: PromptVersions,
         retriever: Retriever | None = None,
         long_term: LongTermMemory | None = None,
+        links: MessageFiles | None = None,
     ) -> None:
         self.settings = settings
         self.memory = memory  # the window (a resumed conversation's context)
@@ -114,6 +122,7 @@ class TurnPreparer:
         self.prompts = prompts
         self.retriever = retriever  # auto-recall (agents with memory.autoRecall)
         self.long_term = long_term  # what is known about the person (memory.longTerm)
+        self.links = links  # a question's links to its files (deletion follows them)
 
     async def prepare(
         self, run_id: str, request: RunRequest, conversation: ConversationInfo
@@ -136,7 +145,8 @@ class TurnPreparer:
             if agent.memory.summary:
                 view = await self.context.with_unsummarized(conversation, view, limit=MAX_EARLIER)
         accept = Accept.CONVERSATION if request.new is not None else Accept.TURN
-        question = Msg.user(request.text, turn_id=new_turn_id())
+        meta = {"files": list(request.files)} if request.files else {}
+        question = Msg.user(request.text, turn_id=new_turn_id(), meta=meta)
         return await self._prepared(run_id, request, conversation, scenario, view, question, accept)
 
     async def _prepare_regenerate(
@@ -175,7 +185,9 @@ class TurnPreparer:
             view = await self.context.with_unsummarized(
                 conversation, view, limit=MAX_EARLIER, before_seq=seq
             )
-        question = Msg.user(request.text or "", turn_id=new_turn_id())
+        # The edited question keeps its files (the parked one keeps its own links).
+        meta = {"files": original.files} if original.files else {}
+        question = Msg.user(request.text or "", turn_id=new_turn_id(), meta=meta)
         prepared = await self._prepared(
             run_id, request, conversation, Scenario.RESUME, view, question, Accept.EDIT, seq
         )
@@ -294,6 +306,8 @@ class TurnPreparer:
             if isinstance(run.provider, AcpProvider):  # the session it took goes back
                 run.provider.abandon()
             raise
+        if run.accept in (Accept.CONVERSATION, Accept.TURN, Accept.EDIT) and user.files:
+            await self._link(run, user)
         active = ActiveRun(
             run_id=run.record.run_id,
             conversation=conversation,
@@ -334,6 +348,19 @@ class TurnPreparer:
         )
         user, answer = await begin(conversation, run.question, run.answer, record)
         return user, answer, []
+
+    async def _link(self, run: PreparedRun, question: Msg) -> None:
+        """The question's links to its files, right after the accept committed it: the
+        fast write paths store a turn in one statement (``writes_pg``), so the links are
+        their own transaction. A file deleted meanwhile links nothing (the question still
+        names it); a failure here is logged, never undoes the accepted turn."""
+        if self.links is None:
+            return
+        ids = [f["id"] for f in question.files]
+        try:
+            await self.links.link(run.owner, run.conversation.id, question.seq, ids)
+        except (StoreUnavailable, OSError) as exc:
+            log.warning("the files of question %s were not linked: %s", question.seq, exc)
 
     async def _known(self, agent: AgentDefinition, principal: Principal, text: str) -> list:
         """The memories about the person most relevant to ``text``, within the agent's

@@ -107,6 +107,7 @@ async def chat(
             agent_id=agent_id,
             message=body.message,
             conversation_uuid=body.conversation_id or None,
+            files=body.files,
         )
         return run.run_id
 

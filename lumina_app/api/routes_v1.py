@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Response
 from fastapi.responses import JSONResponse
@@ -287,9 +287,26 @@ class Execution:
     agent_id: str
     text: str
     conversation: str | None
+    files: tuple[str, ...] = ()
 
-    def fingerprint(self) -> dict[str, str | None]:
-        return {"agent": self.agent_id, "task": self.text, "conversation": self.conversation}
+    def fingerprint(self) -> dict[str, Any]:
+        """What a retry with the same Idempotency-Key must repeat (files: without any, the
+        fingerprint of a send before files existed)."""
+        found: dict[str, Any] = {
+            "agent": self.agent_id,
+            "task": self.text,
+            "conversation": self.conversation,
+        }
+        return found | ({"files": list(self.files)} if self.files else {})
+
+    def start(self) -> dict[str, Any]:
+        """The run it asks for (``RunService.start``'s keywords)."""
+        return {
+            "agent_id": self.agent_id,
+            "message": self.text,
+            "conversation_uuid": self.conversation,
+            "files": self.files,
+        }
 
 
 async def execution(
@@ -299,10 +316,13 @@ async def execution(
     body: OptionalBody = None,
 ) -> Execution:
     text = task if task is not None else (body.task if body else None)
+    files = tuple(body.files) if body else ()
+    if text is None and files:
+        text = ""  # files say enough on their own
     if text is None:
         raise InvalidInput("task is required (query parameter or JSON body)")
     from_body = body.conversation_id if body and body.conversation_id else None
-    return Execution(agent_id, text, conversation_id or from_body or None)
+    return Execution(agent_id, text, conversation_id or from_body or None, files)
 
 
 ExecutionDep = Annotated[Execution, Depends(execution)]
@@ -328,9 +348,7 @@ async def execute_stream(
     Last-Event-ID if it sends one (a reconnect)."""
 
     async def start() -> str:
-        run = await services.runs.start(
-            caller, agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation
-        )
+        run = await services.runs.start(caller, **job.start())
         return run.run_id
 
     once = Once(idempotency_key, "execute-stream", job.fingerprint(), last_event_id)
@@ -350,9 +368,7 @@ async def execute(
     idempotency_key: IdempotencyKey = None,
 ) -> RunAccepted:
     async def start() -> dict:
-        run = await services.runs.start(
-            caller, agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation
-        )
+        run = await services.runs.start(caller, **job.start())
         return RunAccepted(
             runId=run.run_id,
             conversationId=run.conversation.uuid,
@@ -375,9 +391,7 @@ async def execute_sync(
     idempotency_key: IdempotencyKey = None,
 ) -> SyncResult:
     async def run() -> dict:
-        result = await services.runs.execute_sync(
-            caller, agent_id=job.agent_id, message=job.text, conversation_uuid=job.conversation
-        )
+        result = await services.runs.execute_sync(caller, **job.start())
         return SyncResult.of(result).model_dump()
 
     return await idempotent(

@@ -144,14 +144,48 @@ class BranchSwitched(BaseModel):
     branch: int
 
 
+# The ids of the caller's files a message carries (``POST /api/v1/files``), in order:
+# at most LUMINA_MAX_FILES_PER_MESSAGE (413), each once (422), each the caller's (404).
+FileIds = Annotated[
+    list[Annotated[str, Field(max_length=64)]],
+    # Left out of a dump when empty: an idempotency fingerprint of a send without files
+    # stays what it was before files existed.
+    Field(
+        max_length=1000,
+        description="ids of the caller's files the message carries",
+        exclude_if=lambda v: not v,
+    ),
+]
+
+
 class ExecuteBody(StrictBody):
     task: Annotated[str | None, Unicode, TaskText] = None
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
+    files: FileIds = []
 
 
 class ChatBody(StrictBody):
     message: Annotated[str, Unicode, TaskText]
     conversation_id: str | None = Field(default=None, alias="conversationId", max_length=64)
+    files: FileIds = []
+
+
+class FileOnMessage(BaseModel):
+    """A file a message carries, as sent: its id, name, sniffed type and size."""
+
+    id: str
+    name: str
+    type: str
+    size: int
+
+    @classmethod
+    def of(cls, entry: dict[str, Any]) -> FileOnMessage:
+        return cls(
+            id=str(entry.get("id", "")),
+            name=str(entry.get("name", "")),
+            type=str(entry.get("type", "")),
+            size=int(entry.get("size") or 0),
+        )
 
 
 class ConversationOut(BaseModel):
@@ -218,6 +252,8 @@ class MessageOut(BaseModel):
     # absent on every other row (``docs/API.md``, "Branches").
     branch: int | None = Field(default=None, exclude_if=lambda v: v is None)
     branches: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The files a question carries (docs/FILES.md); absent on a message without any.
+    files: list[FileOnMessage] | None = Field(default=None, exclude_if=lambda v: not v)
 
     @classmethod
     def of(
@@ -240,6 +276,7 @@ class MessageOut(BaseModel):
             createdAt=iso_us(msg.created_at),
             updatedAt=iso_us(msg.updated_at or msg.created_at),
             meta=msg.meta,
+            files=[FileOnMessage.of(f) for f in msg.files] or None,
         )
 
 

@@ -77,8 +77,9 @@ def _base36(number: int) -> str:
     return out or "0"
 
 
-# What of a message's meta the hot window keeps: the tool calls and what a result answers.
-HOT_META = ("toolCalls", "toolCallId", "name", "isError", "durationMs")
+# What of a message's meta the hot window keeps: the tool calls and what a result answers,
+# and the files a question carries (what a context sends of them).
+HOT_META = ("toolCalls", "toolCallId", "name", "isError", "durationMs", "files")
 
 
 @dataclass(slots=True)
@@ -118,6 +119,12 @@ class Msg:
         """The calls an assistant message asked for (``{id, name, arguments}`` each)."""
         calls = self.meta.get("toolCalls") if self.role is MsgRole.ASSISTANT else None
         return calls if isinstance(calls, list) else []
+
+    @property
+    def files(self) -> list[dict[str, Any]]:
+        """The files a question carries (``{id, name, type, size}`` each, in order)."""
+        files = self.meta.get("files") if self.role is MsgRole.USER else None
+        return files if isinstance(files, list) else []
 
     @property
     def tool_call_id(self) -> str | None:

@@ -4,7 +4,7 @@ read its status. A run is someone's: another owner's run id is simply not found.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,6 +15,7 @@ from lumina_app.agents.engine import ChatEngine
 from lumina_app.agents.run_driver import ActiveRun
 from lumina_app.domain import (
     ConversationBusy,
+    InvalidInput,
     MessageStatus,
     Msg,
     MsgRole,
@@ -33,6 +34,7 @@ from lumina_app.domain.ids import ConversationPk, parse_conversation_uuid
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.long_term import context_message
 from lumina_app.memory.run_inspection import RunInspection
+from lumina_app.services.attachments import Attachments
 from lumina_app.services.live import LiveHub, Notice
 from lumina_app.services.titles import Titles
 from lumina_app.storage.run_records import RunRecords
@@ -106,6 +108,7 @@ class RunService:
         inspection: RunInspection,
         live: LiveHub | None = None,
         titles: Titles | None = None,
+        attachments: Attachments | None = None,
     ) -> None:
         self.engine = engine
         self.records = records
@@ -113,6 +116,7 @@ class RunService:
         self.inspection = inspection
         self.live = live  # tells the owner's open pages that a run started
         self.titles = titles  # names a new conversation after its first answer
+        self.attachments = attachments  # the files a send names, checked
 
     async def start(
         self,
@@ -123,10 +127,14 @@ class RunService:
         conversation_uuid: str | None = None,
         title: str | None = None,
         system_prompt: str | None = None,
+        files: Sequence[str] = (),
     ) -> ActiveRun:
         """When this returns the question is committed and the run is on (ARCHITECTURE.md § Runs).
         No ``conversation_uuid`` starts a new conversation; a malformed one is not found.
-        ``system_prompt`` replaces the agent's for this run (the gateway decides when)."""
+        ``system_prompt`` replaces the agent's for this run (the gateway decides when).
+        ``files``: ids of the caller's files the question carries, checked before anything
+        is stored (``Attachments.check``: 404 / 413 / 422)."""
+        attached = await self._attached(principal, files)
         run = await self.engine.start(
             agent_id=agent_id,
             message=message,
@@ -136,12 +144,22 @@ class RunService:
             principal=principal,
             title=title,
             system_prompt=system_prompt,
+            files=attached,
         )
         if self.live is not None:
             self.live.run_started(principal.owner, run)
         if self.titles is not None:
             self.titles.after_first_answer(principal, run)
         return run
+
+    async def _attached(self, principal: Principal, files: Sequence[str]) -> list[dict[str, Any]]:
+        """The question's ``files`` meta: ``{id, name, type, size}`` of each file named."""
+        if not files:
+            return []
+        if self.attachments is None:
+            raise InvalidInput("this server keeps no files")
+        checked = await self.attachments.check(principal, files)
+        return [{"id": f.id, "name": f.name, "type": f.media_type, "size": f.size} for f in checked]
 
     async def regenerate(self, principal: Principal, conversation_uuid: str) -> ActiveRun:
         """Answer the last user message again (ARCHITECTURE.md § Regenerate): the previous
@@ -218,14 +236,14 @@ class RunService:
         """What came after event ``after`` (a reconnect's Last-Event-ID), then live."""
         return await self.engine.open_stream(_checked(run_id), after=after, owner=principal.owner)
 
-    async def stream(self, principal: Principal, **start: str | None) -> AsyncIterator[RunEvent]:
+    async def stream(self, principal: Principal, **start: Any) -> AsyncIterator[RunEvent]:
         """Start a run and follow it to its result."""
         run = await self.start(principal, **start)  # type: ignore[arg-type]
         async for event in self.follow(run):
             if event is not None:
                 yield event
 
-    async def execute_sync(self, principal: Principal, **start: str | None) -> RunFinished:
+    async def execute_sync(self, principal: Principal, **start: Any) -> RunFinished:
         """Start a run and wait for its result."""
         return await self.result(await self.start(principal, **start))  # type: ignore[arg-type]
 

@@ -63,6 +63,7 @@ CONTRACTS = {
     "storage.claims",
     "storage.slots",
     "storage.files",
+    "storage.message_files",
 }
 
 

@@ -32,6 +32,7 @@ from lumina_app.storage.sql import (
     branches,
     forks,
     message_delete,
+    message_files,
     regenerate,
     summaries,
     write_paths,
@@ -327,8 +328,11 @@ class SQLColdStore:
                 run_ids[conversation_pk].append(run_id)
             await conn.execute(sa.delete(R).where(R.c.conversation_id.in_(pks)))
             await conn.execute(sa.delete(S).where(S.c.conversation_id.in_(pks)))
+            file_pks = await conn.run_sync(message_files.unlink_conversations, pks)
             await conn.execute(sa.delete(M).where(M.c.conversation_id.in_(pks)))
             await conn.execute(sa.delete(C).where(C.c.id.in_(pks)))
+            # The files no other message links go with their last message.
+            await conn.run_sync(message_files.sweep, file_pks)
         return run_ids
 
     async def select_conversations(

@@ -19,6 +19,8 @@ from sqlalchemy.engine import Connection
 
 from lumina_app.domain import ConversationInfo, MessageStatus, MsgRole
 from lumina_app.storage.sql.models import conversations as C
+from lumina_app.storage.sql.models import files as F
+from lumina_app.storage.sql.models import message_files as L
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import summaries as S
 from lumina_app.storage.sql.writes import insert_conversation
@@ -51,6 +53,7 @@ def copy_conversation(
         *(S.c[name] for name in _COPIED_SUMMARY_COLUMNS),
     ).where(S.c.conversation_id == source_id, S.c.covered_to_seq <= at_seq)
     conn.execute(sa.insert(S).from_select(["conversation_id", *_COPIED_SUMMARY_COLUMNS], summaries))
+    copy_links(conn, source_id, fork, at_seq)
     copied = conn.execute(
         sa.select(
             sa.func.count(),
@@ -69,6 +72,17 @@ def copy_conversation(
             tool_call_count=fork.tool_call_count,
         )
     )
+
+
+def copy_links(conn: Connection, source_id: int, fork: ConversationInfo, at_seq: int) -> None:
+    """The copied questions' files are the fork's too (of its owner's files only): a
+    file stays while either conversation still has a message that carries it."""
+    links = (
+        sa.select(sa.literal(fork.id), L.c.seq, L.c.file_pk, L.c.position)
+        .join(F, F.c.id == L.c.file_pk)
+        .where(L.c.conversation_id == source_id, L.c.seq <= at_seq, F.c.owner == fork.owner)
+    )
+    conn.execute(sa.insert(L).from_select(["conversation_id", "seq", "file_pk", "position"], links))
 
 
 def _revive_last_version(conn: Connection, fork_id: int, at_seq: int) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 from lumina_app.domain import ConversationNotFound, ConversationStatus, MsgRole
 from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.cold_store import Deleted
-from lumina_app.storage.sql import writes
+from lumina_app.storage.sql import message_files, writes
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import message_vectors as V
 from lumina_app.storage.sql.models import messages as M
@@ -50,8 +50,11 @@ def delete_message(
     if target is None:
         return Deleted()
     ids = [target.id, *_result_rows(conn, conversation_pk, target)]
+    seqs = conn.scalars(sa.select(M.c.seq).where(M.c.id.in_(ids))).all()
+    file_pks = message_files.unlink_messages(conn, conversation_pk, seqs)
     conn.execute(sa.delete(V).where(V.c.message_id.in_(ids)))
     conn.execute(sa.delete(M).where(M.c.id.in_(ids)))
+    message_files.sweep(conn, file_pks)  # the files no other message links go with it
     conn.execute(
         sa.delete(S).where(S.c.conversation_id == conversation_pk, S.c.covered_to_seq >= target.seq)
     )

@@ -8,7 +8,7 @@ over to a background event that starts the run and follows it (``StreamState``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import reflex as rx
 
@@ -33,6 +33,7 @@ class ChatState(StreamState):
     # nothing is read from or written to long-term memory for it.
     temporary: bool = False
     _send_text: str = ""
+    _send_files: list[str] = []  # ids of the files the next send carries (docs/FILES.md)
     _offered: str = ""  # a send waiting for the page's yes (see send())
     # The address of the new conversation this page's own redirect goes to (see load()).
     _arriving: str = ""
@@ -147,14 +148,16 @@ class ChatState(StreamState):
         self._arriving = ""
         return ChatState.load
 
-    def _begin(self, text: str):
-        if not text or self.streaming or not self.agent_id:
+    def _begin(self, text: str, files: Sequence[str] = ()):
+        """Send ``text`` with ``files`` (ids of the owner's uploads; may stand alone)."""
+        if not (text or files) or self.streaming or not self.agent_id:
             return None
         self._ticket += 1
         self.error = ""
         self.streaming, self.stream_text = True, ""
         self.pending_user, self.pending_time = text, iso_ms(utcnow())
         self._send_text, self.focus_seq = text, 0
+        self._send_files = list(files)
         return ChatState.run_message
 
     @rx.event
@@ -166,6 +169,7 @@ class ChatState(StreamState):
         self._ticket += 1
         self.error, self.focus_seq = "", 0
         self.streaming, self.stream_text, self._send_text = True, "", ""
+        self._send_files = []
         self._rows = retire_answer(self._rows)
         return ChatState.run_message
 
@@ -208,13 +212,14 @@ class ChatState(StreamState):
                 await self._jump_to_latest()
             agent, conversation, ticket = self.agent_id, self.conversation_id, self._ticket
             text, caller, temporary = self._send_text, self._caller(), self.temporary
+            files, self._send_files = self._send_files, []
         services = self._services()
         runs = services.runs
         try:
             if edit_seq:
                 run = await runs.edit(caller, conversation, edit_seq, text)
             else:
-                run = await _start(services, caller, agent, conversation, text, temporary)
+                run = await _start(services, caller, agent, conversation, text, temporary, files)
         except LuminaError as exc:
             async with self:
                 if self._ticket == ticket:
@@ -255,16 +260,25 @@ class ChatState(StreamState):
 
 
 async def _start(
-    services: Services, caller: Principal, agent: str, conversation: str, text: str, temporary: bool
+    services: Services,
+    caller: Principal,
+    agent: str,
+    conversation: str,
+    text: str,
+    temporary: bool,
+    files: Sequence[str] = (),
 ) -> ActiveRun:
-    """Start the run a send (``text``) or a regenerate (``text`` "") asks for. A temporary
-    conversation is made first, so that its first run already skips long-term memory."""
-    if not text:
+    """Start the run a send (``text``, ``files``) or a regenerate (neither) asks for. A
+    temporary conversation is made first, so that its first run already skips long-term
+    memory."""
+    if not (text or files):
         return await services.runs.regenerate(caller, conversation)
     into = conversation or None
     if into is None and temporary:
         into = (await services.conversations.create(caller, agent_id=agent, temporary=True)).uuid
-    return await services.runs.start(caller, agent_id=agent, message=text, conversation_uuid=into)
+    return await services.runs.start(
+        caller, agent_id=agent, message=text, conversation_uuid=into, files=files
+    )
 
 
 def _seq(query: Mapping[str, str]) -> int:
