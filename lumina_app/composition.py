@@ -54,6 +54,7 @@ from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.exchanges import ExchangeLog
 from lumina_app.services.files import FileService
+from lumina_app.services.gateway_files import GatewayFiles
 from lumina_app.services.health import HealthService
 from lumina_app.services.imports import ImportService
 from lumina_app.services.input_caps import InputCaps
@@ -559,6 +560,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         max_bytes_per_owner=settings.max_file_bytes_per_owner,
     )
     archive.files = ArchiveFileStore(services.files)
+    gateway.files = GatewayFiles(services.files, agents, default_provider=settings.llm_provider)
     services.account_export = AccountExport(
         reads.conversations, archive, accounts, long_term, services.files
     )
