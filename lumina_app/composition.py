@@ -53,6 +53,7 @@ from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
 from lumina_app.services.conversations import ConversationService
 from lumina_app.services.exchanges import ExchangeLog
+from lumina_app.services.file_text import PdfLimits, TextReader
 from lumina_app.services.files import FileService
 from lumina_app.services.gateway_files import GatewayFiles
 from lumina_app.services.health import HealthService
@@ -433,7 +434,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         recall=Recall(reads.lookup, retriever),
         memories=MemoryTools(long_term),
     )
-    message_files = MessageFileStore(db)
+    message_files, file_store = MessageFileStore(db), FileStore(db)
     chat = ChatEngine(
         settings=settings,
         memory=memory,
@@ -459,6 +460,7 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         ),
         extractor=MemoryExtractor(long_term, providers),
         links=message_files,
+        files=file_store,
     )
     archive = ArchiveService(
         memory,
@@ -555,9 +557,19 @@ async def open_services(settings: Settings, *, recover: bool = True) -> Services
         purge, reads.conversations, registry, default_days=settings.retention_days
     )
     services.files = FileService(
-        FileStore(db),
+        file_store,
         max_bytes=settings.max_file_bytes,
         max_bytes_per_owner=settings.max_file_bytes_per_owner,
+        reader=TextReader(
+            max_chars=settings.max_file_text_chars,
+            pdf=PdfLimits(
+                seconds=settings.pdf_timeout_seconds,
+                memory_bytes=settings.pdf_max_memory_bytes,
+                pages=settings.pdf_max_pages,
+                chars=settings.pdf_max_chars,
+                workers=settings.pdf_workers,
+            ),
+        ),
     )
     archive.files = ArchiveFileStore(services.files)
     gateway.files = GatewayFiles(services.files, agents, default_provider=settings.llm_provider)

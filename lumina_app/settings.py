@@ -145,6 +145,16 @@ class Settings(BaseSettings):
     # One uploaded file (POST /api/v1/files, docs/FILES.md): over it, 413 and nothing
     # stored. Its request may carry this much plus the multipart framing.
     max_file_bytes: int = Field(20 * 1024**2, ge=1024)
+    # The text read out of a file at upload (docs/FILES.md): kept up to this many
+    # characters (the rest cut, noted). A PDF is read in a worker process within a wall
+    # clock, an address space, a page count and a count of characters produced: past any,
+    # the upload is a 422 and nothing is stored. At most ``pdf_workers`` run at once.
+    max_file_text_chars: int = Field(2_000_000, ge=1000)
+    pdf_timeout_seconds: float = Field(20.0, gt=0)
+    pdf_max_memory_bytes: int = Field(768 * 1024**2, ge=128 * 1024**2)
+    pdf_max_pages: int = Field(500, ge=1)
+    pdf_max_chars: int = Field(5_000_000, ge=1000)
+    pdf_workers: int = Field(2, ge=1)
     # Files one message may carry (``files`` on a send, docs/FILES.md), and their bytes
     # together: over either, 413 and nothing stored.
     max_files_per_message: int = Field(10, ge=1, le=100)
@@ -153,6 +163,7 @@ class Settings(BaseSettings):
     # agent is sent (the newest questions' first; older ones as ``[image: name]``), and
     # the tokens of file text for an agent without ``memory.contextTokens``.
     max_images_per_context: int = Field(8, ge=0, le=100)
+    max_context_image_bytes: int = Field(5 * 1024**2, ge=1024)  # larger: ``[image: name]``
     file_context_tokens: int = Field(16_000, ge=0)
 
     # -- idempotency keys ---------------------------------------------------------------

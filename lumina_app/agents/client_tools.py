@@ -58,4 +58,6 @@ def with_images(question: dict[str, Any]) -> dict[str, Any]:
     images = _IMAGES.get()
     if not images:
         return question
-    return {**question, "content": [{"type": "text", "text": question["content"]}, *images]}
+    content = question["content"]
+    parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    return {**question, "content": [*parts, *images]}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lumina_app.agents.attachments import Attached
 from lumina_app.domain import Msg, MsgRole, Summary
 from lumina_app.domain.tokens import estimate_messages
 
@@ -102,8 +103,11 @@ def _usable(msg: Msg) -> bool:
     return bool(msg.content or msg.tool_calls)
 
 
-def chat_message(msg: Msg) -> ChatMessage:
-    """A stored message in the chat-completions shape (``tool_calls``, ``tool_call_id``)."""
+def chat_message(msg: Msg, attached: Attached | None = None) -> ChatMessage:
+    """A stored message in the chat-completions shape (``tool_calls``, ``tool_call_id``);
+    a question with files as ``attached`` sends them."""
+    if msg.role is MsgRole.USER and attached is not None and msg.files:
+        return {"role": "user", "content": attached.content(msg.turn_id, msg.content)}
     if msg.role is MsgRole.TOOL:
         return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": msg.content}
     calls = msg.tool_calls
@@ -130,9 +134,12 @@ def render(
     user_input: str,
     recalled: str = "",
     known: str = "",
+    attached: Attached | None = None,
+    turn: str = "",
 ) -> list[ChatMessage]:
     """The messages a provider is sent for this context (``recalled``: auto-recall's
-    system message, after the summary; ``known``: long-term memories, after the prompt)."""
+    system message, after the summary; ``known``: long-term memories, after the prompt;
+    ``attached``: the parts of the files of the questions, ``turn`` the new input's)."""
     messages: list[ChatMessage] = []
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
@@ -142,8 +149,9 @@ def render(
         messages.append({"role": "system", "content": SUMMARY_PREFIX + summary.text})
     if recalled:
         messages.append({"role": "system", "content": recalled})
-    messages.extend(chat_message(m) for m in history)
-    messages.append({"role": "user", "content": user_input})
+    messages.extend(chat_message(m, attached) for m in history)
+    content = attached.content(turn, user_input) if attached is not None else user_input
+    messages.append({"role": "user", "content": content})
     return messages
 
 

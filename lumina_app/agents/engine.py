@@ -21,6 +21,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from lumina_app.agents.attachments import FileSource
 from lumina_app.agents.memory_extractor import MemoryExtractor
 from lumina_app.agents.prompts import PromptVersions
 from lumina_app.agents.providers import ProviderFactory
@@ -93,6 +94,7 @@ class ChatEngine:
         cap: RunCap,
         extractor: MemoryExtractor | None = None,
         links: MessageFiles | None = None,
+        files: FileSource | None = None,
     ) -> None:
         self.settings = settings
         self.cap = cap
@@ -115,7 +117,9 @@ class ChatEngine:
             retriever=tools.recall.retriever if tools.recall else None,
             long_term=extractor.store if extractor else None,
             links=links,
+            files=files,
         )
+        self.files = files  # the context inspector reads the files a run sent again
         self.extractor = extractor  # long-term memories, written after runs
         self.long_term: LongTermMemory | None = extractor.store if extractor else None
         self.prompts = prompts

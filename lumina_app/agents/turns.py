@@ -5,18 +5,20 @@ question before generation (:meth:`TurnPreparer.accept`)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from lumina_app.agents import client_tools
 from lumina_app.agents.acp.provider import AcpProvider
+from lumina_app.agents.attachments import Attached, FileSource, Limits, carrying, plan, reserve
 from lumina_app.agents.auto_recall import Recollection, recall_earlier
 from lumina_app.agents.context import (
     MAX_EARLIER,
     BuiltContext,
     build_context,
     chat_message,
+    render,
     whole_exchanges,
 )
 from lumina_app.agents.prompts import PromptVersions
@@ -38,6 +40,7 @@ from lumina_app.domain import (
     StoreUnavailable,
     new_turn_id,
 )
+from lumina_app.domain.tokens import estimate_messages
 from lumina_app.domain.views import iso_ms
 from lumina_app.memory import MemoryManager, MemoryView
 from lumina_app.memory.context_reads import ContextReads
@@ -113,6 +116,7 @@ class TurnPreparer:
         retriever: Retriever | None = None,
         long_term: LongTermMemory | None = None,
         links: MessageFiles | None = None,
+        files: FileSource | None = None,
     ) -> None:
         self.settings = settings
         self.memory = memory  # the window (a resumed conversation's context)
@@ -123,6 +127,7 @@ class TurnPreparer:
         self.retriever = retriever  # auto-recall (agents with memory.autoRecall)
         self.long_term = long_term  # what is known about the person (memory.longTerm)
         self.links = links  # a question's links to its files (deletion follows them)
+        self.files = files  # what the files of a context's questions send (their text, bytes)
 
     async def prepare(
         self, run_id: str, request: RunRequest, conversation: ConversationInfo
@@ -244,17 +249,31 @@ class TurnPreparer:
             )  # fmt: skip
         known = [] if conversation.temporary else await self._known(agent, request.principal, text)
         known_ids = {"memories": [m.id for m in known]} if known else {}
+        limits = self._file_limits(agent)
+        budget = agent.memory.context_tokens
+        held = 0  # room kept from the history for the files (at most half the budget)
+        if budget and self.files is not None:
+            held = min(reserve(carrying(history, question), limits), budget // 2)
+        summary = view.summary if agent.memory.summary else None
+        said, known_text = recalled.message(), context_message(known)
         context = build_context(
             prompt,
             history,
             text,
             window=self.settings.context_window,
-            summary=view.summary if agent.memory.summary else None,
-            token_budget=agent.memory.context_tokens,
+            summary=summary,
+            token_budget=budget - held if budget else None,
             earlier=agent.memory.summary,
-            recalled=recalled.message(),
-            known=context_message(known),
+            recalled=said,
+            known=known_text,
         )
+        attached = await self._attach(request.principal.owner, context, question, limits, budget)
+        if attached.sent:  # the same context, its questions with their files
+            context.messages = render(
+                prompt, summary, context.history, text, said, known_text,
+                attached=attached, turn=question.turn_id,
+            )  # fmt: skip
+            context.tokens = estimate_messages(context.messages)
         if accept in (Accept.CONVERSATION, Accept.TURN, Accept.EDIT) and context.messages:
             context.messages[-1] = client_tools.with_images(context.messages[-1])
         provider = self.providers.for_agent(agent, conversation.uuid, conversation.owner)
@@ -276,7 +295,8 @@ class TurnPreparer:
             context=await self._recipe(prompt, context)
             | recalled.recipe()
             | known_ids
-            | own_session,
+            | own_session
+            | ({"files": [asdict(sent) for sent in attached.sent]} if attached.sent else {}),
             trimmed=context.trimmed,
         )
         # The answer says which memories its run was given, so a page of answers can show
@@ -348,6 +368,33 @@ class TurnPreparer:
         )
         user, answer = await begin(conversation, run.question, run.answer, record)
         return user, answer, []
+
+    def _file_limits(self, agent: AgentDefinition) -> Limits:
+        """Images only for a model that takes them; file text within the agent's budget
+        (``memory.contextTokens``) or ``LUMINA_FILE_CONTEXT_TOKENS``."""
+        settings = self.settings
+        vision = agent.takes_images(settings.llm_provider)
+        return Limits(
+            images=settings.max_images_per_context if vision else 0,
+            image_bytes=settings.max_context_image_bytes,
+            tokens=settings.file_context_tokens,
+        )
+
+    async def _attach(
+        self,
+        owner: str,
+        context: BuiltContext,
+        question: Msg,
+        limits: Limits,
+        budget: int | None,
+    ) -> Attached:
+        """The parts of the files of the context's questions, in the room left: the
+        budget's rest once the context is built, or the setting's without a budget."""
+        questions = carrying(context.history, question)
+        if self.files is None or not questions:
+            return Attached()
+        room = budget - context.tokens if budget else limits.tokens
+        return await plan(self.files, owner, questions, replace(limits, tokens=room))
 
     async def _link(self, run: PreparedRun, question: Msg) -> None:
         """The question's links to its files, right after the accept committed it: the

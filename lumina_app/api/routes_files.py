@@ -31,6 +31,12 @@ DOWNLOAD_TYPES = (
 )
 
 
+class TextOut(BaseModel):
+    status: str = Field(description="ok | empty | failed (a refused file is not stored)")
+    chars: int = Field(description="characters kept")
+    pages: int | None = Field(None, description="a PDF's pages")
+
+
 class FileOut(BaseModel):
     id: str = Field(description="file-<24 hex>")
     name: str = Field(description="the sanitised name")
@@ -38,9 +44,13 @@ class FileOut(BaseModel):
     size: int
     sha256: str
     createdAt: datetime
+    text: TextOut | None = Field(
+        None, description="on an upload's answer: the text read out of it (none for images)"
+    )
 
     @classmethod
     def of(cls, f: StoredFile) -> FileOut:
+        text = f.text and TextOut(status=f.text.status, chars=f.text.chars, pages=f.text.pages)
         return cls(
             id=f.id,
             name=f.name,
@@ -48,6 +58,7 @@ class FileOut(BaseModel):
             size=f.size,
             sha256=f.sha256,
             createdAt=f.created_at,
+            text=text,
         )
 
 
@@ -65,6 +76,7 @@ def _service(services: Services) -> FileService:
     "/files",
     status_code=201,
     response_model=FileOut,
+    response_model_exclude_none=True,
     responses=error_responses(413, 415, 422),
 )
 async def upload_file(
@@ -73,7 +85,8 @@ async def upload_file(
     file: Annotated[UploadFile, File(description="PNG, JPEG, GIF, WebP, PDF or UTF-8 text")],
 ) -> FileOut:
     """The type is sniffed from the bytes (HTML, SVG and other binaries: 415); over
-    LUMINA_MAX_FILE_BYTES or the owner's LUMINA_MAX_FILE_BYTES_PER_OWNER: 413."""
+    LUMINA_MAX_FILE_BYTES or the owner's LUMINA_MAX_FILE_BYTES_PER_OWNER: 413; a PDF past
+    a reading limit (a bomb, too many pages, too slow): 422. Nothing stored on a 4xx."""
     stored = await _service(services).upload(caller, name=file.filename or "", source=file)
     return FileOut.of(stored)
 

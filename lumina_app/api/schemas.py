@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -357,6 +357,19 @@ class RecalledOut(BaseModel):
     createdAt: str | None
 
 
+class FileSentOut(BaseModel):
+    """What a run's context sent of one file: ``image`` (an image part), ``text``
+    (``chars`` of its ``of`` characters) or ``placeholder`` (``[image: name]`` /
+    ``[file: name]``)."""
+
+    id: str
+    name: str
+    type: str
+    sent: Literal["image", "placeholder", "text"]
+    chars: int
+    of: int
+
+
 class RunContextOut(BaseModel):
     runId: str
     scenario: str
@@ -386,6 +399,11 @@ class RunContextOut(BaseModel):
         default_factory=list,
         description="the earlier messages auto-recall put in (memory.autoRecall), in the "
         "order they were sent, each with the conversation it was said in",
+    )
+    files: list[FileSentOut] = Field(
+        default_factory=list,
+        description="what of each file of the context's questions was sent, the newest "
+        "question's first (docs/FILES.md)",
     )
 
     @classmethod
@@ -427,6 +445,7 @@ class RunContextOut(BaseModel):
                 )
                 for r in context.recalled
             ],
+            files=[FileSentOut(**f) for f in context.files],
         )
 
 

@@ -72,6 +72,13 @@ class UnsupportedFileType(InvalidInput):
     code = "unsupported_media_type"
 
 
+class FileRefused(InvalidInput):
+    """A file whose reading passes a limit (a PDF bomb, too many pages, too slow): a 422
+    with nothing stored (docs/FILES.md)."""
+
+    code = "file_refused"
+
+
 class StoreUnavailable(LuminaError):
     """The system of record (SQL) cannot be reached; nothing was acknowledged."""
 

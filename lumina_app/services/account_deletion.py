@@ -4,9 +4,10 @@ again), by an admin (/admin, its API) or by the operator (``users delete NAME``)
 The account is marked first (disabled, its password hash replaced by a mark nothing
 verifies against, its sessions ended and keys revoked, in one transaction), so it is shut
 out at once and an interrupted deletion is found again: a rerun of the command, the
-server's start, or ``python -m lumina_app sweep`` finishes it. Then its conversations go a
-batch at a time with every part (``purge``), then its Redis counters, archive memory
-files and uploaded files, and last, in one transaction, its memories, sessions, keys,
+server's start, or ``python -m lumina_app sweep`` finishes it. Then its uploaded files
+(the ones its messages carry too, with their links), its conversations a batch at a time
+with every part (``purge``), its Redis counters and archive memory files, and last, in one
+transaction, its memories, sessions, keys,
 idempotency records and the account row. The audit log says who deleted whom and how
 much — counts, no content.
 """
@@ -138,12 +139,12 @@ class AccountDeletion:
         if self.live is not None:
             await self.live.close_owner(owner)
         report = DeletionReport(owner)
+        if self.files is not None:  # first: the files its messages carry count too
+            report.files = await self.files.delete_owner(owner)
         report.conversations = await self.purge.drain(owner=owner)
         for forget in self.forget_owner:
             await forget(owner)
         await self._remove_memory_files(owner)
-        if self.files is not None:
-            report.files = await self.files.delete_owner(owner)
         report.rest = await self.users.purge(user.id, owner)
         self.auth.forget_user(user.id)
         if not report.rest.account:  # a concurrent deletion (another process) finished it

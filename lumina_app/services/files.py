@@ -7,7 +7,8 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from lumina_app.domain import (
@@ -18,6 +19,7 @@ from lumina_app.domain import (
     StoredBytesExceeded,
     utcnow,
 )
+from lumina_app.services.file_text import FileText, TextReader
 from lumina_app.services.file_types import (
     POLYGLOT_WINDOW,
     RASTER_IMAGES,
@@ -27,7 +29,7 @@ from lumina_app.services.file_types import (
 )
 from lumina_app.storage.files import CHUNK_BYTES, FileRecords, StoredFile
 
-__all__ = ["RASTER_IMAGES", "FileNotFound", "FileService", "StoredFile", "Upload"]
+__all__ = ["RASTER_IMAGES", "FileNotFound", "FileService", "FileText", "StoredFile", "Upload"]
 
 _FILE_ID = re.compile(r"file-[0-9a-f]{24}")
 
@@ -46,10 +48,18 @@ class Upload(Protocol):
 
 
 class FileService:
-    def __init__(self, records: FileRecords, *, max_bytes: int, max_bytes_per_owner: int) -> None:
+    def __init__(
+        self,
+        records: FileRecords,
+        *,
+        max_bytes: int,
+        max_bytes_per_owner: int,
+        reader: TextReader,
+    ) -> None:
         self.records = records
         self.max_bytes = max_bytes
         self.max_bytes_per_owner = max_bytes_per_owner  # 0: no limit
+        self.reader = reader
 
     async def upload(self, principal: Principal, *, name: str, source: Upload) -> StoredFile:
         """Read once to hash, size and sniff it (one chunk in memory at a time); refused
@@ -69,9 +79,10 @@ class FileService:
         text.feed(b"", final=True)
         if not size:
             raise InvalidInput("the file is empty")
-        media_type = sniff(head, is_text=text.ok, name=clean)
+        media_type = sniff(head, is_text=text.ok, name=clean, text_head=text.head)
         sha256 = digest.hexdigest()
         await self._check_room(principal.owner, sha256, size)
+        read = await self._text(principal.owner, sha256, media_type, source)
         stored = StoredFile(
             id="file-" + secrets.token_hex(12),
             owner=principal.owner,
@@ -87,7 +98,25 @@ class FileService:
             while piece := await source.read(CHUNK_BYTES):
                 yield piece
 
-        return await self.records.add(stored, chunks)
+        return replace(await self.records.add(stored, chunks, text=read), text=read)
+
+    async def _text(
+        self, owner: str, sha256: str, media_type: str, source: Upload
+    ) -> FileText | None:
+        """Read once per content: the same bytes uploaded again reuse their text. A PDF
+        past a limit raises ``FileRefused`` here, before anything is stored."""
+        if not self.reader.reads(media_type):
+            return None
+        known = await self.records.text_of(owner, sha256)
+        if known is not None:
+            return known
+        await source.seek(0)
+        return await self.reader.read(media_type, await source.read())
+
+    async def texts(self, owner: str, file_ids: Sequence[str]) -> dict[str, FileText]:
+        """The text of each of the owner's files that has one (another owner's ids and
+        files without text are absent)."""
+        return await self.records.texts(owner, file_ids)
 
     async def _check_room(self, owner: str, sha256: str, size: int) -> None:
         """Bytes the owner has already cost nothing more; new ones must fit the quota."""

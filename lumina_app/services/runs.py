@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lumina_app.agents.attachments import Attached, FileSent, load
 from lumina_app.agents.auto_recall import Elsewhere, recalled_message
 from lumina_app.agents.context import chat_message, render
 from lumina_app.agents.engine import ChatEngine
@@ -85,6 +86,8 @@ class RunContext:
     memories: list[int] = dataclasses.field(default_factory=list)
     # The messages auto-recall put in, and where each was said.
     recalled: list[RecalledFrom] = dataclasses.field(default_factory=list)
+    # What of each file of the context's questions was sent (``FileSent.view``).
+    files: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +329,7 @@ class RunService:
             if memory_ids and self.engine.long_term is not None
             else []
         )
+        sent = list(recipe.get("files", []))
         messages = render(
             prompt,
             summary,
@@ -333,6 +337,8 @@ class RunService:
             question.content if question else "",
             recalled_message(recalled, elsewhere),
             context_message(known),
+            attached=await self._attached_again(record, sent),
+            turn=question.turn_id if question else "",
         )
         older = history[: recipe.get("earlier", 0)]
         earlier = (older[0].seq, older[-1].seq, len(older)) if older else None
@@ -357,7 +363,14 @@ class RunService:
             calls=calls,
             memories=memory_ids,
             recalled=await self._origins(record, recalled, elsewhere),
+            files=[FileSent(**entry).view() for entry in sent],
         )
+
+    async def _attached_again(self, record: RunRecord, sent: list[dict]) -> Attached | None:
+        """The files' parts as the run sent them, read again from what it recorded."""
+        if not sent or self.engine.files is None:
+            return None
+        return await load(self.engine.files, record.owner, sent)
 
     async def _recalled(self, record: RunRecord, recipe: dict) -> tuple[list[Msg], list[Elsewhere]]:
         """The messages auto-recall gave the run: its conversation's, and the other

@@ -186,3 +186,101 @@ async def test_the_files_of_one_message_have_a_byte_limit(api_factory, database)
     )
     assert "LUMINA_MAX_MESSAGE_FILE_BYTES" in error_of(both, 413)["message"]
     assert len(await conversations(api)) == 1
+
+
+def file_rows(url: str) -> dict[str, int]:
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.connect() as conn:
+        found = {
+            t: conn.execute(sa.text(f"SELECT COUNT(*) FROM {t}")).scalar()
+            for t in ("lumina_file", "lumina_file_blob", "lumina_file_chunk", "lumina_message_file")
+        }
+    engine.dispose()
+    return found
+
+
+async def send(api, task: str, files: list[str], conversation: str | None = None) -> str:
+    body = {"task": task, "files": files, "conversationId": conversation}
+    resp = await api.post("/api/v1/agents/demo/execute/sync", json=body, headers=ALICE)
+    assert resp.status_code == 200, resp.text
+    return resp.json()["conversationId"]
+
+
+async def exists(api, file: dict) -> bool:
+    resp = await api.get(f"/api/v1/files/{file['id']}", headers=ALICE)
+    assert resp.status_code in (200, 404), resp.text
+    return resp.status_code == 200
+
+
+async def test_deleting_a_conversation_deletes_the_files_only_it_used(api, database) -> None:
+    only = await uploaded(api, "only-here.txt", b"said once\n")
+    shared = await uploaded(api, "shared.png", png())
+    kept = await uploaded(api, "never-sent.txt", b"uploaded, never sent\n")
+    twin = await uploaded(api, "twin.txt", b"said once\n")  # the same bytes as ``only``
+    first = await send(api, "look", [only["id"], shared["id"]])
+    await send(api, "and again", [shared["id"]], first)  # twice in one conversation
+    second = await send(api, "this too", [shared["id"]])
+    await send(api, "the twin", [twin["id"]])
+    assert (await api.delete(f"/api/v1/conversations/{first}", headers=ALICE)).status_code == 204
+    assert not await exists(api, only)
+    assert await exists(api, shared) and await exists(api, kept) and await exists(api, twin)
+    # ``only``'s bytes stay: ``twin`` has them (one blob per owner and content)
+    assert file_rows(database.url) == {
+        "lumina_file": 3,
+        "lumina_file_blob": 3,
+        "lumina_file_chunk": 3,
+        "lumina_message_file": 2,
+    }
+    gone = await api.delete(f"/api/agent/demo/conversations/{second}", headers=ALICE)
+    assert gone.status_code == 204  # family B's delete: the same rule
+    assert not await exists(api, shared) and await exists(api, kept)
+    assert file_rows(database.url)["lumina_file"] == 2
+
+
+async def test_a_fork_keeps_the_files_its_questions_carry(api, database) -> None:
+    image = await uploaded(api, "pixel.png", png())
+    source = await send(api, "see", [image["id"]])
+    resp = await api.post(f"/api/v1/conversations/{source}/fork", json={"atSeq": 2}, headers=ALICE)
+    assert resp.status_code == 201, resp.text
+    fork = resp.json()["uuid"]
+    assert (await messages_of(api, fork))[0]["files"] == [shown(image)]
+    assert (await api.delete(f"/api/v1/conversations/{source}", headers=ALICE)).status_code == 204
+    assert await exists(api, image)  # the fork's question still carries it
+    assert (await api.delete(f"/api/v1/conversations/{fork}", headers=ALICE)).status_code == 204
+    assert not await exists(api, image)
+
+
+async def test_an_edited_question_keeps_its_files(api, database) -> None:
+    image = await uploaded(api, "pixel.png", png())
+    uuid = await send(api, "what is this?", [image["id"]])
+    resp = await api.post(
+        f"/api/v1/conversations/{uuid}/messages/1/edit",
+        json={"message": "what colour is this?", "stream": False},
+        headers=ALICE,
+    )
+    assert resp.status_code == 200, resp.text
+    rows = await messages_of(api, uuid)
+    question = next(m for m in rows if m["role"] == "USER")
+    assert question["content"] == "what colour is this?" and question["seq"] == 3
+    assert question["files"] == [shown(image)]
+    assert links(database.url) == [(1, 0), (3, 0)]  # the parked question keeps its own
+    regenerated = await api.post(
+        f"/api/v1/conversations/{uuid}/regenerate", json={"stream": False}, headers=ALICE
+    )
+    assert regenerated.status_code == 200, regenerated.text
+    assert links(database.url) == [(1, 0), (3, 0)]
+    assert (await api.delete(f"/api/v1/conversations/{uuid}", headers=ALICE)).status_code == 204
+    assert not await exists(api, image)
+    assert file_rows(database.url) == dict.fromkeys(file_rows(database.url), 0)
+
+
+async def test_deleting_the_question_deletes_the_files_only_it_used(api, database) -> None:
+    only = await uploaded(api, "only.txt", b"once\n")
+    shared = await uploaded(api, "shared.txt", b"twice\n")
+    uuid = await send(api, "first", [only["id"], shared["id"]])
+    await send(api, "second", [shared["id"]], uuid)
+    question = (await messages_of(api, uuid))[0]
+    item = f"/v1/conversations/conv_{uuid}/items/msg_{question['id']}"
+    assert (await api.delete(item, headers=ALICE)).status_code == 200
+    assert not await exists(api, only) and await exists(api, shared)
+    assert links(database.url) == [(3, 0)]

@@ -4,15 +4,16 @@ owner and sha256, its bytes in rows of at most 512 KiB, and the file rows naming
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from lumina_app.domain import InvalidInput
-from lumina_app.storage.files import StoredFile
+from lumina_app.storage.files import FileText, StoredFile
 from lumina_app.storage.sql.database import SQLDatabase
+from lumina_app.storage.sql.file_texts import save_text, text_of_blob, texts_of_files
 from lumina_app.storage.sql.models import file_blobs as B
 from lumina_app.storage.sql.models import file_chunks as K
 from lumina_app.storage.sql.models import files as F
@@ -33,19 +34,38 @@ class FileStore:
         async with self.db.connect() as conn:
             return (await conn.execute(_blob_of(owner, sha256))).first() is not None
 
-    async def add(self, file: StoredFile, chunks: Callable[[], AsyncIterator[bytes]]) -> StoredFile:
+    async def add(
+        self,
+        file: StoredFile,
+        chunks: Callable[[], AsyncIterator[bytes]],
+        *,
+        text: FileText | None = None,
+    ) -> StoredFile:
         """Two uploads of the same new content at once: the second's blob insert (or a
         deletion racing its file row's key) fails, and it runs again, finding the blob."""
         for attempt in (1, 2):
             try:
-                await self._add(file, chunks)
+                await self._add(file, chunks, text)
                 return file
             except IntegrityError:
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
-    async def _add(self, file: StoredFile, chunks: Callable[[], AsyncIterator[bytes]]) -> None:
+    async def text_of(self, owner: str, sha256: str) -> FileText | None:
+        async with self.db.connect() as conn:
+            return await text_of_blob(conn, owner, sha256)
+
+    async def texts(self, owner: str, file_ids: Sequence[str]) -> dict[str, FileText]:
+        async with self.db.connect() as conn:
+            return await texts_of_files(conn, owner, file_ids)
+
+    async def _add(
+        self,
+        file: StoredFile,
+        chunks: Callable[[], AsyncIterator[bytes]],
+        text: FileText | None,
+    ) -> None:
         async with self.db.begin() as conn:
             blob_id = (await conn.execute(_blob_of(file.owner, file.sha256))).scalar()
             if blob_id is None:
@@ -57,6 +77,8 @@ class FileStore:
                 async for piece in chunks():
                     await conn.execute(sa.insert(K).values(blob_id=blob_id, n=n, data=piece))
                     n += 1
+            if text is not None:
+                await save_text(conn, blob_id, text)
             await conn.execute(
                 sa.insert(F).values(
                     file_id=file.id,
