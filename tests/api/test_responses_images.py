@@ -2,8 +2,9 @@
 SDK on the in-process app: a text-only agent (the demo model; an OpenAI-compatible one not
 marked ``"vision": true``) refuses them with a 400 in OpenAI's shape naming why; a vision
 agent's model (tests/fake_llm.py, which records what it was sent) gets them as chat
-``image_url`` parts after the question's text — a data: URL or an http URL as given, never
-fetched. Too many or too large: 413. Memory keeps the question's text."""
+``image_url`` parts after the question's text — a data: URL stored as a file of the question
+(#48, tests/api/test_gateway_files.py) and sent from it, an http URL as given, never
+fetched and for that run only. Too many or too large: 413."""
 
 from __future__ import annotations
 
@@ -57,19 +58,25 @@ async def test_a_vision_agent_gets_the_image_parts(sdk: openai.AsyncOpenAI, fake
     )
     assert answer.status == "completed" and answer.output_text
     question = fake_llm.requests[-1]["messages"][-1]
+    # The data URL is stored as a file of the question (#48) and sent from it (its bytes
+    # again, without the detail); the http URL is passed on for this run, as given.
     assert question == {
         "role": "user",
         "content": [
             {"type": "text", "text": "What is in this picture?"},
-            {"type": "image_url", "image_url": {"url": PNG, "detail": "low"}},
+            {"type": "image_url", "image_url": {"url": PNG}},
             {"type": "image_url", "image_url": {"url": HTTP_URL}},
         ],
     }
-    # The next turn: memory holds the question's text, the image was that turn's only.
+    # The next turn: the stored image stays with its question, the http one was that
+    # turn's only.
     await sdk.responses.create(model="seer", input="And now?", previous_response_id=answer.id)
     sent = fake_llm.requests[-1]["messages"]
     assert [m["content"] for m in sent if m["role"] == "user"] == [
-        "What is in this picture?",
+        [
+            {"type": "text", "text": "What is in this picture?"},
+            {"type": "image_url", "image_url": {"url": PNG}},
+        ],
         "And now?",
     ]
 
