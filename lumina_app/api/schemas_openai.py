@@ -114,7 +114,7 @@ class ChatMessage(BaseModel):
         else:
             text = self.content or ""
         role = "system" if self.role == "developer" else self.role
-        return Line(role, text)
+        return Line(role, text, files=bool(self.images()))
 
 
 class StreamOptions(BaseModel):

@@ -189,7 +189,8 @@ class MessageItem(BaseModel):
             if isinstance(self.content, str)
             else "".join(part.text for part in self.content if isinstance(part, ContentPart))
         )
-        return Line("system" if self.role == "developer" else self.role, text)
+        role = "system" if self.role == "developer" else self.role
+        return Line(role, text, files=bool(self.attachments()))
 
     def images(self) -> list[ImagePart]:
         if isinstance(self.content, str):

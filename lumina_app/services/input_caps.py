@@ -17,11 +17,9 @@ class InputCaps:
     max_messages: int = 1000
     max_chars: int = 32_000
 
-    def check(
-        self, lines: Sequence[Line], *, field: str = "messages", last_has_files: bool = False
-    ) -> None:
-        """413 naming the limit past either cap; a user message without text is a 400,
-        unless it is the last one and carries files (``last_has_files``)."""
+    def check(self, lines: Sequence[Line], *, field: str = "messages") -> None:
+        """413 naming the limit past either cap; a user message without text (or files)
+        is a 400."""
         if len(lines) > self.max_messages:
             raise InputTooLarge(
                 f"{field}: {len(lines)} messages; the limit is {self.max_messages} "
@@ -29,8 +27,7 @@ class InputCaps:
             )
         for index, line in enumerate(lines):
             self.check_text(line.text, f"{field}[{index}]")
-            with_files = last_has_files and index == len(lines) - 1
-            if line.role == "user" and not line.text.strip() and not with_files:
+            if line.role == "user" and not line.text.strip() and not line.files:
                 raise InvalidInput(f"{field}[{index}]: a user message must have text")
 
     def check_text(self, text: str, where: str) -> None:

@@ -124,9 +124,8 @@ class OpenAIGateway:
         make the conversation, store what it lacks, start the run with the files; the
         files this request uploaded go again if the run does not start."""
         agent = self.agents.definition(turn.agent_id)
-        with_files = bool(turn.files or turn.linked_images)
-        self.caps.check(turn.messages, last_has_files=with_files)
-        system, dialogue = _split(turn.messages, with_files=with_files)
+        self.caps.check(turn.messages)
+        system, dialogue = _split(turn.messages)
         if system is not None:
             check_storable_text(system, "system message")
         if turn.linked_images and self.files is not None:
@@ -287,14 +286,14 @@ def session_hash(key: str) -> str:
     return hashlib.sha256(("session:" + key).encode()).hexdigest()
 
 
-def _split(messages: list[Line], *, with_files: bool = False) -> tuple[str | None, list[Line]]:
+def _split(messages: list[Line]) -> tuple[str | None, list[Line]]:
     """The system text (all system messages, joined) and the dialogue, which must end
     with a user message: that is the new input (which may be files alone)."""
     system = [m.text for m in messages if m.role == "system"]
     dialogue = [m for m in messages if m.role != "system"]
     if not dialogue or dialogue[-1].role != "user":
         raise InvalidInput("messages: the last message must be a user message")
-    if not dialogue[-1].text.strip() and not with_files:
+    if not dialogue[-1].text.strip() and not dialogue[-1].files:
         raise InvalidInput("messages: the last user message is empty")
     return ("\n\n".join(system) if system else None), dialogue
 

@@ -222,8 +222,7 @@ class ResponsesService:
         """The gateway's caps, whichever way the conversation is found, before anything is
         stored: the messages and the tool outputs, counted and sized alike."""
         outputs = [Line("tool", text) for _call, text in turn.outputs]
-        with_files = bool(turn.files or turn.images) and not outputs
-        self.gateway.caps.check([*turn.lines, *outputs], field="input", last_has_files=with_files)
+        self.gateway.caps.check([*turn.lines, *outputs], field="input")
 
     def _check_images(self, turn: ResponseTurn) -> None:
         """Images only for an agent whose model takes them (a 400 naming why), within the

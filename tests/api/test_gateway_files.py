@@ -81,10 +81,19 @@ async def test_chat_completions_image_reaches_the_model_and_stays(opened, fake_l
     assert body.content == IMAGE
     # an image alone is a question too
     image_only = [{"type": "image_url", "image_url": {"url": data_url(IMAGE)}}]
-    alone = await sdk.chat.completions.create(
-        model="seer", messages=[{"role": "user", "content": image_only}]
-    )
-    assert alone.choices[0].message.content and _images_sent(fake_llm) == [IMAGE]
+    first = [{"role": "user", "content": image_only}]
+    alone = await sdk.chat.completions.with_raw_response.create(model="seer", messages=first)
+    reply = alone.parse().choices[0].message.content
+    assert reply and _images_sent(fake_llm) == [IMAGE]
+    stored = len(await _files(api))
+    # a client that resends the whole history: the image-only question is matched, the
+    # conversation goes on, and its image is not stored again
+    resent = [*first, {"role": "assistant", "content": reply}, {"role": "user", "content": "And?"}]
+    again = await sdk.chat.completions.with_raw_response.create(model="seer", messages=resent)
+    same = again.headers["x-lumina-conversation-id"]
+    assert same == alone.headers["x-lumina-conversation-id"] != conversation
+    assert len(await _files(api)) == stored
+    assert [m["content"] for m in await messages(api, same, headers=ADA)][::2] == ["", "And?"]
 
 
 async def test_chat_completions_refusals_store_nothing(opened, fake_llm) -> None:
