@@ -26,6 +26,10 @@ from lumina_app.storage.files import FileText
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 IMAGE, PLACEHOLDER, TEXT = "image", "placeholder", "text"
+_PIECE = 4096  # characters measured at a time while fitting a text to its room
+# The blank line before each block, as the budget counts it: a whole token, so the sum of
+# the parts' estimates bounds the estimate of the question they make.
+_SEPARATOR = 1
 
 
 class FileSource(Protocol):
@@ -116,11 +120,15 @@ async def plan(
     """Decide and read what each file sends, the newest question's files first."""
     ids = [f["id"] for q in questions for f in q.files if f.get("type") not in IMAGE_TYPES]
     texts = await source.texts(owner, ids) if ids else {}
-    attached, images, room = Attached(), limits.images, limits.tokens
+    attached, images = Attached(), limits.images
+    # Every file is named at least: its placeholder's room is kept until it is decided.
+    named = [_named(f) for q in questions for f in q.files]
+    room = limits.tokens - sum(estimate_text(n) + _SEPARATOR for n in named)
     for question in questions:
         for entry in question.files:
             name, kind = str(entry.get("name", "")), str(entry.get("type", ""))
             base = FileSent(question.turn_id, str(entry.get("id", "")), name, kind, PLACEHOLDER)
+            room += estimate_text(_named(entry)) + _SEPARATOR
             if kind not in IMAGE_TYPES:
                 room -= _document(attached, base, texts.get(base.id), room)
                 continue
@@ -132,20 +140,28 @@ async def plan(
                 attached.add(replace(base, sent=IMAGE), url=url)
             else:
                 attached.add(base, block=f"[image: {name}]")
+                room -= _SEPARATOR + estimate_text(f"[image: {name}]")
     return attached
+
+
+def _named(entry: dict[str, Any]) -> str:
+    """A file's placeholder: ``[image: name]`` or ``[file: name]``."""
+    label = "image" if entry.get("type") in IMAGE_TYPES else "file"
+    return f"[{label}: {entry.get('name', '')}]"
 
 
 def _document(attached: Attached, base: FileSent, found: FileText | None, room: int) -> int:
     """A document's block, its text cut to ``room`` tokens (none left: its placeholder);
     the tokens it takes."""
     text = found.text if found is not None and found.status == "ok" else ""
-    cut = fit(base.name, text, room) if text else 0
+    cut = fit(base.name, text, room - _SEPARATOR) if text else 0
     if not cut:
-        attached.add(replace(base, of=len(text)), block=f"[file: {base.name}]")
-        return 0
-    block = _block(base.name, text, cut)
-    attached.add(replace(base, sent=TEXT, chars=cut, of=len(text)), block=block)
-    return estimate_text(block)
+        block = f"[file: {base.name}]"
+        attached.add(replace(base, of=len(text)), block=block)
+    else:
+        block = _block(base.name, text, cut)
+        attached.add(replace(base, sent=TEXT, chars=cut, of=len(text)), block=block)
+    return _SEPARATOR + estimate_text(block)
 
 
 async def load(source: FileSource, owner: str, recorded: Sequence[dict[str, Any]]) -> Attached:
@@ -162,22 +178,40 @@ async def load(source: FileSource, owner: str, recorded: Sequence[dict[str, Any]
         elif one.sent == TEXT and one.id in texts:
             attached.add(one, block=_block(one.name, texts[one.id].text, one.chars))
         else:
-            label = "image" if one.type in IMAGE_TYPES else "file"
-            attached.add(one, block=f"[{label}: {one.name}]")
+            attached.add(one, block=_named({"name": one.name, "type": one.type}))
     return attached
 
 
 def fit(name: str, text: str, room: int) -> int:
-    """How many of ``text``'s characters fit in ``room`` tokens as a block (0: none)."""
-    if room <= 0:
-        return 0
+    """How many of ``text``'s characters fit in ``room`` tokens as a block (0: none).
+
+    Costs what is sent, not the whole text: the text is measured a piece at a time up to
+    where the room ends (a 2,000,000-character file must not hold the event loop)."""
     whole = len(text)
-    if estimate_text(_block(name, text, whole)) <= room:
+    frame = estimate_text(_block(name, "", 0))
+    marker = estimate_text(f"\n[… cut: {whole} of {whole} characters sent]")
+    if room - frame <= 0:
+        return 0
+    sent, used = 0, 0
+    while sent < whole:
+        cost = estimate_text(text[sent : sent + _PIECE])
+        if used + cost > room - frame:
+            break
+        sent, used = min(whole, sent + _PIECE), used + cost
+    if sent >= whole:
         return whole
-    cut = whole * room // max(1, estimate_text(text))
-    while cut > 0 and estimate_text(_block(name, text, cut)) > room:
-        cut = cut * 9 // 10
-    return cut
+    limit = room - frame - marker  # cut: the marker must fit too
+    while sent > 0 and used > limit:
+        sent -= _PIECE
+        used -= estimate_text(text[sent : sent + _PIECE])
+    for char in text[sent : sent + _PIECE]:  # the last piece, a character at a time
+        cost = 1 if char >= "\x80" else 0.25
+        if used + cost > limit:
+            break
+        sent, used = sent + 1, used + cost
+    while sent > 0 and estimate_text(_block(name, text, sent)) > room:
+        sent -= 16  # the pieces' rounding, taken back
+    return max(0, sent)
 
 
 def _block(name: str, text: str, chars: int) -> str:

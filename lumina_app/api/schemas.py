@@ -152,8 +152,9 @@ FileIds = Annotated[
     # stays what it was before files existed.
     Field(
         max_length=1000,
-        description="ids of the caller's files the message carries",
+        description="ids of the caller's files the message carries, each once",
         exclude_if=lambda v: not v,
+        json_schema_extra={"uniqueItems": True},  # checked by the service: a 422
     ),
 ]
 
@@ -552,12 +553,15 @@ class HistoryEntry(BaseModel):
     id: int
     seq: int
     status: str
+    # The files a question carries, as on the v1 messages route; absent without any.
+    files: list[FileOnMessage] | None = Field(default=None, exclude_if=lambda v: not v)
 
     @classmethod
     def of(cls, msg: Msg) -> HistoryEntry:
         # history_entry names the status of a superseded answer itself (the archive's form)
         entry = {**history_entry(msg), "status": msg.status.value}
-        return cls(**entry, id=msg.id or 0, seq=msg.seq)
+        files = [FileOnMessage.of(f) for f in msg.files] or None
+        return cls(**entry, id=msg.id or 0, seq=msg.seq, files=files)
 
 
 class ConversationDetail(BaseModel):

@@ -109,6 +109,9 @@ async def test_files_ride_on_family_b_chat_execute_and_execute_stream(api, datab
     await api.get(f"/api/v1/runs/{started.json()['runId']}/stream", headers=ALICE)
     questions = [m for m in await messages_of(api, uuid) if m["role"] == "USER"]
     assert [q["files"] for q in questions] == [[shown(first)], [shown(second)], [shown(third)]]
+    detail = await api.get(f"/api/agent/demo/conversations/{uuid}", headers=ALICE)
+    entries = detail.json()["messages"]
+    assert [e.get("files") for e in entries][:2] == [[shown(first)], None]  # as on v1
     assert links(database.url) == [(1, 0), (3, 0), (5, 0)]
 
 

@@ -24,14 +24,18 @@ BUDGET = 900  # the tight agent's memory.contextTokens
 
 
 @pytest.fixture
-async def api(api_factory, database, data_dir, fake_llm):
+async def opened(api_factory, database, data_dir, fake_llm):
     model = {"provider": "openai", "base_url": fake_llm.base_url, "model": "fake-1"}
     agents = data_dir / "agents"
     write_agent(agents, "seer", {"name": "Seer", "vision": True, **model})
     write_agent(agents, "plain", {"name": "Plain", **model})
     write_agent(agents, "tight", {"name": "Tight", "memory": {"contextTokens": BUDGET}, **model})
-    _services, client = await api_factory(database_url=database.url, api_keys=KEYS)
-    return client
+    return await api_factory(database_url=database.url, api_keys=KEYS)
+
+
+@pytest.fixture
+def api(opened):
+    return opened[1]
 
 
 async def ask(api, agent: str, task: str, files: list[str], conversation: str | None = None):
@@ -83,11 +87,16 @@ async def test_an_image_reaches_a_vision_agent_and_a_text_agent_gets_its_name(
     assert context["messages"] == fake_llm.requests[-1]["messages"]
 
 
-async def test_the_next_turn_still_carries_the_first_turns_image(api, fake_llm) -> None:
+@pytest.mark.parametrize("warm", [True, False])
+async def test_the_next_turn_still_carries_the_first_turns_image(opened, fake_llm, warm) -> None:
+    services, api = opened
     pixel = png(2, 2)
     image = await uploaded(api, "first.png", pixel)
     first = await ask(api, "seer", "Look at this.", [image["id"]])
-    await ask(api, "seer", "And what colour was it?", [], first["conversationId"])
+    if not warm:  # no warm session: the context is read from the hot window (Redis)
+        services.chat.sessions.drop("seer", first["conversationId"])
+    second = await ask(api, "seer", "And what colour was it?", [], first["conversationId"])
+    assert (await inspected(api, second["runId"]))["scenario"] == ("continue" if warm else "resume")
     sent = fake_llm.requests[-1]["messages"]
     questions = [m for m in sent if m["role"] == "user"]
     assert data_url(questions[0]["content"]) == pixel  # the window's question, with its image
