@@ -139,7 +139,7 @@ class OpenAIGateway:
             shown = client_tools.offered((), None, turn.linked_images)
             with shown if turn.linked_images else contextlib.nullcontext():
                 return await self._start(principal, turn, agent, system, dialogue, attached.ids)
-        except BaseException:
+        except Exception:  # not on a cancel: the question may have been stored with them
             if self.files is not None:
                 await self.files.discard(principal, attached.uploaded)
             raise

@@ -201,3 +201,30 @@ async def test_responses_refusals(opened, fake_llm) -> None:
             )
     assert [f["id"] for f in await _files(api)] == [mine["id"]]  # nothing else stored
     assert fake_llm.requests == []
+
+
+async def test_a_run_that_cannot_start_keeps_no_upload(opened, fake_llm) -> None:
+    """A 409 (a run already answering in the conversation): the image this request
+    uploaded is deleted again; the caller's own earlier files stay."""
+    _services, api, sdk = opened
+    kept = await uploaded(api, "kept.txt", NOTES, headers=ADA)
+    fake_llm.script.hold = lambda body: True
+    started = await api.post(
+        "/api/v1/agents/seer/execute", json={"task": "take your time"}, headers=ADA
+    )
+    assert started.status_code == 202, started.text
+    conversation = started.json()["conversationId"]
+    try:
+        content = [
+            {"type": "text", "text": "and this?"},
+            {"type": "image_url", "image_url": {"url": data_url(IMAGE)}},
+        ]
+        with pytest.raises(openai.ConflictError):
+            await sdk.chat.completions.create(
+                model="seer",
+                messages=[{"role": "user", "content": content}],
+                extra_headers={"X-Lumina-Conversation-Id": conversation},
+            )
+        assert [f["id"] for f in await _files(api)] == [kept["id"]]
+    finally:
+        fake_llm.release.set()
