@@ -36,6 +36,13 @@ from lumina_app.services.gateway_files import (
 MAX_ITEMS = 10_000
 PARTS = "content parts must be input_text, output_text, input_image or input_file parts"
 FILE_ID_PATTERN = r"^file-[0-9a-f]{24}$"
+# A name a file may keep (services/file_types.clean_name): no path, and something left
+# once control, format and surrogate characters and the white space around it are dropped.
+_KEPT = (
+    r"[^/\\\s\x00-\x1f\x7f-\x9f.\u00ad\u200b-\u200f"
+    r"\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]"
+)
+FILENAME_PATTERN = rf"^[^/\\]*{_KEPT}[^/\\]*$"
 IMAGE_URL = "image_url must be a data:image/...;base64, URL or an http(s) URL"
 ITEM_TYPES = (
     "input items must be message, function_call, function_call_output, reasoning, "
@@ -108,6 +115,11 @@ def _file_schema(schema: dict[str, Any]) -> None:
     schema["properties"]["file_id"] = {"type": "string", "pattern": FILE_ID_PATTERN}
     schema["properties"]["file_data"] = {"type": "string", "pattern": BASE64_PATTERN}
     schema["properties"]["file_url"] = {"type": "null"}
+    schema["properties"]["filename"] = {
+        "type": "string",
+        "maxLength": 255,
+        "pattern": FILENAME_PATTERN,
+    }
     schema["required"] = ["type"]
     schema["oneOf"] = [{"required": ["file_id"]}, {"required": ["file_data", "filename"]}]
 
@@ -134,6 +146,8 @@ class FilePart(BaseModel):
             raise ValueError("input_file: file_id must be an uploaded file's id (file-...)")
         if self.file_data is not None and not self.filename:
             raise ValueError("input_file: file_data needs a filename")
+        if self.filename is not None and not re.fullmatch(FILENAME_PATTERN, self.filename):
+            raise ValueError("input_file: filename must be a file name (no path, not blank)")
         return self
 
     def inline(self) -> InlineFile:
