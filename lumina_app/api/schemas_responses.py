@@ -24,6 +24,7 @@ from pydantic import (
 from lumina_app.api.schemas import NoNul
 from lumina_app.domain import InvalidInput
 from lumina_app.domain.transcript import Line
+from lumina_app.services.file_types import clean_name
 from lumina_app.services.gateway_files import (
     BASE64_PATTERN,
     IMAGE_URL_PATTERN,
@@ -36,13 +37,6 @@ from lumina_app.services.gateway_files import (
 MAX_ITEMS = 10_000
 PARTS = "content parts must be input_text, output_text, input_image or input_file parts"
 FILE_ID_PATTERN = r"^file-[0-9a-f]{24}$"
-# A name a file may keep (services/file_types.clean_name): no path, and something left
-# once control, format and surrogate characters and the white space around it are dropped.
-_KEPT = (
-    r"[^/\\\s\x00-\x1f\x7f-\x9f.\u00ad\u200b-\u200f"
-    r"\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]"
-)
-FILENAME_PATTERN = rf"^[^/\\]*{_KEPT}[^/\\]*$"
 IMAGE_URL = "image_url must be a data:image/...;base64, URL or an http(s) URL"
 ITEM_TYPES = (
     "input items must be message, function_call, function_call_output, reasoning, "
@@ -115,11 +109,7 @@ def _file_schema(schema: dict[str, Any]) -> None:
     schema["properties"]["file_id"] = {"type": "string", "pattern": FILE_ID_PATTERN}
     schema["properties"]["file_data"] = {"type": "string", "pattern": BASE64_PATTERN}
     schema["properties"]["file_url"] = {"type": "null"}
-    schema["properties"]["filename"] = {
-        "type": "string",
-        "maxLength": 255,
-        "pattern": FILENAME_PATTERN,
-    }
+    schema["properties"]["filename"] = {"type": "string", "minLength": 1, "maxLength": 255}
     schema["required"] = ["type"]
     schema["oneOf"] = [{"required": ["file_id"]}, {"required": ["file_data", "filename"]}]
 
@@ -146,8 +136,6 @@ class FilePart(BaseModel):
             raise ValueError("input_file: file_id must be an uploaded file's id (file-...)")
         if self.file_data is not None and not self.filename:
             raise ValueError("input_file: file_data needs a filename")
-        if self.filename is not None and not re.fullmatch(FILENAME_PATTERN, self.filename):
-            raise ValueError("input_file: filename must be a file name (no path, not blank)")
         return self
 
     def inline(self) -> InlineFile:
@@ -159,7 +147,16 @@ class FilePart(BaseModel):
             _claimed, raw = decode_data_url(data, "input_file")
         else:
             raw = decode_base64(data, "input_file")
-        return InlineFile("file", "input_file", data=raw, name=self.filename)
+        return InlineFile("file", "input_file", data=raw, name=_usable_name(self.filename))
+
+
+def _usable_name(raw: str) -> str:
+    """A client's filename as a name to keep: its last path part, cleaned; ``file`` if
+    nothing is left (a name is no reason to refuse a file)."""
+    try:
+        return clean_name(re.split(r"[/\\]", raw)[-1])
+    except InvalidInput:
+        return "file"
 
 
 def _part_kind(value: object) -> str | None:
