@@ -54,11 +54,16 @@ class ContentPart(BaseModel):
     text: Text
 
 
+def _only(required: list[str], absent: str) -> dict[str, Any]:
+    """A ``oneOf`` branch: these fields given, that one not."""
+    return {"required": required, "not": {"required": [absent]}}
+
+
 def _image_schema(schema: dict[str, Any]) -> None:
     schema["properties"]["image_url"] = {"type": "string", "pattern": IMAGE_URL_PATTERN}
     schema["properties"]["file_id"] = {"type": "string", "pattern": FILE_ID_PATTERN}
     schema["required"] = ["type"]
-    schema["oneOf"] = [{"required": ["image_url"]}, {"required": ["file_id"]}]
+    schema["oneOf"] = [_only(["image_url"], "file_id"), _only(["file_id"], "image_url")]
 
 
 class ImagePart(BaseModel):
@@ -111,7 +116,7 @@ def _file_schema(schema: dict[str, Any]) -> None:
     schema["properties"]["file_url"] = {"type": "null"}
     schema["properties"]["filename"] = {"type": "string", "minLength": 1, "maxLength": 255}
     schema["required"] = ["type"]
-    schema["oneOf"] = [{"required": ["file_id"]}, {"required": ["file_data", "filename"]}]
+    schema["oneOf"] = [_only(["file_id"], "file_data"), _only(["file_data", "filename"], "file_id")]
 
 
 class FilePart(BaseModel):
