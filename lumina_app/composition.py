@@ -49,6 +49,7 @@ from lumina_app.services.account_export import AccountExport
 from lumina_app.services.accounts import AccountService
 from lumina_app.services.agent_permissions import AgentPermissions
 from lumina_app.services.agents import AgentService
+from lumina_app.services.archive_files import ArchiveFileStore
 from lumina_app.services.attachments import Attachments
 from lumina_app.services.audit import AuditLog
 from lumina_app.services.auth import AuthService
@@ -56,6 +57,7 @@ from lumina_app.services.conversations import ConversationService
 from lumina_app.services.exchanges import ExchangeLog
 from lumina_app.services.file_text import PdfLimits, TextReader
 from lumina_app.services.files import FileService
+from lumina_app.services.gateway_files import GatewayFiles
 from lumina_app.services.health import HealthService
 from lumina_app.services.imports import ImportService
 from lumina_app.services.input_caps import InputCaps
@@ -729,8 +731,12 @@ def _lifecycle(services: Services, settings: Settings, store: _Store, recall: _R
     services.retention = Retention(
         purge, store.reads.conversations, services.registry, default_days=settings.retention_days
     )
+    archive.files = ArchiveFileStore(services.files)
+    services.gateway.files = GatewayFiles(
+        services.files, services.agents, default_provider=settings.llm_provider
+    )
     services.account_export = AccountExport(
-        store.reads.conversations, archive, services.accounts, long_term
+        store.reads.conversations, archive, services.accounts, long_term, services.files
     )
     services.deletion = AccountDeletion(
         users=UserStore(db),

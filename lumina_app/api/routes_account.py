@@ -83,8 +83,10 @@ async def revoke_key(key_id: RowId, caller: Caller, services: ServicesDep) -> Re
 )
 async def export_account(caller: Caller, services: ServicesDep) -> StreamingResponse:
     """Everything the caller has, as one zip written while it downloads: every conversation
-    in the archive layout with a Markdown transcript, the long-term memories, and
-    ``account.json`` (settings, keys by name and prefix; no password hash, no key)."""
+    in the archive layout with a Markdown transcript (a message's files beside its turn),
+    the long-term memories, every uploaded file (``files/<id>/<name>``, listed in
+    ``files/files.json``) and ``account.json`` (settings, keys by name and prefix; no
+    password hash, no key)."""
     export = services.account_export
     assert export is not None
     return StreamingResponse(

@@ -42,6 +42,7 @@ from lumina_app.domain import (
 )
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.observability import metrics
+from lumina_app.services.gateway_files import image_from_data_url
 from lumina_app.services.openai_gateway import ChatTurn, GatewayRun
 
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
@@ -77,7 +78,18 @@ async def chat_completions(
     """A chat turn: the last user message is the new input; the conversation is the one
     named (header or ``metadata.conversation_id``) or the one the earlier messages match."""
     metadata = body.metadata or {}
-    turn = ChatTurn(body.model, body.lines(), conversation_id or metadata.get("conversation_id"))
+    images = body.question_images()
+    turn = ChatTurn(
+        body.model,
+        body.lines(),
+        conversation_id or metadata.get("conversation_id"),
+        files=tuple(
+            image_from_data_url(part.image_url.url, "image_url", n)
+            for n, part in enumerate(images, start=1)
+            if part.inline
+        ),
+        linked_images=tuple(part.chat_part() for part in images if not part.inline),
+    )
     request_print = {"body": body.model_dump(mode="json"), "conversation": turn.conversation_uuid}
     completion_id = "chatcmpl-" + secrets.token_hex(12)
     created = int(time.time())

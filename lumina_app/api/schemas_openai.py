@@ -1,18 +1,21 @@
 """Bodies of the OpenAI-compatible routes, in the Chat Completions wire format the `openai`
 SDK sends and parses. Fields Lumina does not use (temperature, max_tokens, user, ...) are
 accepted and ignored, as an OpenAI-compatible server must; what it cannot honour (client
-tools, n > 1, non-text content) is refused with a clear 400."""
+tools, n > 1, content parts other than text and image_url) is refused with a clear 400.
+An image part with a data URL becomes one of the owner's files, attached to the question."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from lumina_app.api.schemas import NoNul
 from lumina_app.domain.transcript import Line
+from lumina_app.services.gateway_files import IMAGE_URL_PATTERN
 
+PARTS = "content parts must be text or image_url parts"
 CLIENT_TOOLS = (
     "client-side tools are not supported; the agent's own tools run server-side "
     "(configure them in its config.json)"
@@ -45,19 +48,48 @@ class TextPart(BaseModel):
     type: Literal["text"]
     text: Annotated[str, NoNul]
 
-    @field_validator("type", mode="before")
-    @classmethod
-    def _text_only(cls, value: object) -> object:
-        if value != "text":
-            raise ValueError("only text content parts are supported")
-        return value
+
+class ImageUrl(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    url: str = Field(pattern=IMAGE_URL_PATTERN)
+    detail: Literal["auto", "low", "high"] | None = None
+
+
+class ImageUrlPart(BaseModel):
+    """An image: a ``data:image/…;base64,`` URL is stored as the owner's file and attached
+    to the question; an http(s) URL is passed to a vision agent's model for this run only
+    (Lumina never fetches it), as the Responses API does."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+    @property
+    def inline(self) -> bool:
+        return self.image_url.url.startswith("data:")
+
+    def chat_part(self) -> dict[str, Any]:
+        return {"type": "image_url", "image_url": self.image_url.model_dump(exclude_none=True)}
+
+
+def _part_kind(value: object) -> str | None:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in ("text", "image_url") else None
+
+
+Part = Annotated[
+    Annotated[TextPart, Tag("text")] | Annotated[ImageUrlPart, Tag("image_url")],
+    Discriminator(_part_kind, custom_error_type="invalid_part", custom_error_message=PARTS),
+]
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     role: Literal["system", "developer", "user", "assistant"]
-    content: Annotated[str, NoNul] | list[TextPart] | None = None
+    content: Annotated[str, NoNul] | list[Part] | None = None
     name: str | None = Field(default=None, max_length=256)
     tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=0)
 
@@ -70,14 +102,19 @@ class ChatMessage(BaseModel):
 
     _no_tool_calls = field_validator("tool_calls", mode="before")(_refuse_if_given(TOOL_MESSAGES))
 
+    def images(self) -> list[ImageUrlPart]:
+        if not isinstance(self.content, list):
+            return []
+        return [part for part in self.content if isinstance(part, ImageUrlPart)]
+
     def line(self) -> Line:
         """This message as a transcript line (text parts joined; developer is system)."""
         if isinstance(self.content, list):
-            text = "".join(part.text for part in self.content)
+            text = "".join(part.text for part in self.content if isinstance(part, TextPart))
         else:
             text = self.content or ""
         role = "system" if self.role == "developer" else self.role
-        return Line(role, text)
+        return Line(role, text, files=bool(self.images()))
 
 
 class StreamOptions(BaseModel):
@@ -120,6 +157,12 @@ class ChatCompletionRequest(BaseModel):
 
     def lines(self) -> list[Line]:
         return [message.line() for message in self.messages]
+
+    def question_images(self) -> list[ImageUrlPart]:
+        """The images of the last message when it is the user's (the new question);
+        those of earlier messages are history, already stored or not Lumina's."""
+        last = self.messages[-1]
+        return last.images() if last.role == "user" else []
 
 
 class Model(BaseModel):

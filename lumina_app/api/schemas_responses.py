@@ -24,12 +24,20 @@ from pydantic import (
 from lumina_app.api.schemas import NoNul
 from lumina_app.domain import InvalidInput
 from lumina_app.domain.transcript import Line
+from lumina_app.services.file_types import clean_name
+from lumina_app.services.gateway_files import (
+    BASE64_PATTERN,
+    IMAGE_URL_PATTERN,
+    InlineFile,
+    decode_base64,
+    decode_data_url,
+    image_from_data_url,
+)
 
 MAX_ITEMS = 10_000
-PARTS = "content parts must be input_text, output_text or input_image parts"
-IMAGE_URL = "image_url must be a data:image/... URL or an http(s) URL"
-IMAGE_SCHEMES = ("data:image/", "https://", "http://")
-IMAGE_URL_PATTERN = r"^(data:image/|https?://)"
+PARTS = "content parts must be input_text, output_text, input_image or input_file parts"
+FILE_ID_PATTERN = r"^file-[0-9a-f]{24}$"
+IMAGE_URL = "image_url must be a data:image/...;base64, URL or an http(s) URL"
 ITEM_TYPES = (
     "input items must be message, function_call, function_call_output, reasoning, "
     "compaction or compaction_trigger items (item_reference and other items are not supported)"
@@ -46,18 +54,25 @@ class ContentPart(BaseModel):
     text: Text
 
 
+def _only(required: list[str], absent: str) -> dict[str, Any]:
+    """A ``oneOf`` branch: these fields given, that one not."""
+    return {"required": required, "not": {"required": [absent]}}
+
+
 def _image_schema(schema: dict[str, Any]) -> None:
     schema["properties"]["image_url"] = {"type": "string", "pattern": IMAGE_URL_PATTERN}
-    schema["properties"]["file_id"] = {"type": "null"}
-    schema["required"] = ["type", "image_url"]
+    schema["properties"]["file_id"] = {"type": "string", "pattern": FILE_ID_PATTERN}
+    schema["required"] = ["type"]
+    schema["oneOf"] = [_only(["image_url"], "file_id"), _only(["file_id"], "image_url")]
 
 
 class ImagePart(BaseModel):
-    """An ``input_image`` part: ``image_url`` a ``data:image/…`` URL or an http(s) URL,
-    passed on to a vision agent's model as it is (Lumina never fetches a URL)."""
+    """An ``input_image`` part: ``image_url`` a ``data:image/…`` URL (stored as the owner's
+    file and attached to the question) or an http(s) URL (passed on to a vision agent's
+    model for this run, never fetched), or ``file_id`` (the owner's uploaded image)."""
 
-    # The schema says what ``_url_only`` accepts, so a client (or a fuzzer) reading it
-    # never sends a part it would refuse: an image_url of those schemes, no file_id.
+    # The schema says what ``_one_source`` accepts, so a client (or a fuzzer) reading it
+    # never sends a part it would refuse.
     model_config = ConfigDict(extra="allow", json_schema_extra=_image_schema)
 
     type: Literal["input_image"]
@@ -66,13 +81,20 @@ class ImagePart(BaseModel):
     detail: Literal["auto", "low", "high"] | None = None
 
     @model_validator(mode="after")
-    def _url_only(self) -> ImagePart:
-        if self.file_id is not None:
-            raise ValueError(f"input_image: file_id is not supported here; {IMAGE_URL}")
+    def _one_source(self) -> ImagePart:
+        if (self.file_id is None) == (self.image_url is None):
+            raise ValueError(f"input_image: give one of image_url and file_id; {IMAGE_URL}")
+        if self.file_id is not None and not re.fullmatch(FILE_ID_PATTERN, self.file_id):
+            raise ValueError("input_image: file_id must be an uploaded file's id (file-...)")
         url = self.image_url
-        if url is None or not url.startswith(IMAGE_SCHEMES):
+        if url is not None and not re.fullmatch(IMAGE_URL_PATTERN, url):
             raise ValueError(f"input_image: {IMAGE_URL}")
         return self
+
+    @property
+    def linked(self) -> bool:
+        """An http(s) URL: shown to the model for this run only."""
+        return self.image_url is not None and not self.image_url.startswith("data:")
 
     def chat_part(self) -> dict[str, Any]:
         """The chat-completions ``image_url`` part the providers take."""
@@ -81,16 +103,80 @@ class ImagePart(BaseModel):
             image["detail"] = self.detail
         return {"type": "image_url", "image_url": image}
 
+    def inline(self, position: int) -> InlineFile:
+        if self.file_id is not None:
+            return InlineFile("image", "input_image", file_id=self.file_id)
+        assert self.image_url is not None
+        return image_from_data_url(self.image_url, "input_image", position)
+
+
+def _file_schema(schema: dict[str, Any]) -> None:
+    schema["properties"]["file_id"] = {"type": "string", "pattern": FILE_ID_PATTERN}
+    schema["properties"]["file_data"] = {"type": "string", "pattern": BASE64_PATTERN}
+    schema["properties"]["file_url"] = {"type": "null"}
+    schema["properties"]["filename"] = {"type": "string", "minLength": 1, "maxLength": 255}
+    schema["required"] = ["type"]
+    schema["oneOf"] = [_only(["file_id"], "file_data"), _only(["file_data", "filename"], "file_id")]
+
+
+class FilePart(BaseModel):
+    """An ``input_file`` part: ``file_id`` (the owner's uploaded file) or ``file_data``
+    (base64, or a ``data:`` URL of it) with a ``filename``: stored as the owner's file and
+    attached to the question. ``file_url`` is not accepted (Lumina fetches nothing)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_file_schema)
+
+    type: Literal["input_file"]
+    file_id: str | None = Field(default=None, max_length=128)
+    file_data: str | None = None
+    filename: Text | None = Field(default=None, max_length=255)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FilePart:
+        if self.model_extra and self.model_extra.get("file_url") is not None:
+            raise ValueError("input_file: file_url is not supported; send file_id or file_data")
+        if (self.file_id is None) == (self.file_data is None):
+            raise ValueError("input_file: give one of file_id and file_data (with filename)")
+        if self.file_id is not None and not re.fullmatch(FILE_ID_PATTERN, self.file_id):
+            raise ValueError("input_file: file_id must be an uploaded file's id (file-...)")
+        if self.file_data is not None and not self.filename:
+            raise ValueError("input_file: file_data needs a filename")
+        return self
+
+    def inline(self) -> InlineFile:
+        if self.file_id is not None:
+            return InlineFile("file", "input_file", file_id=self.file_id)
+        assert self.file_data is not None and self.filename is not None
+        data = self.file_data
+        if data.startswith("data:"):
+            _claimed, raw = decode_data_url(data, "input_file")
+        else:
+            raw = decode_base64(data, "input_file")
+        return InlineFile("file", "input_file", data=raw, name=_usable_name(self.filename))
+
+
+def _usable_name(raw: str) -> str:
+    """A client's filename as a name to keep: its last path part, cleaned; ``file`` if
+    nothing is left (a name is no reason to refuse a file)."""
+    try:
+        return clean_name(re.split(r"[/\\]", raw)[-1])
+    except InvalidInput:
+        return "file"
+
 
 def _part_kind(value: object) -> str | None:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
     if kind in ("input_text", "output_text", "text"):
         return "text"
-    return "image" if kind == "input_image" else None
+    return (
+        {"input_image": "image", "input_file": "file"}.get(kind) if isinstance(kind, str) else None
+    )
 
 
 Part = Annotated[
-    Annotated[ContentPart, Tag("text")] | Annotated[ImagePart, Tag("image")],
+    Annotated[ContentPart, Tag("text")]
+    | Annotated[ImagePart, Tag("image")]
+    | Annotated[FilePart, Tag("file")],
     Discriminator(_part_kind, custom_error_type="invalid_part", custom_error_message=PARTS),
 ]
 
@@ -119,12 +205,19 @@ class MessageItem(BaseModel):
             if isinstance(self.content, str)
             else "".join(part.text for part in self.content if isinstance(part, ContentPart))
         )
-        return Line("system" if self.role == "developer" else self.role, text)
+        role = "system" if self.role == "developer" else self.role
+        return Line(role, text, files=bool(self.attachments()))
 
     def images(self) -> list[ImagePart]:
         if isinstance(self.content, str):
             return []
         return [part for part in self.content if isinstance(part, ImagePart)]
+
+    def attachments(self) -> list[ImagePart | FilePart]:
+        """Its images and files, in order."""
+        if isinstance(self.content, str):
+            return []
+        return [part for part in self.content if isinstance(part, ImagePart | FilePart)]
 
 
 class FunctionCallItem(BaseModel):
@@ -343,15 +436,16 @@ class CreateResponse(BaseModel):
     def compaction(self) -> str | None:
         return input_compaction(self.input)
 
-    def images(self) -> tuple[list[ImagePart], int]:
-        """The images of the input's last user message (the question: what a vision
-        agent's model is shown), and how many images the whole input holds."""
+    def attachments(self) -> tuple[list[ImagePart | FilePart], int]:
+        """The images and files of the input's last user message (the question: stored
+        with it, or for an http(s) image shown to the model), and how many images the
+        whole input holds. Those of earlier messages are history: not stored again."""
         if isinstance(self.input, str):
             return [], 0
         messages = [item for item in self.input if isinstance(item, MessageItem)]
         count = sum(len(item.images()) for item in messages)
         last = messages[-1] if messages and messages[-1].role == "user" else None
-        return (last.images() if last else []), count
+        return (last.attachments() if last else []), count
 
     def compaction_trigger(self) -> bool:
         """Whether the input ends with a ``compaction_trigger`` (anywhere else: a 400)."""

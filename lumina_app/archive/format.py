@@ -16,10 +16,11 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from lumina_app.archive.attachments import AttachedFile, render_files
 from lumina_app.domain import ConversationInfo, Msg, MsgRole, Summary
 from lumina_app.domain.access import is_safe_name
 from lumina_app.domain.views import conversation_meta, history_entry, iso_ms
@@ -96,8 +97,21 @@ def archive_meta(
     return meta
 
 
-def archive_history(msgs: Sequence[Msg]) -> list[dict[str, Any]]:
-    return [history_entry(m) for m in msgs]
+def archive_history(
+    msgs: Sequence[Msg], files: Mapping[int, list[dict[str, Any]]] | None = None
+) -> list[dict[str, Any]]:
+    """history.json; a message with files lists them (``files``: id, name, type, size, and
+    where the archive holds them, their ``sha256`` and ``path``: ``files`` by index)."""
+    entries = []
+    for index, msg in enumerate(msgs):
+        entry = history_entry(msg)
+        if files is not None and index in files:
+            entry["files"] = files[index]
+        elif described := [d for d in msg.meta.get("files") or () if isinstance(d, dict)]:
+            keys = ("id", "name", "type", "size")
+            entry["files"] = [{k: d.get(k) for k in keys} for d in described]
+        entries.append(entry)
+    return entries
 
 
 def branches_document(active: Sequence[Msg], parked: Sequence[Msg]) -> dict[str, Any]:
@@ -138,18 +152,22 @@ def conversation_files(
     turns: Collection[str] | None = None,
     summaries: Sequence[Summary] = (),
     parked: Sequence[Msg] = (),
+    attached: Mapping[str, tuple[AttachedFile, bytes]] | None = None,
 ) -> dict[PurePosixPath, bytes]:
     """The archive files of one conversation, relative to the archive root.
 
     ``turns`` limits which messages.log files are rendered (the mirror writes only the
     turns that just ended); meta.json and history.json are always whole. ``parked``: the
-    rows of the branches not shown (branches.json, only when there are any).
+    rows of the branches not shown (branches.json, only when there are any). ``attached``:
+    the messages' files by id with their bytes, written as ``<messageId>/files/<name>``.
     """
     base = conversation_relpath(conv.agent_id, conv.uuid)
+    entries, blobs = render_files(msgs, attached) if attached is not None else (None, {})
     files = {
         base / META: dump_json(archive_meta(conv, msgs, summaries)),
-        base / HISTORY: dump_json(archive_history(msgs)),
+        base / HISTORY: dump_json(archive_history(msgs, entries)),
     }
+    files.update({base / rel: data for rel, data in blobs.items()})
     if parked:
         files[base / BRANCHES] = dump_json(branches_document(msgs, parked))
     for turn_id, turn_msgs in group_turns(msgs).items():

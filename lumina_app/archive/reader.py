@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from lumina_app.archive.attachments import ARCHIVED, read_files
 from lumina_app.archive.branches_file import merge_branches
 from lumina_app.archive.format import BRANCHES, HISTORY, META, ArchiveError
 from lumina_app.archive.limits import DEFAULT_LIMITS
@@ -352,10 +353,25 @@ def _messages(path: Path, text: str, latest: datetime) -> list[Msg]:
                 status=status,
                 created_at=stamp,
                 updated_at=stamp,
-                meta=_tool_meta(fields, _ROLES[role]) | _branch_meta(fields),
+                meta=_tool_meta(fields, _ROLES[role])
+                | _branch_meta(fields)
+                | _files_meta(fields, turn_id),
             )
         )
     return msgs
+
+
+def _files_meta(fields: _Fields, turn_id: str) -> dict[str, Any]:
+    """An entry's ``files`` (archive/attachments.py), checked here and uploaded by the
+    import: the ids in the archive are never used (they were another store's)."""
+    value = fields.data.get("files")
+    if value is None:
+        return {}
+    try:
+        listed = read_files(value, turn_id)
+    except ValueError as exc:
+        raise fields.fail("files", str(exc)) from None
+    return {ARCHIVED: listed} if listed else {}
 
 
 MAX_TOOL_CALLS = 128

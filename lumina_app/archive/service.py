@@ -16,8 +16,9 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from lumina_app.archive import attachments, memory_files, unzip, writer
 from lumina_app.archive import format as files
-from lumina_app.archive import memory_files, unzip, writer
+from lumina_app.archive.attachments import ArchiveFiles, AttachedFile
 from lumina_app.archive.limits import DEFAULT_LIMITS, ImportLimits
 from lumina_app.archive.reader import read_conversation
 from lumina_app.archive.tree import find_agent_folders, find_conversation_folders
@@ -98,6 +99,7 @@ class ArchiveService:
         *,
         limits: ImportLimits = DEFAULT_LIMITS,
         memories: LongTermMemory | None = None,
+        files: ArchiveFiles | None = None,
     ) -> None:
         self.memory = memory
         self.lookup = lookup
@@ -105,6 +107,7 @@ class ArchiveService:
         self.root = root
         self.limits = limits
         self.memories = memories  # long-term memories: agents/<id>/memory/<owner>.json
+        self.files = files  # the messages' files: <messageId>/files/<name>
         # Serialises writes under ``root`` with deletes, so a late mirror write cannot
         # resurrect the folder of a conversation deleted meanwhile.
         self.lock = asyncio.Lock()
@@ -146,13 +149,35 @@ class ArchiveService:
         msgs = await self.snapshot(conversation)
         summaries = await self.rows.summaries_of(conversation)
         parked = await self.rows.parked_messages(conversation)
+        # the mirror (``turns`` given) writes text only: files go with an export
+        attached = await self.attached(conversation, msgs) if turns is None else None
         await asyncio.to_thread(
-            partial(writer.write_conversation, turns=turns, summaries=summaries, parked=parked),
+            partial(
+                writer.write_conversation,
+                turns=turns,
+                summaries=summaries,
+                parked=parked,
+                attached=attached,
+            ),
             root or self.root,
             conversation,
             msgs,
         )
         return len(msgs)
+
+    async def attached(
+        self, conversation: ConversationInfo, msgs: list[Msg]
+    ) -> dict[str, tuple[AttachedFile, bytes]]:
+        """The files the messages carry, with their bytes (those still stored)."""
+        found: dict[str, tuple[AttachedFile, bytes]] = {}
+        if self.files is None:
+            return found
+        for file_id in attachments.file_ids(msgs):
+            facts = await self.files.facts(conversation.owner, file_id)
+            if facts is not None:
+                data = b"".join([c async for c in self.files.content(conversation.owner, file_id)])
+                found[file_id] = (facts, data)
+        return found
 
     async def export_all(
         self,
@@ -220,9 +245,12 @@ class ArchiveService:
         msgs = await self.snapshot(conversation)
         summaries = await self.rows.summaries_of(conversation)
         parked = await self.rows.parked_messages(conversation)
+        attached = await self.attached(conversation, msgs)
         return await asyncio.to_thread(
             lambda: files.zip_files(
-                files.conversation_files(conversation, msgs, summaries=summaries, parked=parked)
+                files.conversation_files(
+                    conversation, msgs, summaries=summaries, parked=parked, attached=attached
+                )
             )
         )
 
@@ -347,13 +375,68 @@ class ArchiveService:
         conversation.owner = owner
         conversation.uuid = await self._uuid_for(conversation.uuid, owner)
         item.conversation_uuid, item.agent_id = conversation.uuid, conversation.agent_id
+        uploaded: list[str] = []
         try:
+            uploaded = await self._upload_files(folder, owner, archived.messages)
             item.outcome, item.added = await self.rows.import_conversation(
                 conversation, archived.messages, archived.summaries
             )
-        except InvalidInput as exc:
-            item.error = f"{folder}: {exc}"
+        except (InvalidInput, QuotaExceeded) as exc:
+            item.error = exc.args[0] if isinstance(exc, _FileRefused) else f"{folder}: {exc}"
+        finally:  # the uploads no appended message links (all of them, on a refusal)
+            added = archived.messages[len(archived.messages) - item.added :] if item.added else []
+            linked = set(attachments.file_ids(added))
+            await self._drop(owner, [f for f in uploaded if f not in linked])
         return item
+
+    async def _upload_files(self, folder: Path, owner: str, msgs: list[Msg]) -> list[str]:
+        """Upload the files the archive lists as ``owner``'s, checked like any upload and
+        against the sha256 the archive gives; each message's ``meta["files"]`` then names
+        the new ids. Returns them; a refusal raises ``_FileRefused`` (what was uploaded
+        already is dropped)."""
+        uploaded: list[str] = []
+        try:
+            for msg in msgs:
+                listed = msg.meta.pop(attachments.ARCHIVED, None)
+                if not listed:
+                    continue
+                if self.files is None:
+                    raise _FileRefused(f"{folder}: this import cannot store files")
+                described = []
+                for archived in listed:
+                    stored = await self._upload_one(folder, owner, archived)
+                    uploaded.append(stored.id)
+                    described.append(
+                        {"id": stored.id, "name": stored.name, "type": stored.media_type,
+                         "size": stored.size}
+                    )  # fmt: skip
+                msg.meta["files"] = described
+        except BaseException:
+            await self._drop(owner, uploaded)
+            raise
+        return uploaded
+
+    async def _upload_one(
+        self, folder: Path, owner: str, archived: attachments.ArchivedFile
+    ) -> AttachedFile:
+        assert self.files is not None
+        path = folder.joinpath(*archived.path.split("/"))
+        try:
+            stored = await self.files.store(owner, archived.name, path)
+        except (InvalidInput, QuotaExceeded) as exc:
+            raise _FileRefused(f"{path}: {exc}") from None
+        if stored.sha256 != archived.sha256:
+            await self._drop(owner, [stored.id])
+            raise _FileRefused(
+                f"{path}: its sha256 is {stored.sha256}, the archive says {archived.sha256}: "
+                "refused (the file was changed or damaged)"
+            )
+        return stored
+
+    async def _drop(self, owner: str, file_ids: list[str]) -> None:
+        for file_id in file_ids:
+            assert self.files is not None
+            await self.files.drop(owner, file_id)
 
     async def _uuid_for(self, archived: str, owner: str) -> str:
         """The uuid an import uses: the archive's, unless another owner's conversation has
@@ -389,6 +472,10 @@ class ArchiveService:
         async with self.lock:
             conversation = await self.lookup.get_conversation(conversation_uuid)
             await self.export_conversation(conversation, turns=turns)
+
+
+class _FileRefused(InvalidInput):
+    """A file of the archive cannot be imported; the message names it."""
 
 
 def _is_zip(path: Path) -> bool:

@@ -4,8 +4,9 @@ A zip's headers say how many members it has and how big each one is; a hostile z
 So the member count is taken from the central directory itself, walked entry by entry
 before ``zipfile`` parses it (its parse keeps every entry in memory), and sizes are
 counted on the bytes actually decompressed, in 1 MiB chunks, against a per-member and a
-running total cap. Only the files an import reads (meta.json, history.json) are
-decompressed at all, and only if stored or deflated (``zipfile`` inflates bzip2 and lzma
+running total cap. Only the files an import reads (meta.json, history.json, memory
+files and the messages' ``<messageId>/files/``) are decompressed at all, and only if
+stored or deflated (``zipfile`` inflates bzip2 and lzma
 a whole input chunk at a time, without a cap on the output). Links, special files,
 encrypted members, names leaving the folder and names given twice are refused.
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from lumina_app.archive.attachments import FILES_FOLDER
 from lumina_app.archive.format import BRANCHES, HISTORY, MEMORY_FOLDER, META, ArchiveError
 from lumina_app.archive.limits import (
     FILE_LIMIT,
@@ -47,6 +49,11 @@ _MEMBER_ERRORS += (zlib.error,)
 def _is_memory_file(parts: tuple[str, ...]) -> bool:
     """``…/<agentId>/memory/<owner>.json``: read by an import, so extracted."""
     return len(parts) >= 3 and parts[-2] == MEMORY_FOLDER and parts[-1].endswith(".json")
+
+
+def _is_message_file(parts: tuple[str, ...]) -> bool:
+    """``…/<messageId>/files/<name>``: a message's file, uploaded by an import."""
+    return len(parts) >= 3 and parts[-2] == FILES_FOLDER
 
 
 @dataclass(slots=True)
@@ -153,7 +160,7 @@ def _extract_members(
             refused.append(_refuse(info, reason, target))
         elif info.is_dir():
             _make_folder(target.joinpath(*parts))
-        elif parts[-1] in READ_FILES or _is_memory_file(parts):
+        elif parts[-1] in READ_FILES or _is_memory_file(parts) or _is_message_file(parts):
             wanted.append((info, parts))
     declared = sum(info.file_size for info, _ in wanted)
     if declared > limits.max_zip_bytes:  # honest headers: refuse before inflating a byte

@@ -14,10 +14,12 @@ import contextlib
 import os
 import secrets
 import shutil
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path, PurePosixPath
 
+from lumina_app.archive.attachments import AttachedFile
 from lumina_app.archive.format import (
     HISTORY,
     META,
@@ -42,22 +44,24 @@ def write_conversation(
     turns: Collection[str] | None = None,
     summaries: Sequence[Summary] = (),
     parked: Sequence[Msg] = (),
+    attached: Mapping[str, tuple[AttachedFile, bytes]] | None = None,
 ) -> Path:
     """Write one conversation's folder under ``root``; returns the folder.
 
     ``turns`` limits which messages.log files are (re)written when the folder exists;
-    a new folder always gets every turn's log.
+    a new folder always gets every turn's log. ``attached``: the messages' files (by id,
+    with their bytes), written beside their turn.
     """
     folder = conversation_dir(root, conv.agent_id, conv.uuid)
     base = conversation_relpath(conv.agent_id, conv.uuid)
+    render = partial(
+        conversation_files, conv, msgs, summaries=summaries, parked=parked, attached=attached
+    )
     if not folder.is_dir():
-        rendered = conversation_files(conv, msgs, summaries=summaries, parked=parked)
-        inside = {rel.relative_to(base): data for rel, data in rendered.items()}
+        inside = {rel.relative_to(base): data for rel, data in render().items()}
         if _write_new_folder(folder, inside):
             return folder
-    write_files(
-        root, conversation_files(conv, msgs, turns=turns, summaries=summaries, parked=parked)
-    )
+    write_files(root, render(turns=turns))
     _drop_empty_turns(folder, set(turns or ()) - {m.turn_id for m in msgs})
     return folder
 
@@ -131,6 +135,7 @@ def _write_new_folder(folder: Path, files: dict[PurePosixPath, bytes]) -> bool:
             for rel in logs:
                 write_log(rel)
         for rel in sorted(set(files) - set(logs), key=_write_order):
+            (stage / rel).parent.mkdir(parents=True, exist_ok=True)  # <turn>/files/
             _write_new(stage / rel, files[rel])
         try:
             stage.rename(folder)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lumina_app.domain.types import MessageStatus, Msg, MsgRole
 
@@ -16,10 +16,12 @@ SHOWN_ANSWER = (MessageStatus.COMPLETE, MessageStatus.STOPPED)
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One message of a transcript: ``user`` or ``assistant`` and its text."""
+    """One message of a transcript: ``user`` or ``assistant`` and its text. ``files``: it
+    carries images or files (then its text may be empty); not part of what it equals."""
 
     role: str
     text: str
+    files: bool = field(default=False, compare=False)
 
 
 def visible(msgs: Iterable[Msg]) -> list[Line]:

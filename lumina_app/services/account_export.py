@@ -2,7 +2,9 @@
 /api/v1/account/export``): every conversation of the caller in the archive layout
 (``agents/<agentId>/conversations/<convId>/``, importable again), a Markdown transcript of
 each (``markdown/<agentId>/<convId>.md``), the long-term memories
-(``agents/<agentId>/memory/<owner>.json``) and ``account.json`` — the account's settings,
+(``agents/<agentId>/memory/<owner>.json``), every uploaded file (``files/<id>/<name>``,
+listed in ``files/files.json``; a message's files are also beside its turn) and
+``account.json`` — the account's settings,
 its keys by name and prefix, its sessions; never a password hash or a key.
 
 Conversations are read a page at a time and written one at a time: memory holds one
@@ -19,6 +21,7 @@ from typing import Any
 
 from lumina_app.archive import format as files
 from lumina_app.archive import memory_files
+from lumina_app.archive.attachments import folder_name
 from lumina_app.archive.service import ArchiveService
 from lumina_app.domain import AccessDenied, ConversationInfo, Principal, utcnow
 from lumina_app.domain.access import is_safe_name
@@ -26,10 +29,13 @@ from lumina_app.domain.views import iso_ms
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.services.accounts import AccountService
+from lumina_app.services.files import FileService, StoredFile
 
 PAGE = 50
 MAX_MEMORIES = 1_000_000
 ACCOUNT_FILE = "account.json"
+FILES_FOLDER = "files"  # every uploaded file: files/<id>/<name>, listed in files/files.json
+FILES_INDEX = "files.json"
 MARKDOWN_FOLDER = "markdown"
 
 
@@ -65,11 +71,13 @@ class AccountExport:
         archive: ArchiveService,
         accounts: AccountService,
         memories: LongTermMemory | None,
+        uploads: FileService | None = None,
     ) -> None:
         self.reads = reads
         self.archive = archive
         self.accounts = accounts
         self.memories = memories
+        self.uploads = uploads
 
     @staticmethod
     def filename(principal: Principal) -> str:
@@ -80,7 +88,7 @@ class AccountExport:
         """The zip, chunk by chunk; only the caller's own data, by construction."""
         sink = _Sink()
         archive = zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED)
-        counts = {"conversations": 0, "messages": 0, "memories": 0}
+        counts = {"conversations": 0, "messages": 0, "memories": 0, "files": 0}
         after = 0
         while page := await self.reads.batch(owner=principal.owner, after_id=after, limit=PAGE):
             for conversation in page:
@@ -90,6 +98,8 @@ class AccountExport:
                     yield chunk
             after = page[-1].id
         counts["memories"] = await self._memories(archive, principal.owner)
+        async for chunk in self._files(archive, sink, principal, counts):
+            yield chunk
         document = await self._account(principal, counts)
         await asyncio.to_thread(_write, archive, {PurePosixPath(ACCOUNT_FILE): document})
         archive.close()
@@ -98,11 +108,64 @@ class AccountExport:
     async def _conversation(self, archive: zipfile.ZipFile, conversation: ConversationInfo) -> int:
         msgs = await self.archive.snapshot(conversation)
         summaries = await self.archive.rows.summaries_of(conversation)
-        rendered = files.conversation_files(conversation, msgs, summaries=summaries)
+        attached = await self.archive.attached(conversation, msgs)
+        rendered = files.conversation_files(
+            conversation, msgs, summaries=summaries, attached=attached
+        )
         md = PurePosixPath(MARKDOWN_FOLDER, conversation.agent_id, f"{conversation.uuid}.md")
         rendered[md] = files.markdown_transcript(conversation, msgs).encode("utf-8")
         await asyncio.to_thread(_write, archive, rendered)
         return len(msgs)
+
+    async def _files(
+        self,
+        archive: zipfile.ZipFile,
+        sink: _Sink,
+        principal: Principal,
+        counts: dict[str, int],
+    ) -> AsyncIterator[bytes]:
+        """Every file the owner has (on a message or not) as ``files/<id>/<name>``, read
+        a chunk at a time, and ``files/files.json`` listing them."""
+        if self.uploads is None:
+            return
+        listed: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page, cursor = await self.uploads.list(principal, limit=PAGE, cursor=cursor)
+            for stored in page:
+                listed.append(await self._file(archive, principal, stored))
+                if chunk := sink.take():
+                    yield chunk
+            if cursor is None:
+                break
+        counts["files"] = len(listed)
+        if listed:
+            index = {PurePosixPath(FILES_FOLDER, FILES_INDEX): files.dump_json(listed)}
+            await asyncio.to_thread(_write, archive, index)
+
+    async def _file(
+        self, archive: zipfile.ZipFile, principal: Principal, stored: StoredFile
+    ) -> dict[str, Any]:
+        assert self.uploads is not None
+        path = PurePosixPath(FILES_FOLDER, stored.id, folder_name(stored.name, set()))
+        info = zipfile.ZipInfo(str(path), date_time=stored.created_at.timetuple()[:6])
+        info.compress_type = zipfile.ZIP_DEFLATED
+        _stored, chunks = await self.uploads.open(principal, stored.id)
+        entry = await asyncio.to_thread(archive.open, info, "w", force_zip64=True)
+        try:
+            async for chunk in chunks:
+                await asyncio.to_thread(entry.write, chunk)
+        finally:
+            await asyncio.to_thread(entry.close)
+        return {
+            "id": stored.id,
+            "name": stored.name,
+            "type": stored.media_type,
+            "size": stored.size,
+            "sha256": stored.sha256,
+            "createdAt": iso_ms(stored.created_at),
+            "path": str(path),
+        }
 
     async def _memories(self, archive: zipfile.ZipFile, owner: str) -> int:
         if self.memories is None:

@@ -18,7 +18,8 @@ class InputCaps:
     max_chars: int = 32_000
 
     def check(self, lines: Sequence[Line], *, field: str = "messages") -> None:
-        """413 naming the limit past either cap; a user message without text is a 400."""
+        """413 naming the limit past either cap; a user message without text (or files)
+        is a 400."""
         if len(lines) > self.max_messages:
             raise InputTooLarge(
                 f"{field}: {len(lines)} messages; the limit is {self.max_messages} "
@@ -26,7 +27,7 @@ class InputCaps:
             )
         for index, line in enumerate(lines):
             self.check_text(line.text, f"{field}[{index}]")
-            if line.role == "user" and not line.text.strip():
+            if line.role == "user" and not line.text.strip() and not line.files:
                 raise InvalidInput(f"{field}[{index}]: a user message must have text")
 
     def check_text(self, text: str, where: str) -> None:

@@ -13,11 +13,14 @@ one conversation and no row is stored twice.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from lumina_app.agents.definitions.registry import AgentDefinition
+from lumina_app.agents.run import client_tools
 from lumina_app.agents.run.engine import title_from
 from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.domain import (
@@ -35,6 +38,7 @@ from lumina_app.memory import MemoryManager
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.services.agents import AgentService, AgentView
+from lumina_app.services.gateway_files import Attached, GatewayFiles, InlineFile
 from lumina_app.services.input_caps import InputCaps
 from lumina_app.services.runs import RunService
 
@@ -68,6 +72,8 @@ class ChatTurn:
     messages: list[Line]
     conversation_uuid: str | None = None
     session_key: str | None = None  # a client's id for its conversation, recorded on it
+    files: tuple[InlineFile, ...] = ()  # the question's: stored and attached to it
+    linked_images: tuple[dict[str, Any], ...] = ()  # http(s) image parts: this run only
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +97,9 @@ class OpenAIGateway:
         history: GatewayHistory,
         *,
         caps: InputCaps | None = None,
+        files: GatewayFiles | None = None,
     ) -> None:
+        self.files = files  # files and images on a question (#48)
         self.agents = agents
         self.runs = runs
         self.memory = memory
@@ -112,12 +120,39 @@ class OpenAIGateway:
         return found
 
     async def start(self, principal: Principal, turn: ChatTurn) -> GatewayRun:
-        """Find or make the conversation, store what it lacks, start the run."""
+        """Store the question's files (refused before anything else is stored), find or
+        make the conversation, store what it lacks, start the run with the files; the
+        files this request uploaded go again if the run does not start."""
         agent = self.agents.definition(turn.agent_id)
         self.caps.check(turn.messages)
         system, dialogue = _split(turn.messages)
         if system is not None:
             check_storable_text(system, "system message")
+        if turn.linked_images and self.files is not None:
+            self.files.check_images(agent.id, "image_url")
+        attached = Attached()
+        if turn.files:
+            if self.files is None:
+                raise InvalidInput("files cannot be stored here")
+            attached = await self.files.store(principal, agent.id, turn.files)
+        try:
+            shown = client_tools.offered((), None, turn.linked_images)
+            with shown if turn.linked_images else contextlib.nullcontext():
+                return await self._start(principal, turn, agent, system, dialogue, attached.ids)
+        except Exception:  # not on a cancel: the question may have been stored with them
+            if self.files is not None:
+                await self.files.discard(principal, attached.uploaded)
+            raise
+
+    async def _start(
+        self,
+        principal: Principal,
+        turn: ChatTurn,
+        agent: AgentDefinition,
+        system: str | None,
+        dialogue: list[Line],
+        files: tuple[str, ...],
+    ) -> GatewayRun:
         question = dialogue[-1].text
         earlier = dialogue[:-1]
         conversation: ConversationInfo | None = None
@@ -151,6 +186,7 @@ class OpenAIGateway:
             message=question,
             conversation_uuid=conversation.uuid if conversation else None,
             system_prompt=prompt,
+            files=files,
         )
         if conversation is None:  # made by the run: index it for the next request
             await self.history.set_gateway_meta(
@@ -252,12 +288,12 @@ def session_hash(key: str) -> str:
 
 def _split(messages: list[Line]) -> tuple[str | None, list[Line]]:
     """The system text (all system messages, joined) and the dialogue, which must end
-    with a user message: that is the new input."""
+    with a user message: that is the new input (which may be files alone)."""
     system = [m.text for m in messages if m.role == "system"]
     dialogue = [m for m in messages if m.role != "system"]
     if not dialogue or dialogue[-1].role != "user":
         raise InvalidInput("messages: the last message must be a user message")
-    if not dialogue[-1].text.strip():
+    if not dialogue[-1].text.strip() and not dialogue[-1].files:
         raise InvalidInput("messages: the last user message is empty")
     return ("\n\n".join(system) if system else None), dialogue
 

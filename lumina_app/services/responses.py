@@ -47,6 +47,7 @@ from lumina_app.memory import MemoryManager
 from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.memory.run_inspection import RunInspection
+from lumina_app.services.gateway_files import ImagesRefused, InlineFile
 from lumina_app.services.openai_gateway import (
     MATCH_CANDIDATES,
     ChatTurn,
@@ -129,8 +130,9 @@ class ResponseTurn:
     outputs: tuple[tuple[str, str], ...] = ()  # (call_id, output): the trailing outputs
     tools: tuple[dict[str, Any], ...] = ()  # the client's function tools (chat specs)
     compaction: str | None = None  # a compaction item's handle: names the conversation
-    images: tuple[dict[str, Any], ...] = ()  # the question's, as chat ``image_url`` parts
+    images: tuple[dict[str, Any], ...] = ()  # the question's http(s) images: this run only
     image_count: int = 0  # images anywhere in the input
+    files: tuple[InlineFile, ...] = ()  # the question's images and files: stored, attached
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,12 +142,6 @@ class ClientCall:
     call_id: str
     name: str
     arguments: str
-
-
-class ImagesRefused(InvalidInput):
-    """Images for an agent whose model reads text only."""
-
-    code = "image_input_unsupported"
 
 
 def client_calls(answer: Msg | None) -> tuple[ClientCall, ...]:
@@ -217,7 +213,7 @@ class ResponsesService:
         self._check_input(turn)
         previous = turn.previous_response_id
         meta = {"previousResponseId": previous} if previous else None
-        if turn.image_count:
+        if turn.image_count or any(f.kind == "image" for f in turn.files):
             self._check_images(turn)
         with client_tools.offered(turn.tools, meta, turn.images):
             return await self._start(principal, turn)
@@ -240,10 +236,11 @@ class ResponsesService:
         limits = self.images
         if turn.image_count > limits.max_images:
             raise InputTooLarge(f"input_image: at most {limits.max_images} images per request")
+        # an http(s) URL is passed on as it is; a data URL is stored, as large as a file
         longest = max((len(part["image_url"]["url"]) for part in turn.images), default=0)
         if longest > limits.max_chars:
             raise InputTooLarge(
-                f"input_image: an image_url may be at most {limits.max_chars} characters"
+                f"input_image: an http(s) image_url may be at most {limits.max_chars} characters"
             )
 
     async def _named(self, principal: Principal, turn: ResponseTurn) -> str | None:
@@ -286,7 +283,8 @@ class ResponsesService:
             return await self._continue(principal, turn, named)
         if named is None:
             return await self.gateway.start(
-                principal, ChatTurn(turn.agent_id, turn.lines, session_key=turn.session_key)
+                principal,
+                ChatTurn(turn.agent_id, turn.lines, session_key=turn.session_key, files=turn.files),
             )
         conversation = await self._with_agent(principal, named, turn.agent_id)
         system = [line for line in turn.lines if line.role == "system"]
@@ -296,7 +294,8 @@ class ResponsesService:
         if dialogue[:-1]:
             await self._append(principal, conversation, dialogue[:-1])
         return await self.gateway.start(
-            principal, ChatTurn(turn.agent_id, [*system, dialogue[-1]], conversation.uuid)
+            principal,
+            ChatTurn(turn.agent_id, [*system, dialogue[-1]], conversation.uuid, files=turn.files),
         )
 
     async def _continue(

@@ -14,6 +14,7 @@ also run against the demo agent."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -271,3 +272,41 @@ def test_reasoning_and_compaction_validate_too(server: AppServer, streaming: boo
     final, events = _run(server, "assistant", compacting, streaming)
     _check("basic-response", final, events, streaming)
     assert [item["type"] for item in final["output"]] == ["compaction"]
+
+
+def _upload(server: AppServer, name: str, data: bytes) -> str:
+    response = httpx.post(
+        f"{server.url}/api/v1/files",
+        files={"file": (name, data, "application/octet-stream")},
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_images_and_files_by_id_and_inline_validate_too(server: AppServer, streaming: bool) -> None:
+    """The image case with the heart uploaded first (``input_image`` by ``file_id``) and
+    a document beside it, by ``file_id`` and as ``file_data``: the same checks pass."""
+    heart = _upload(server, "heart.png", base64.b64decode(HEART.partition(",")[2]))
+    notes = _upload(server, "notes.txt", b"The heart is red.\n")
+    body = {
+        "input": [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "What do you see? Use the notes."},
+                    {"type": "input_image", "file_id": heart},
+                    {"type": "input_file", "file_id": notes},
+                    {
+                        "type": "input_file",
+                        "filename": "more.md",
+                        "file_data": base64.b64encode(b"# More\n\nIt is small.\n").decode(),
+                    },
+                ],
+            }
+        ]
+    }
+    final, events = _run(server, "compliance", body, streaming)
+    _check("image-input", final, events, streaming)

@@ -2,8 +2,9 @@
 SDK on the in-process app: a text-only agent (the demo model; an OpenAI-compatible one not
 marked ``"vision": true``) refuses them with a 400 in OpenAI's shape naming why; a vision
 agent's model (tests/fake_llm.py, which records what it was sent) gets them as chat
-``image_url`` parts after the question's text — a data: URL or an http URL as given, never
-fetched. Too many or too large: 413. Memory keeps the question's text."""
+``image_url`` parts after the question's text — a data: URL stored as a file of the question
+(#48, tests/api/test_gateway_files.py) and sent from it, an http URL as given, never
+fetched and for that run only. Too many or too large: 413."""
 
 from __future__ import annotations
 
@@ -57,19 +58,25 @@ async def test_a_vision_agent_gets_the_image_parts(sdk: openai.AsyncOpenAI, fake
     )
     assert answer.status == "completed" and answer.output_text
     question = fake_llm.requests[-1]["messages"][-1]
+    # The data URL is stored as a file of the question (#48) and sent from it (its bytes
+    # again, without the detail); the http URL is passed on for this run, as given.
     assert question == {
         "role": "user",
         "content": [
             {"type": "text", "text": "What is in this picture?"},
-            {"type": "image_url", "image_url": {"url": PNG, "detail": "low"}},
+            {"type": "image_url", "image_url": {"url": PNG}},
             {"type": "image_url", "image_url": {"url": HTTP_URL}},
         ],
     }
-    # The next turn: memory holds the question's text, the image was that turn's only.
+    # The next turn: the stored image stays with its question, the http one was that
+    # turn's only.
     await sdk.responses.create(model="seer", input="And now?", previous_response_id=answer.id)
     sent = fake_llm.requests[-1]["messages"]
     assert [m["content"] for m in sent if m["role"] == "user"] == [
-        "What is in this picture?",
+        [
+            {"type": "text", "text": "What is in this picture?"},
+            {"type": "image_url", "image_url": {"url": PNG}},
+        ],
         "And now?",
     ]
 
@@ -89,15 +96,14 @@ async def test_malformed_image_parts_are_a_400(sdk: openai.AsyncOpenAI, part: di
         await sdk.responses.create(model="seer", input=_asking(part))
     assert refused.value.body["type"] == "invalid_request_error"
     # The reason is named (among the union's other branches' complaints).
-    reason = "content parts must be" if part["type"] == "input_file" else "input_image: "
-    assert reason in refused.value.message
+    assert f"{part['type']}: " in refused.value.message
 
 
 async def test_too_many_or_too_large_images_are_a_413(sdk: openai.AsyncOpenAI) -> None:
     with pytest.raises(openai.APIStatusError) as many:
         await sdk.responses.create(model="seer", input=_asking(*[_image(PNG)] * 3))
     assert many.value.status_code == 413 and "at most 2 images" in many.value.message
-    big = "data:image/png;base64," + "A" * 5000
+    long_url = HTTP_URL + "?" + "a" * 5000  # a data URL is stored: a file's limits apply
     with pytest.raises(openai.APIStatusError) as large:
-        await sdk.responses.create(model="seer", input=_asking(_image(big)))
+        await sdk.responses.create(model="seer", input=_asking(_image(long_url)))
     assert large.value.status_code == 413 and "4096 characters" in large.value.message

@@ -52,6 +52,7 @@ async def test_the_export_holds_everything_of_the_caller_and_no_secret(site) -> 
         "conversations": 3,
         "messages": 12,
         "memories": 1,
+        "files": 1,
     }
     assert [(k["name"], k["prefix"]) for k in account["apiKeys"]] == [
         ("ann-exp-laptop", mine.key_prefix)

@@ -24,6 +24,8 @@ from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.sql import branches
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
+from lumina_app.storage.sql.models import files as F
+from lumina_app.storage.sql.models import message_files as MF
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import summaries as S
 from lumina_app.storage.sql.sqlite_inline import offloaded
@@ -98,6 +100,7 @@ async def import_conversation(
                 if row is None:
                     conversation_pk = await _insert_conversation(conn, conv, len(msgs))
                     await _insert_messages(conn, conversation_pk, msgs, first_seq=1)
+                    await _link_files(conn, conversation_pk, conv.owner, msgs, first_seq=1)
                     await _insert_summaries(conn, conversation_pk, summaries)
                     return ImportOutcome.CREATED, len(msgs)
                 _check_target(conv, row)
@@ -131,6 +134,7 @@ async def import_conversation(
                     )
                 )
                 await _insert_messages(conn, row.id, missing, first_seq=row.last_seq + 1)
+                await _link_files(conn, row.id, conv.owner, missing, first_seq=row.last_seq + 1)
                 return ImportOutcome.APPENDED, len(missing)
     except IntegrityError as exc:  # another importer inserted the same uuid meanwhile
         raise InvalidInput(f"conversation {conv.uuid!r} could not be imported: {exc.orig}") from exc
@@ -204,6 +208,42 @@ async def _insert_conversation(conn: AsyncConnection, conv: ConversationInfo, co
         )
     )
     return result.inserted_primary_key[0]
+
+
+async def _link_files(
+    conn: AsyncConnection,
+    conversation_pk: ConversationPk,
+    owner: str,
+    msgs: Sequence[Msg],
+    *,
+    first_seq: int,
+) -> None:
+    """The ``lumina_message_file`` rows of the messages whose ``meta["files"]`` name
+    files (the owner's, uploaded by the import just before): in the same transaction."""
+    wanted = {
+        (first_seq + offset, position): d["id"]
+        for offset, msg in enumerate(msgs)
+        for position, d in enumerate(msg.meta.get("files") or ())
+    }
+    if not wanted:
+        return
+    found = dict(
+        (
+            await conn.execute(
+                sa.select(F.c.file_id, F.c.id).where(
+                    F.c.owner == owner, F.c.file_id.in_(set(wanted.values()))
+                )
+            )
+        ).all()
+    )
+    rows = [
+        {"conversation_id": conversation_pk, "seq": seq, "file_pk": found[file_id],
+         "position": position}
+        for (seq, position), file_id in wanted.items()
+        if file_id in found
+    ]  # fmt: skip
+    if rows:
+        await conn.execute(sa.insert(MF), rows)
 
 
 async def _insert_messages(
