@@ -289,7 +289,13 @@ def test_stateful_links_pass_every_check(api_schema: schemathesis.BaseSchema) ->
     DELETE → GET …; execute → runs): ``use_after_free`` and ``ensure_resource_availability``
     only apply here."""
 
-    class Machine(api_schema.as_state_machine()):  # type: ignore[misc]
+    # Not the long-term memories: they are written in the background after each turn, so
+    # the list a GET returns changes between hypothesis's replays of one sequence, and the
+    # DELETE drawn from it cannot be replayed (FlakyStrategyDefinition, not a finding).
+    # Their routes keep every check in ``test_every_check_passes`` and tests/api.
+    stable = api_schema.exclude(path_regex=r"^/api/v1/memories")
+
+    class Machine(stable.as_state_machine()):  # type: ignore[misc]
         def before_call(self, case: schemathesis.Case) -> None:
             fresh_idempotency_key(case)
             existing_fork_point(case)
