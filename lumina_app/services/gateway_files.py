@@ -26,8 +26,10 @@ _TOKEN = r"[A-Za-z0-9.+-]+"
 _PARAMS = rf"(?:;{_TOKEN}={_TOKEN})*"
 DATA_URL_PATTERN = rf"data:({_TOKEN}/{_TOKEN}){_PARAMS};base64,({_B64})"
 BASE64_PATTERN = rf"^(?:data:{_TOKEN}/{_TOKEN}{_PARAMS};base64,)?{_B64}$"
-IMAGE_URL_PATTERN = rf"^(?:data:image/{_TOKEN}{_PARAMS};base64,{_B64}|https?://[^\s]+)$"
-"""What the schemas say an image URL is: a base64 data URL of an image, or http(s)."""
+IMAGE_URL_PATTERN = rf"^(?:data:image/{_TOKEN}{_PARAMS};base64,{_B64}|https?://[^\x00-\x20\x7f]+)$"
+"""What the schemas say an image URL is: a base64 data URL of an image, or http(s) with
+no space or control character (spelled out: ``\\s`` means other characters in Python's,
+Rust's and JSON Schema's regular expressions, so a schema-valid URL was refused)."""
 _DATA_URL = re.compile(DATA_URL_PATTERN, re.S)
 _EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 Kind = Literal["image", "file"]
