@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from lumina_app.api import create_api
 from lumina_app.composition import install
 from tests.api.helpers import bearer, error_of
+from tests.pdf_bytes import pdf_of
 
 KEYS = "alice:ka,bob:kb"
 ALICE, BOB = bearer("ka"), bearer("kb")
@@ -44,24 +45,13 @@ def png(width: int = 2, height: int = 1) -> bytes:
 
 def pdf() -> bytes:
     """A minimal valid PDF: one empty page, with its cross-reference table."""
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
-    ]
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for n, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
+    return pdf_of(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
+        ]
     )
-    return out
 
 
 ZIP = b"PK\x03\x04\x14\x00\x00\x00\x08\x00" + bytes(range(256)) * 4
