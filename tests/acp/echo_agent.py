@@ -5,13 +5,17 @@ It keeps each session's prompts (in memory, and in ``.echo-agent.json`` in its f
 request streams thoughts, runs a tool, asks a permission, reads or writes a file through
 the client (``/fifo NAME`` makes a named pipe and reads it; ``/link NAME TARGET`` makes a
 symbolic link), reports an environment variable, starts a grandchild, ignores a cancel, or
-crashes. ``ECHO_AGENT_CAPS`` = ``load`` (default), ``resume``, or ``none``.
+crashes. ``ECHO_AGENT_CAPS`` = ``load`` (default), ``resume``, or ``none``;
+``ECHO_AGENT_IMAGES=1`` says prompts may carry images, and it names each image block it gets
+(``image=TYPE:SHA256[:12]``, ``link=URI``); ``/echo`` repeats the prompt's text.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -26,6 +30,7 @@ from acp.schema import (
     LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
+    PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
     SessionCapabilities,
@@ -55,7 +60,11 @@ class EchoAgent:
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
-                load_session=caps == "load", session_capabilities=session_caps
+                load_session=caps == "load",
+                session_capabilities=session_caps,
+                prompt_capabilities=PromptCapabilities(
+                    image=os.environ.get("ECHO_AGENT_IMAGES") == "1"
+                ),
             ),
             agent_info={"name": "echo-agent", "version": "1.0"},
         )
@@ -111,6 +120,14 @@ class EchoAgent:
         say = lambda words: self.conn.session_update(  # noqa: E731
             session_id, acp.update_agent_message_text(words)
         )
+        for block in prompt:
+            if getattr(block, "type", "") == "image":
+                digest = hashlib.sha256(base64.b64decode(block.data)).hexdigest()[:12]
+                await say(f"image={block.mime_type}:{digest} ")
+            if getattr(block, "type", "") == "resource_link":
+                await say(f"link={block.uri} ")
+        if "/echo" in text:
+            await say(f"text={text!r} ")
         if "/think" in text:
             await self.conn.session_update(session_id, acp.update_agent_thought_text("pondering "))
         if "/crash" in text:

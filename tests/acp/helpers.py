@@ -18,7 +18,12 @@ PROMPT = "You are Echo."
 
 
 def echo_agent(
-    data_dir: Path, agent_id: str = "echo", *, permissions: str = "allow-all", **acp: object
+    data_dir: Path,
+    agent_id: str = "echo",
+    *,
+    permissions: str = "allow-all",
+    config: dict | None = None,
+    **acp: object,
 ) -> Path:
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), **acp.pop("env", {})}  # type: ignore[arg-type]
     block = {
@@ -31,7 +36,7 @@ def echo_agent(
     write_agent(
         data_dir / "agents",
         agent_id,
-        {"name": "Echo", "provider": "acp", "acp": block},
+        {"name": "Echo", "provider": "acp", "acp": block, **(config or {})},
         {"agent.md": PROMPT},
     )
     return data_dir / "agents" / agent_id

@@ -62,14 +62,15 @@ class AgentDefinition:
     allow_client_system_prompt: bool = False
     acp: AcpConfig | None = None  # "provider": "acp": the agent process to start
     embeddings: EmbeddingsConfig | None = None  # its own embedder for recall (else the server's)
-    # ``"vision": true``: the agent's (OpenAI-compatible) model takes images, so the
-    # Responses API passes a question's ``input_image`` parts on; else they are refused.
+    # ``"vision": true``: the agent's model takes images, so a question's images are sent
+    # as image parts (an acp agent's as image blocks, when its process says it takes them)
+    # and the Responses API passes ``input_image`` parts on; else they are refused.
     vision: bool = False
 
     def takes_images(self, default_provider: str) -> bool:
         """Whether a question may carry images: a vision agent on an OpenAI-compatible
-        provider (the demo model and acp agents read text only)."""
-        return self.vision and (self.provider or default_provider) == "openai"
+        provider or an acp one (the demo model reads text only)."""
+        return self.vision and (self.provider or default_provider) in ("openai", "acp")
 
     titles: bool = True  # "titles": false keeps a new conversation's cut first message
     # "retentionDays": conversations untouched that long are deleted (0: kept forever;

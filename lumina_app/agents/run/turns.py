@@ -258,37 +258,22 @@ class TurnPreparer:
             )  # fmt: skip
         known = [] if conversation.temporary else await self._known(agent, request.principal, text)
         known_ids = {"memories": [m.id for m in known]} if known else {}
-        limits = self._file_limits(agent)
-        budget = agent.memory.context_tokens
-        held = 0  # room kept from the history for the files (at most half the budget)
-        if budget and self.files is not None:
-            held = min(reserve(carrying(history, question), limits), budget // 2)
-        summary = view.summary if agent.memory.summary else None
         said, known_text = recalled.message(), context_message(known)
-        context = build_context(
-            prompt,
-            history,
-            text,
-            window=self.settings.context_window,
-            summary=summary,
-            token_budget=budget - held if budget else None,
-            earlier=agent.memory.summary,
-            recalled=said,
-            known=known_text,
-        )
-        attached = await self._attach(request.principal.owner, context, question, limits, budget)
-        if attached.sent:  # the same context, its questions with their files
-            context.messages = render(
-                prompt, summary, context.history, text, said, known_text,
-                attached=attached, turn=question.turn_id,
-            )  # fmt: skip
-            context.tokens = estimate_messages(context.messages)
-        if accept in (Accept.CONVERSATION, Accept.TURN, Accept.EDIT) and context.messages:
-            context.messages[-1] = client_tools.with_images(context.messages[-1])
         provider = self.providers.for_agent(agent, conversation.uuid, conversation.owner)
         own_session: dict = {}
         if isinstance(provider, AcpProvider):  # its process holds the context: it says which
             scenario, own_session = await provider.prepare(scenario)
+        try:
+            limits = self._file_limits(agent, provider)
+            context, attached = await self._built(
+                request, prompt, view, question, said, known_text, limits
+            )
+        except BaseException:
+            if isinstance(provider, AcpProvider):  # the session it took goes back
+                provider.abandon()
+            raise
+        if accept in (Accept.CONVERSATION, Accept.TURN, Accept.EDIT) and context.messages:
+            context.messages[-1] = client_tools.with_images(context.messages[-1])
         first_seq, last_seq = context.seq_range
         record = RunRecord(
             run_id=run_id,
@@ -323,6 +308,44 @@ class TurnPreparer:
             provider=provider,
             view=view,
         )
+
+    async def _built(
+        self,
+        request: RunRequest,
+        prompt: str,
+        view: MemoryView,
+        question: Msg,
+        said: str,
+        known_text: str,
+        limits: Limits,
+    ) -> tuple[BuiltContext, Attached]:
+        """The context for ``question``, then the files of its questions in the room the
+        budget leaves (up to half of it held back from the history for them)."""
+        agent, history, text = request.agent, view.messages, question.content
+        budget = agent.memory.context_tokens
+        held = 0
+        if budget and self.files is not None:
+            held = min(reserve(carrying(history, question), limits), budget // 2)
+        summary = view.summary if agent.memory.summary else None
+        context = build_context(
+            prompt,
+            history,
+            text,
+            window=self.settings.context_window,
+            summary=summary,
+            token_budget=budget - held if budget else None,
+            earlier=agent.memory.summary,
+            recalled=said,
+            known=known_text,
+        )
+        attached = await self._attach(request.principal.owner, context, question, limits, budget)
+        if attached.sent:  # the same context, its questions with their files
+            context.messages = render(
+                prompt, summary, context.history, text, said, known_text,
+                attached=attached, turn=question.turn_id,
+            )  # fmt: skip
+            context.tokens = estimate_messages(context.messages)
+        return context, attached
 
     async def accept(self, run: PreparedRun) -> ActiveRun:
         """The accept transaction: the question (a regenerated one is stored already), the
@@ -378,11 +401,14 @@ class TurnPreparer:
         user, answer = await begin(conversation, run.question, run.answer, record)
         return user, answer, []
 
-    def _file_limits(self, agent: AgentDefinition) -> Limits:
-        """Images only for a model that takes them; file text within the agent's budget
-        (``memory.contextTokens``) or ``LUMINA_FILE_CONTEXT_TOKENS``."""
+    def _file_limits(self, agent: AgentDefinition, provider: object) -> Limits:
+        """Images only for a model that takes them (an acp agent's process must say so at
+        ``initialize``); file text within the agent's budget (``memory.contextTokens``) or
+        ``LUMINA_FILE_CONTEXT_TOKENS``."""
         settings = self.settings
         vision = agent.takes_images(settings.llm_provider)
+        if isinstance(provider, AcpProvider):
+            vision = vision and provider.takes_images
         return Limits(
             images=settings.max_images_per_context if vision else 0,
             image_bytes=settings.max_context_image_bytes,

@@ -68,6 +68,12 @@ class AgentProcess:
         return bool(caps and caps.resume is not None)
 
     @property
+    def takes_images(self) -> bool:
+        """Its ``initialize`` said prompts may carry image blocks."""
+        caps = self.capabilities and self.capabilities.prompt_capabilities
+        return bool(caps and caps.image)
+
+    @property
     def can_close(self) -> bool:
         caps = self.capabilities and self.capabilities.session_capabilities
         return bool(caps and caps.close is not None)

@@ -5,7 +5,8 @@ from the pool and says which scenario it is: B, the live process, gets only the 
 message; A, a new conversation, the system prompt and the message; C, a new process for a
 conversation with history, the message after ``session/resume`` or ``session/load``, or
 else Lumina's stored context (prompt, summary, window) injected as text. ``stream``
-sends the prompt and turns the agent's updates into provider events; a stop is
+sends the prompt (its text, then a vision agent's images as image blocks) and turns the
+agent's updates into provider events; a stop is
 ``session/cancel``; a process that dies is a failed run with what streamed kept.
 """
 
@@ -47,6 +48,7 @@ _SCENARIO = {
 PERMISSION_TOOL = "permission"
 
 AcpEvent = LLMEvent | ToolCallRequested | ToolCallFinished
+_SESSION_HOLDS = ("live", "resume", "load")  # modes where the agent's session has the history
 
 
 def prompt_text(messages: Sequence[ChatMessage], mode: str) -> str:
@@ -55,10 +57,10 @@ def prompt_text(messages: Sequence[ChatMessage], mode: str) -> str:
     context as a transcript when a new session must be given the history."""
     if not messages:
         return ""
-    message = str(messages[-1].get("content") or "")
-    if mode in ("live", "resume", "load"):
+    message = _text(messages[-1])
+    if mode in _SESSION_HOLDS:
         return message
-    system = [str(m.get("content") or "") for m in messages[:-1] if m["role"] == "system"]
+    system = [_text(m) for m in messages[:-1] if m["role"] == "system"]
     history = [m for m in messages[:-1] if m["role"] != "system"]
     parts = []
     if system:
@@ -70,9 +72,41 @@ def prompt_text(messages: Sequence[ChatMessage], mode: str) -> str:
     return "\n\n".join(parts)
 
 
+def prompt_blocks(messages: Sequence[ChatMessage], mode: str, images: bool) -> list[Any]:
+    """The prompt's content blocks: its text (:func:`prompt_text`), then the images of the
+    questions it carries (the new one's alone where the session holds the rest) as image
+    blocks; an image given by an http(s) URL (the Responses API's) as a link to it. An
+    agent whose process takes no images (``images``) reads ``[image]`` instead."""
+    carried = messages[-1:] if mode in _SESSION_HOLDS else messages
+    urls = [
+        part["image_url"]["url"]
+        for message in carried
+        if message["role"] == "user" and isinstance(message.get("content"), list)
+        for part in message["content"]  # type: ignore[union-attr]
+        if part.get("type") == "image_url"
+    ]
+    shown = map(_image_block, urls) if images else (acp.text_block("[image]") for _ in urls)
+    return [acp.text_block(prompt_text(messages, mode)), *shown]
+
+
+def _image_block(url: str) -> Any:
+    head, _, data = url.partition(",")
+    if head.startswith("data:") and head.endswith(";base64"):
+        return acp.image_block(data, head.removeprefix("data:").removesuffix(";base64"))
+    return acp.resource_link_block("image", url)
+
+
+def _text(message: ChatMessage) -> str:
+    """A message's text (the text parts of one that carries images)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n\n".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return str(content or "")
+
+
 def _transcript_line(message: ChatMessage) -> str:
     role = message["role"]
-    content = str(message.get("content") or "")
+    content = _text(message)
     if role == "tool":
         return f"[tool {message.get('name') or ''} result]: {content}"
     if role == "assistant" and message.get("tool_calls"):
@@ -127,6 +161,11 @@ class AcpProvider:
             record["note"] = self.opened.note
         return _SCENARIO[self.opened.mode], {"acp": record}
 
+    @property
+    def takes_images(self) -> bool:
+        """Its process said at ``initialize`` that prompts may carry images."""
+        return self.opened is not None and self.opened.session.process.takes_images
+
     def abandon(self) -> None:
         """The turn was not committed: the session goes back unused."""
         if self.opened is not None:
@@ -158,10 +197,11 @@ class AcpProvider:
             )
 
         client.sink, client.on_ask = queue, ask
-        text = prompt_text(messages, mode if session.prompts == 0 else "live")
+        mode = mode if session.prompts == 0 else "live"
+        blocks = prompt_blocks(messages, mode, images=process.takes_images)
         session.prompts += 1
         prompt = asyncio.ensure_future(
-            process.conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)])
+            process.conn.prompt(session_id=session.session_id, prompt=blocks)
         )
         exited = asyncio.ensure_future(process.process.wait())
         healthy = False
