@@ -60,6 +60,7 @@ class Notice:
     regenerate: bool = False
     title: str = ""
     edited: int = 0  # an edit's run: the seq of the question asked again (0: none)
+    files: tuple[dict[str, Any], ...] = ()  # a run's question's files ({id, name, type, size})
 
 
 _FIELDS = frozenset(f.name for f in fields(Notice))
@@ -162,6 +163,7 @@ class LiveHub:
             regenerate=regenerate,
             title=run.conversation.title,
             edited=edited,
+            files=tuple(run.user.files),
         )
         ended = Notice("ended", conversation=started.conversation, agent_id=started.agent_id)
         self._spawn(self._follow_run(owner, run, started, ended))

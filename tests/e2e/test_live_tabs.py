@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from lumina_app.ui.state.sidebar import LIST_PAGE
+from tests.api.test_files import png
 from tests.conftest import SHARED_REDIS_URL, write_agent
 from tests.e2e.socket_frames import LIVE_FEED, hold_frames
 from tests.e2e.test_accounts_ui import PASSWORD, Browsers, sign_in
@@ -210,6 +211,37 @@ def test_a_run_started_over_rest_shows_up_in_an_open_page(people, live_server) -
     ).to_contain_text("Sent from a script")
     expect(answers(page)).to_have_count(2, timeout=20_000)
     expect(answers(page).nth(1)).to_contain_text("word399")
+
+
+def test_a_questions_files_show_in_the_open_page_without_a_reload(people, live_server) -> None:
+    """A run started over REST with an image and a document: the open page shows the
+    question's thumbnail and card while the answer streams, keeps them when it ends, and
+    then reads as a reload."""
+    base = live_server.url
+    page, conversation, key = answered_once_with_a_key(people, live_server)
+    with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=30) as rest:
+        ids = []
+        for name, data in (("shot.png", png(6, 4)), ("notes.md", b"# Notes\n\nKeep these.\n")):
+            stored = rest.post(f"{base}/api/v1/files", files={"file": (name, data)})
+            assert stored.status_code == 201, stored.text
+            ids.append(stored.json()["id"])
+        body = {"task": "Look at these /long", "conversationId": conversation, "files": ids}
+        accepted = rest.post(f"{base}/api/v1/agents/assistant/execute", json=body)
+        assert accepted.status_code == 202, accepted.text
+    expect(page.get_by_test_id("streaming-message")).to_contain_text("word5")
+    pending = page.get_by_test_id("pending-message").or_(
+        page.locator("[data-testid=message][data-role=user]").nth(1)
+    )
+    expect(
+        pending.locator(f"[data-testid=file-thumbnail][data-file-id='{ids[0]}']")
+    ).to_be_visible()
+    expect(pending.locator(f"[data-testid=file-card][data-file-id='{ids[1]}']")).to_be_visible()
+    shot(page, "live-files-streaming")
+    expect(answers(page)).to_have_count(2, timeout=20_000)
+    question = page.locator("[data-testid=message][data-role=user]").nth(1)
+    expect(question.locator("[data-file-id]")).to_have_count(2)
+    assert_reads_as_a_reload(page, answered=2)
+    expect(question.locator("[data-file-id]")).to_have_count(2)  # and so does the reload
 
 
 def test_back_to_back_runs_from_elsewhere_are_each_shown(people, live_server) -> None:

@@ -17,6 +17,7 @@ from lumina_app.services.live import AlreadyLive, Notice, TooManyLivePages
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.sidebar import SidebarState
 from lumina_app.ui.state.stream import StreamState
+from lumina_app.ui.view_models.file_views import message_files
 from lumina_app.ui.view_models.versions import retire_answer
 
 DELETED = "This conversation was deleted."
@@ -90,6 +91,7 @@ class LiveState(ChatState):
                     self._rows = [r for r in self._rows if r["seq"] < notice.edited]
                     self._reread_after = True
                 self.pending_user, self.pending_time = notice.question, iso_ms(utcnow())
+                self.pending_files = message_files({"files": list(notice.files)})
             self.streaming, self.run_id = True, notice.run_id
             updates.append(StreamState.follow_run)
         return updates
