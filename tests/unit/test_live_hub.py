@@ -85,13 +85,14 @@ async def test_a_run_is_announced_when_it_starts_and_when_it_ends(hub) -> None:
     run = SimpleNamespace(
         run_id="run-1",
         conversation=SimpleNamespace(uuid="c1", agent_id="demo", title="Hello"),
-        user=SimpleNamespace(content="what is up?"),
+        user=SimpleNamespace(content="what is up?", files=[{"id": "file-1", "name": "a.png"}]),
         done=done,
     )
     async with hub.page(ANN, "tab-1") as feed:
         hub.run_started("ann", run)
         started = await feed.next(1)
         assert (started.kind, started.run_id, started.question) == ("run", "run-1", "what is up?")
+        assert started.files == ({"id": "file-1", "name": "a.png"},)  # the question's files
         assert await feed.next(0.05) is None
         done.set()
         ended = await feed.next(1)
