@@ -148,3 +148,15 @@ async def test_a_pdfs_text_reaches_the_context(api, fake_llm) -> None:
     assert content.endswith("\n[end of file: spec.pdf]")
     (sent,) = (await inspected(api, done["runId"]))["files"]
     assert sent["sent"] == "text" and sent["chars"] == sent["of"] > 0
+
+
+async def test_a_question_of_files_alone_stays_in_the_next_turns_context(api, fake_llm) -> None:
+    """A message may be files alone; the next turn's history still carries it (it was
+    left out as an empty message)."""
+    pixel = png(3, 3)
+    image = await uploaded(api, "alone.png", pixel)
+    first = await ask(api, "seer", "", [image["id"]])
+    await ask(api, "seer", "And that picture?", [], first["conversationId"])
+    questions = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
+    assert len(questions) == 2
+    assert data_url(questions[0]["content"]) == pixel

@@ -98,7 +98,7 @@ def whole_exchanges(msgs: Sequence[Msg]) -> list[Msg]:
 def _usable(msg: Msg) -> bool:
     if msg.role is MsgRole.TOOL:
         return True  # an empty result is still the answer to its call
-    return bool(msg.content or msg.tool_calls)
+    return bool(msg.content or msg.tool_calls or msg.files)  # a question may be files alone
 
 
 def chat_message(msg: Msg, attached: Attached | None = None) -> ChatMessage:
