@@ -735,6 +735,7 @@ def _lifecycle(services: Services, settings: Settings, store: _Store, recall: _R
     services.gateway.files = GatewayFiles(
         services.files, services.agents, default_provider=settings.llm_provider
     )
+    services.openai_conversations.files = services.gateway.files
     services.account_export = AccountExport(
         store.reads.conversations, archive, services.accounts, long_term, services.files
     )

@@ -20,6 +20,7 @@ from lumina_app.domain import (
     ThinkingChunk,
     ToolCallRequested,
 )
+from lumina_app.services.file_types import RASTER_IMAGES
 from lumina_app.services.openai_conversations import item_id
 from lumina_app.services.responses import ClientCall, ResponseView, conversation_id
 
@@ -83,7 +84,8 @@ def message_item(msg: Msg) -> dict[str, Any]:
     if msg.role is MsgRole.ASSISTANT:
         content = [output_text(msg.content)]
     else:
-        content = [{"type": "input_text", "text": msg.content}]
+        said = [{"type": "input_text", "text": msg.content}] if msg.content or not msg.files else []
+        content = [*said, *map(_file_part, msg.files)]
     return {
         "type": "message",
         "id": item_id(msg.id),
@@ -91,6 +93,13 @@ def message_item(msg: Msg) -> dict[str, Any]:
         "role": role,
         "content": content,
     }
+
+
+def _file_part(entry: dict[str, Any]) -> dict[str, Any]:
+    """A question's stored file as the part that names it (by the file's id)."""
+    if entry.get("type") in RASTER_IMAGES:
+        return {"type": "input_image", "file_id": entry.get("id"), "detail": "auto"}
+    return {"type": "input_file", "file_id": entry.get("id"), "filename": entry.get("name")}
 
 
 def item_list(msgs: list[Msg], has_more: bool = False) -> dict[str, Any]:

@@ -12,7 +12,12 @@ from lumina_app.api.auth import Caller
 from lumina_app.api.deps import ServicesDep
 from lumina_app.api.openai_errors import openai_router
 from lumina_app.api.responses_wire import item_list, message_item
-from lumina_app.api.schemas_responses import CreateConversation, CreateItems, UpdateConversation
+from lumina_app.api.schemas_responses import (
+    CreateConversation,
+    CreateItems,
+    UpdateConversation,
+    inline_files,
+)
 from lumina_app.services.openai_conversations import ConversationView
 from lumina_app.services.responses import conversation_id
 
@@ -37,8 +42,9 @@ async def create_conversation(
     """A new conversation with ``metadata.agent`` (else the default agent), holding
     ``items`` if given."""
     lines = [item.line() for item in body.items or []]
+    files = [inline_files(item.attachments()) for item in body.items or []]
     view, _saved = await services.openai_conversations.create(
-        caller, metadata=body.metadata or {}, items=lines
+        caller, metadata=body.metadata or {}, items=lines, files=files
     )
     return _conversation(view)
 
@@ -90,7 +96,9 @@ async def additem_list(
 ) -> dict[str, Any]:
     """Append messages (stored as final rows, as the client gives them)."""
     lines = [item.line() for item in body.items]
-    return item_list(await services.openai_conversations.add(caller, conversation, lines))
+    files = [inline_files(item.attachments()) for item in body.items]
+    added = await services.openai_conversations.add(caller, conversation, lines, files)
+    return item_list(added)
 
 
 @router.get("/conversations/{conversation}/items/{item}")

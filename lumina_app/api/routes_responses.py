@@ -27,12 +27,16 @@ from lumina_app.api.responses_wire import (
 )
 from lumina_app.api.run_stream import Started, stream_run
 from lumina_app.api.schemas import error_responses
-from lumina_app.api.schemas_responses import CompactRequest, CreateResponse, FilePart, ImagePart
+from lumina_app.api.schemas_responses import (
+    CompactRequest,
+    CreateResponse,
+    ImagePart,
+    inline_files,
+)
 from lumina_app.api.stream_slots import take_stream_slot
 from lumina_app.composition import Services
 from lumina_app.domain import Principal, RequestInProgress, RunFinished, RunStatus, utcnow
 from lumina_app.domain.tokens import estimate_text
-from lumina_app.services.gateway_files import InlineFile
 from lumina_app.services.openai_gateway import GatewayRun
 from lumina_app.services.responses import (
     ResponsesService,
@@ -48,17 +52,6 @@ ResponseId = Annotated[str, Path(max_length=128)]
 CONVERSATION_HEADER = "X-Lumina-Conversation-Id"
 # Codex's id for its session: finds the conversation when the request names none.
 SessionHeader = Annotated[str | None, Header(alias="session-id", max_length=256)]
-
-
-def _inline(parts: list[ImagePart | FilePart]) -> tuple[InlineFile, ...]:
-    """The question's images and files to store and attach (an http(s) image is not)."""
-    found: list[InlineFile] = []
-    for n, part in enumerate(parts, start=1):
-        if isinstance(part, FilePart):
-            found.append(part.inline())
-        elif not part.linked:
-            found.append(part.inline(n))
-    return tuple(found)
 
 
 @router.post(
@@ -93,7 +86,7 @@ async def create_response(
         compaction=body.compaction(),
         images=tuple(p.chat_part() for p in parts if isinstance(p, ImagePart) and p.linked),
         image_count=image_count,
-        files=_inline(parts),
+        files=inline_files(parts),
     )
     shown = {
         "instructions": body.instructions,

@@ -220,6 +220,18 @@ class MessageItem(BaseModel):
         return [part for part in self.content if isinstance(part, ImagePart | FilePart)]
 
 
+def inline_files(parts: list[ImagePart | FilePart]) -> tuple[InlineFile, ...]:
+    """The images and files to store and attach (an http(s) image is not: it is shown to
+    a model for one run, never fetched or kept)."""
+    found: list[InlineFile] = []
+    for n, part in enumerate(parts, start=1):
+        if isinstance(part, FilePart):
+            found.append(part.inline())
+        elif not part.linked:
+            found.append(part.inline(n))
+    return tuple(found)
+
+
 class FunctionCallItem(BaseModel):
     """A call the model made, resent by clients that send their whole history: Lumina
     stored it when it was made, so it is read and left."""

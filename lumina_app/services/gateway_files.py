@@ -118,13 +118,15 @@ class GatewayFiles:
             )
 
     async def store(
-        self, principal: Principal, agent_id: str, found: Sequence[InlineFile]
+        self, principal: Principal, agent_id: str | None, found: Sequence[InlineFile]
     ) -> Attached:
         """The ids to attach, in order: ids looked up, bytes uploaded. A refusal (a
         text-only agent, another owner's id, a type that is not an image where an image
-        belongs, too large, the quota) raises, and what this call uploaded is deleted."""
+        belongs, too large, the quota) raises, and what this call uploaded is deleted.
+        No ``agent_id``: history a client brings (a conversation's items), kept whatever
+        the agent reads (a text-only one is told an image's name)."""
         images = [f for f in found if f.kind == "image"]
-        if images:
+        if images and agent_id is not None:
             self.check_images(agent_id, images[0].field)
         ids: list[str] = []
         uploaded: list[str] = []

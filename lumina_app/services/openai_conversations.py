@@ -1,9 +1,12 @@
 """The Conversations API's service: a Lumina conversation *is* an OpenAI conversation
 (``conv_<uuid>``), its messages are its items (``msg_<message id>``). Metadata lives in the
-conversation's gateway meta; the agent is ``metadata.agent``, else the default agent."""
+conversation's gateway meta; the agent is ``metadata.agent``, else the default agent. A user
+item's ``input_image`` and ``input_file`` parts are stored as the owner's files and linked to
+its message, as a question's are (docs/FILES.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lumina_app.domain import (
@@ -22,6 +25,7 @@ from lumina_app.memory.conversation_lookup import ConversationLookup
 from lumina_app.memory.conversation_reads import ConversationReads
 from lumina_app.memory.gateway_history import GatewayHistory
 from lumina_app.services.agents import AgentService
+from lumina_app.services.gateway_files import GatewayFiles, InlineFile
 from lumina_app.services.input_caps import InputCaps
 from lumina_app.services.openai_gateway import history_rows
 from lumina_app.services.responses import uuid_of
@@ -96,6 +100,7 @@ class OpenAIConversations:
         self.reads = reads
         self.gateway = gateway
         self.caps = caps or InputCaps()  # the gateway's: one set of caps for every door
+        self.files: GatewayFiles | None = None  # the items' images and files (#48)
 
     def _default_agent(self) -> str:
         available = [view.id for view in self.agents.list() if view.available]
@@ -104,17 +109,29 @@ class OpenAIConversations:
         return available[0]
 
     async def create(
-        self, principal: Principal, *, metadata: dict[str, str], items: list[Line]
+        self,
+        principal: Principal,
+        *,
+        metadata: dict[str, str],
+        items: list[Line],
+        files: Sequence[tuple[InlineFile, ...]] = (),
     ) -> tuple[ConversationView, list[Msg]]:
+        """``files``: each item's images and files, in the items' order."""
         self.caps.check(items, field="items")
         agent = self.agents.definition(metadata.get(AGENT_KEY) or self._default_agent())
         temporary = _temporary(metadata, default=False)
         first = next((line.text for line in items if line.role == "user"), "")
-        conversation = await self.memory.create_conversation(
-            agent_id=agent.id, title=first[:80], owner=principal.owner, temporary=temporary
-        )
-        await self.gateway.set_gateway_meta(conversation, opening=None, meta={"metadata": metadata})
-        saved = await self.memory.append_history(conversation, history_rows(items))
+        rows, uploaded = await self._rows(principal, items, files)
+        try:
+            conversation = await self.memory.create_conversation(
+                agent_id=agent.id, title=first[:80], owner=principal.owner, temporary=temporary
+            )
+            meta = {"metadata": metadata}
+            await self.gateway.set_gateway_meta(conversation, opening=None, meta=meta)
+            saved = await self._append(principal, conversation, rows)
+        except BaseException:
+            await self._discard(principal, uploaded)
+            raise
         return ConversationView(conversation, metadata), saved
 
     async def get(self, principal: Principal, conversation: str) -> ConversationView:
@@ -168,14 +185,65 @@ class OpenAIConversations:
         page = [row for row in rows[:limit] if shown(row)]
         return ItemPage(page, len(rows) > limit)
 
-    async def add(self, principal: Principal, conversation: str, items: list[Line]) -> list[Msg]:
+    async def add(
+        self,
+        principal: Principal,
+        conversation: str,
+        items: list[Line],
+        files: Sequence[tuple[InlineFile, ...]] = (),
+    ) -> list[Msg]:
+        """``files``: each item's images and files, in the items' order."""
         self.caps.check(items, field="items")
         found = await self.lookup.find_visible(principal, uuid_of(conversation))
         # Never slip rows in beside a running turn: its answer's seq is already taken.
         running = await self.runs.running_in(principal, found.uuid)
         if running is not None:
             raise ConversationBusy(found.uuid, running)
-        return await self.memory.append_history(found, history_rows(items))
+        rows, uploaded = await self._rows(principal, items, files)
+        try:
+            return await self._append(principal, found, rows)
+        except BaseException:
+            await self._discard(principal, uploaded)
+            raise
+
+    async def _rows(
+        self, principal: Principal, items: list[Line], files: Sequence[tuple[InlineFile, ...]]
+    ) -> tuple[list[Msg], list[str]]:
+        """The items' rows, a user item's files stored (uploaded, or the owner's looked up:
+        another's is a 404) and named in its meta; the ids this call uploaded. A refusal
+        deletes what it uploaded. An assistant's or system item's parts are not kept."""
+        rows, uploaded = history_rows(items), []
+        paired = zip(rows, files, strict=False)  # one row per item; no files: none given
+        carrying = [(row, found) for row, found in paired if found and row.role is MsgRole.USER]
+        if carrying and self.files is None:
+            raise InvalidInput("items: this server keeps no files")
+        try:
+            for row, found in carrying:
+                assert self.files is not None
+                stored = await self.files.store(principal, None, found)
+                uploaded.extend(stored.uploaded)
+                row.meta["files"] = await self.runs.files_meta(principal, stored.ids)
+        except BaseException:
+            await self._discard(principal, uploaded)
+            raise
+        return rows, uploaded
+
+    async def _append(
+        self, principal: Principal, conversation: ConversationInfo, rows: list[Msg]
+    ) -> list[Msg]:
+        """Store the rows, then link each question to its files (their own transaction, as
+        a run's question's links are)."""
+        saved = await self.memory.append_history(conversation, rows)
+        links = self.runs.attachments.links if self.runs.attachments is not None else None
+        for msg in saved:
+            if msg.files and links is not None:
+                ids = [f["id"] for f in msg.files]
+                await links.link(principal.owner, conversation.id, msg.seq, ids)
+        return saved
+
+    async def _discard(self, principal: Principal, uploaded: list[str]) -> None:
+        if uploaded and self.files is not None:
+            await self.files.discard(principal, uploaded)
 
     async def item(self, principal: Principal, conversation: str, item: str) -> Msg:
         found = await self.lookup.find_visible(principal, uuid_of(conversation))

@@ -140,7 +140,7 @@ class RunService:
         ``system_prompt`` replaces the agent's for this run (the gateway decides when).
         ``files``: ids of the caller's files the question carries, checked before anything
         is stored (``Attachments.check``: 404 / 413 / 422)."""
-        attached = await self._attached(principal, files)
+        attached = await self.files_meta(principal, files)
         run = await self.engine.start(
             agent_id=agent_id,
             message=message,
@@ -154,8 +154,9 @@ class RunService:
         )
         return run
 
-    async def _attached(self, principal: Principal, files: Sequence[str]) -> list[dict[str, Any]]:
-        """The question's ``files`` meta: ``{id, name, type, size}`` of each file named."""
+    async def files_meta(self, principal: Principal, files: Sequence[str]) -> list[dict[str, Any]]:
+        """A question's ``files`` meta: ``{id, name, type, size}`` of each file named,
+        checked (``Attachments.check``)."""
         if not files:
             return []
         if self.attachments is None:
