@@ -330,6 +330,42 @@ def test_text_typed_during_an_upload_is_kept_and_send_waits(tab: Page, attach_se
     expect(questions(page).last.get_by_test_id("file-card").first).to_contain_text("slow.txt")
 
 
+def test_an_answer_streams_on_while_a_file_uploads(tab: Page, attach_server) -> None:
+    """The upload is a background event over its chunks: the tab's answer keeps streaming
+    while a throttled file arrives and is stored, and both end whole."""
+    page = tab
+    open_new(page, attach_server.url)
+    page.answers_before = answers(page).count()
+    page.get_by_test_id("composer").fill("Tell me a lot /long")
+    page.get_by_test_id("composer").press("Enter")
+    streaming = page.get_by_test_id("streaming-message")
+    expect(streaming).to_contain_text("word3")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 20, "downloadThroughput": -1, "uploadThroughput": 40_000},
+    )
+    pick(page, ("during.txt", "text/plain", b"uploaded while it streams\n" * 9_000))  # ~230 KB
+    uploading = page.get_by_test_id("attach-uploading")
+    expect(uploading).to_be_visible()
+    words = lambda: len(streaming.inner_text().split())  # noqa: E731
+    seen = words()
+    page.wait_for_timeout(1_500)
+    assert uploading.count() == 1, "the upload ended too soon to tell"
+    assert words() > seen + 20, "the answer stood still while the file uploaded"
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+    expect(chips(page)).to_have_count(1, timeout=30_000)
+    expect(chips(page).first).to_contain_text("during.txt")
+    wait_idle(page)
+    expect(answers(page).last).to_contain_text("word399")
+    chips(page).first.get_by_test_id("chip-remove").click()  # the quota free for the next tests
+    expect(chips(page)).to_have_count(0)
+
+
 def _inside(inner: dict, width: int) -> None:
     assert inner["x"] >= 0 and inner["x"] + inner["width"] <= width, f"off screen: {inner}"
 

@@ -38,7 +38,7 @@ def _held_back(rejected: Var) -> rx.event.EventSpec:
 def paperclip() -> rx.Component:
     """The picker; also the drop target the page's script hands drops and pastes to."""
     upload = AttachState.upload(
-        rx.upload_files(upload_id=UPLOAD_ID, on_upload_progress=AttachState.progress)
+        rx.upload_files_chunk(upload_id=UPLOAD_ID, on_upload_progress=AttachState.progress)
     )
     return rx.upload.root(
         rx.tooltip(

@@ -4,11 +4,18 @@ the same checks, names, limits and quota as ``POST /api/v1/files``. Each accepte
 a chip; a refused one is said next to the composer and leaves no chip.
 
 The chips live here, on the server: a send takes its file ids from this list (and checks
-that the page showed the same ones), never from the client's word."""
+that the page showed the same ones), never from the client's word.
+
+The upload handler is a background event over the upload's chunks
+(``rx.upload_files_chunk``): each file is spooled (a memory buffer, then a temporary file;
+past the size limit only counted) and stored without holding the page's state, so an
+answer streaming in the same tab goes on while a large file is written."""
 
 from __future__ import annotations
 
 import contextlib
+import tempfile
+from collections.abc import AsyncIterator
 
 import reflex as rx
 
@@ -54,32 +61,37 @@ class AttachState(AppState):
         if self.uploading and isinstance(share, int | float):
             self.percent = max(0, min(99, int(share * 100)))
 
-    @rx.event
-    async def upload(self, files: list[rx.UploadFile]):
-        """Each file through FileService.upload; a chip for each one accepted."""
+    @rx.event(background=True)
+    async def upload(self, chunks: rx.UploadChunkIterator):
+        """Each file through FileService.upload; a chip for each one accepted, shown as
+        it is stored. The state is held only to read the caller and to add a chip."""
+        refused: list[str] = []
         try:
-            await self._take(files)
+            async with self:
+                service, caller = self._services().files, self._caller()
+                room = max_files() - len(self.chips)
+            assert service is not None
+            async for name, source in _files_of(chunks, service.max_bytes):
+                with source:
+                    if room <= 0:
+                        refused.append(
+                            f"{name} was not attached: a message can carry {max_files()} files."
+                        )
+                        continue
+                    try:
+                        stored = await service.upload(caller, name=name, source=source)
+                    except LuminaError as exc:
+                        refused.append(refusal(name, exc, max_bytes=service.max_bytes))
+                        continue
+                room -= 1
+                async with self:
+                    self.chips = [*self.chips, stored_view(stored)]
         finally:
-            self._done += 1
-            self._count()
-
-    async def _take(self, files: list[rx.UploadFile]) -> None:
-        service, caller = self._services().files, self._caller()
-        assert service is not None
-        refused, room = [], max_files() - len(self.chips)
-        for file in files:
-            name = file.filename or "file"
-            if room <= 0:
-                refused.append(f"{name} was not attached: a message can carry {max_files()} files.")
-                continue
-            try:
-                stored = await service.upload(caller, name=name, source=file)
-            except LuminaError as exc:
-                refused.append(refusal(name, exc, max_bytes=service.max_bytes))
-                continue
-            self.chips = [*self.chips, stored_view(stored)]
-            room -= 1
-        self.refused = " ".join(refused)
+            async with self:
+                if refused:  # (a drop's own refusal, said meanwhile, stays)
+                    self.refused = " ".join(refused)
+                self._done += 1
+                self._count()
 
     @rx.event
     def rejected(self, held: list[str]) -> None:
@@ -130,3 +142,48 @@ class AttachState(AppState):
     def give_back(self, files: list[FileView]) -> None:
         """A send that did not start: its files are chips again, before any added since."""
         self.chips = [*files, *self.chips]
+
+
+class _Spooled:
+    """One uploaded file as ``FileService.upload`` reads it (``files.Upload``): in memory,
+    on disk past 1 MiB; bytes past ``limit`` are counted, not kept (one more than the
+    limit is enough for the service to refuse it as too big)."""
+
+    def __init__(self, limit: int) -> None:
+        self.file = tempfile.SpooledTemporaryFile(max_size=1 << 20)  # noqa: SIM115 - closed by __exit__
+        self.room = limit + 1
+
+    def write(self, data: bytes) -> None:
+        kept = data[: max(self.room, 0)]
+        self.file.write(kept)
+        self.room -= len(kept)
+
+    async def read(self, size: int = -1) -> bytes:
+        return self.file.read(size)
+
+    async def seek(self, offset: int) -> None:
+        self.file.seek(offset)
+
+    def __enter__(self) -> _Spooled:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.file.close()
+
+
+async def _files_of(
+    chunks: AsyncIterator[rx.UploadChunk], limit: int
+) -> AsyncIterator[tuple[str, _Spooled]]:
+    """The upload's files one by one, each whole (rewound), named as the browser sent
+    them (``FileService.upload`` makes the name safe)."""
+    name, current = "", None
+    async for chunk in chunks:
+        if current is None or chunk.offset == 0 or chunk.filename != name:
+            if current is not None:
+                await current.seek(0)
+                yield name or "file", current
+            name, current = chunk.filename, _Spooled(limit)
+        current.write(chunk.data)
+    if current is not None:
+        await current.seek(0)
+        yield name or "file", current
