@@ -22,12 +22,11 @@ from lumina_app.cli_accounts import keys_app, users_app
 from lumina_app.cli_common import err, out
 from lumina_app.cli_common import run_with_services as _run
 from lumina_app.cli_common import settings_or_exit as _settings
-from lumina_app.composition import Services
+from lumina_app.composition import Services, alembic_config, schema_state
 from lumina_app.domain import ImportOutcome, Principal, StoreUnavailable, Via
 from lumina_app.services.health import Health
 from lumina_app.services.imports import ImportJob, ImportSource
 from lumina_app.settings import Settings
-from lumina_app.storage.sql.schema_state import alembic_config, schema_state
 
 T = TypeVar("T")
 

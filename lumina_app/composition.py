@@ -108,6 +108,8 @@ from lumina_app.storage.sql.message_files import MessageFileStore
 from lumina_app.storage.sql.prompts import PromptStore
 from lumina_app.storage.sql.quotas import OwnerQuotas
 from lumina_app.storage.sql.runs import RunStore
+from lumina_app.storage.sql.schema_state import alembic_config as alembic_config
+from lumina_app.storage.sql.schema_state import schema_state as schema_state
 from lumina_app.storage.sql.sessions import SessionStore
 from lumina_app.storage.sql.users import UserStore
 
