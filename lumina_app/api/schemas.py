@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -18,7 +18,7 @@ from pydantic_core import core_schema
 
 from lumina_app.domain import ConversationInfo, Msg, RunFinished
 from lumina_app.domain.views import conversation_meta, history_entry, iso_us
-from lumina_app.services.agents import AgentView, ToolInfo
+from lumina_app.services.agents import AgentView
 from lumina_app.services.health import Health as HealthReport
 from lumina_app.services.runs import RunContext, RunView
 
@@ -484,16 +484,9 @@ class AgentOut(BaseModel):
     model: str | None = None
 
     @classmethod
-    def of(cls, agent: AgentView) -> AgentOut:
-        return cls(
-            id=agent.id,
-            name=agent.name,
-            description=agent.description,
-            available=agent.available,
-            error=agent.error,
-            provider=agent.provider,
-            model=agent.model,
-        )
+    def of(cls, agent: AgentView) -> Self:
+        """Its fields are the view's own (an info adds the tools, each a ``ToolOut``)."""
+        return cls.model_validate(agent, from_attributes=True)
 
 
 class ToolOut(BaseModel):
@@ -505,23 +498,9 @@ class ToolOut(BaseModel):
     available: bool
     reason: str | None = None
 
-    @classmethod
-    def of(cls, tool: ToolInfo) -> ToolOut:
-        return cls(
-            name=tool.name,
-            source=tool.source,
-            description=tool.description,
-            available=tool.available,
-            reason=tool.reason,
-        )
-
 
 class AgentInfoOut(AgentOut):
     tools: list[ToolOut]
-
-    @classmethod
-    def of(cls, agent: AgentView) -> AgentInfoOut:
-        return cls(**AgentOut.of(agent).model_dump(), tools=[ToolOut.of(t) for t in agent.tools])
 
 
 class Stats(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 # -- provider output -----------------------------------------------------------------------
 
@@ -144,8 +144,9 @@ class SessionStarted:
 
 
 @dataclass(frozen=True, slots=True)
-class AnswerChunk:
-    kind: ClassVar[EventType] = EventType.DELTA
+class _Chunk:
+    """A piece of an answer's or of its thinking's text; the subclass says which."""
+
     text: str
 
     def wire(self) -> dict[str, Any]:
@@ -154,23 +155,18 @@ class AnswerChunk:
     record = wire
 
     @classmethod
-    def from_record(cls, data: dict[str, Any]) -> AnswerChunk:
+    def from_record(cls, data: dict[str, Any]) -> Self:
         return cls(data["text"])
 
 
 @dataclass(frozen=True, slots=True)
-class ThinkingChunk:
+class AnswerChunk(_Chunk):
+    kind: ClassVar[EventType] = EventType.DELTA
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingChunk(_Chunk):
     kind: ClassVar[EventType] = EventType.THINKING
-    text: str
-
-    def wire(self) -> dict[str, Any]:
-        return {"text": self.text}
-
-    record = wire
-
-    @classmethod
-    def from_record(cls, data: dict[str, Any]) -> ThinkingChunk:
-        return cls(data["text"])
 
 
 @dataclass(frozen=True, slots=True)

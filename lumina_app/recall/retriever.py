@@ -43,8 +43,6 @@ from lumina_app.domain.ids import ConversationPk
 from lumina_app.recall import text
 from lumina_app.recall.embedders import Embedder, EmbedderChoice, EmbeddingError
 from lumina_app.recall.lexical import Bm25
-from lumina_app.recall.ranking import DEPTH as DEPTH  # re-exported: imported from here before
-from lumina_app.recall.ranking import RRF_K as RRF_K
 from lumina_app.recall.ranking import standardised
 from lumina_app.storage.sql import recall_candidates, recall_rows
 from lumina_app.storage.sql.database import SQLDatabase

@@ -141,7 +141,7 @@ class RunService:
         ``files``: ids of the caller's files the question carries, checked before anything
         is stored (``Attachments.check``: 404 / 413 / 422)."""
         attached = await self.files_meta(principal, files)
-        run = await self.engine.start(
+        return await self.engine.start(
             agent_id=agent_id,
             message=message,
             conversation_uuid=None
@@ -152,7 +152,6 @@ class RunService:
             system_prompt=system_prompt,
             files=attached,
         )
-        return run
 
     async def files_meta(self, principal: Principal, files: Sequence[str]) -> list[dict[str, Any]]:
         """A question's ``files`` meta: ``{id, name, type, size}`` of each file named,
@@ -168,10 +167,9 @@ class RunService:
         """Answer the last user message again (ARCHITECTURE.md § Regenerate): the previous
         answer stays stored as ``superseded``. Same run slot, events and durability as
         :meth:`start`; no user message is an InvalidInput."""
-        run = await self.engine.regenerate(
+        return await self.engine.regenerate(
             conversation_uuid=parse_conversation_uuid(conversation_uuid), principal=principal
         )
-        return run
 
     async def edit(
         self, principal: Principal, conversation_uuid: str, seq: int, message: str
@@ -179,13 +177,12 @@ class RunService:
         """Ask the question at ``seq`` again as ``message``: a new branch of the
         conversation from there, the old one kept (``docs/API.md``, "Branches"). Same
         run slot, events and durability as :meth:`start`."""
-        run = await self.engine.edit(
+        return await self.engine.edit(
             conversation_uuid=parse_conversation_uuid(conversation_uuid),
             seq=seq,
             message=message,
             principal=principal,
         )
-        return run
 
     async def switch_branch(
         self, principal: Principal, conversation_uuid: str, seq: int, branch: int
@@ -209,13 +206,12 @@ class RunService:
     ) -> ActiveRun:
         """Go on with the conversation's last turn after a client ran its calls
         (``outputs``: TOOL rows); same run slot, events and durability as :meth:`start`."""
-        run = await self.engine.continue_turn(
+        return await self.engine.continue_turn(
             conversation_uuid=parse_conversation_uuid(conversation_uuid),
             outputs=outputs,
             principal=principal,
             system_prompt=system_prompt,
         )
-        return run
 
     def follow(self, run: ActiveRun, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """The events of a run the caller just started (``None``: a keepalive is due)."""

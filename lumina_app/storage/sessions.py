@@ -31,9 +31,6 @@ class SessionRecords(Protocol):
     async def revoke(self, token_hash: str) -> SignInSession | None:
         """End the session with this token hash; the session, if it was live."""
 
-    async def revoke_owner(self, owner: str) -> int:
-        """End every session of an owner (disabled account, claimed data); how many ended."""
-
     async def list_live(self, *, owner: str, user_id: int | None) -> list[SignInSession]:
         """A caller's live sessions, most recently seen first: a user's own, or (for a
         key holder, ``user_id`` None) those signed in with that owner's configured key."""

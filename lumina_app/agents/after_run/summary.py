@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from lumina_app.agents.providers.factory import Provider
 from lumina_app.domain import Msg, MsgRole, ProviderError, TextDelta
@@ -18,13 +17,6 @@ _LABEL = {MsgRole.USER: "USER", MsgRole.ASSISTANT: "ASSISTANT", MsgRole.TOOL: "T
 
 class SummaryFailed(Exception):
     """The model could not write the summary now; it is tried again later."""
-
-
-class Summarizer(Protocol):
-    model: str
-
-    async def summarize(self, previous: str, msgs: Sequence[Msg], prompt: str) -> str:
-        """The previous summary extended with ``msgs``."""
 
 
 def _quote(text: str, limit: int) -> str:

@@ -19,6 +19,14 @@ from lumina_app.storage.sql.types import ChunkBytes, UTCDateTime, long_text_colu
 _MYSQL_TABLE_ARGS = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_unicode_ci"}
 
 
+def _ref(
+    target: str, *, ondelete: str | None = "CASCADE", name: str | None = None, **column: Any
+) -> Any:
+    """An integer column with a foreign key to ``target`` (``table.id``)."""
+    key = sa.ForeignKey(target, ondelete=ondelete, name=name)
+    return Field(sa_column=sa.Column(sa.Integer, key, **column))
+
+
 class ConversationRow(SQLModel, table=True):
     __tablename__ = "lumina_conversation"
     __table_args__ = (
@@ -75,13 +83,7 @@ class MessageRow(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    conversation_id: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey("lumina_conversation.id", ondelete="CASCADE"),
-            nullable=False,
-        )
-    )
+    conversation_id: int = _ref("lumina_conversation.id", nullable=False)
     seq: int = Field(nullable=False)
     turn_id: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, index=True))
     role: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
@@ -103,14 +105,7 @@ class RunRow(SQLModel, table=True):
     __table_args__ = (_MYSQL_TABLE_ARGS,)
 
     run_id: str = Field(sa_column=sa.Column(sa.String(40), primary_key=True))
-    conversation_id: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey("lumina_conversation.id", ondelete="CASCADE"),
-            nullable=False,
-            index=True,
-        )
-    )
+    conversation_id: int = _ref("lumina_conversation.id", nullable=False, index=True)
     agent_id: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
     owner: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False))
     scenario: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
@@ -152,13 +147,7 @@ class SummaryRow(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    conversation_id: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey("lumina_conversation.id", ondelete="CASCADE"),
-            nullable=False,
-        )
-    )
+    conversation_id: int = _ref("lumina_conversation.id", nullable=False)
     covered_to_seq: int = Field(nullable=False)
     text: str = Field(sa_column=sa.Column(long_text_column_type(), nullable=False))
     model: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
@@ -206,14 +195,7 @@ class MessageVectorRow(SQLModel, table=True):
         _MYSQL_TABLE_ARGS,
     )
 
-    message_id: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey("lumina_message.id", ondelete="CASCADE"),
-            primary_key=True,
-            autoincrement=False,
-        )
-    )
+    message_id: int = _ref("lumina_message.id", primary_key=True, autoincrement=False)
     conversation_id: int = Field(nullable=False)
     model: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
     vector: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
@@ -285,14 +267,7 @@ class ApiKeyRow(SQLModel, table=True):
     __table_args__ = (_MYSQL_TABLE_ARGS,)
 
     id: int | None = Field(default=None, primary_key=True)
-    user_id: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey("lumina_user.id", ondelete="CASCADE", name="fk_lumina_api_key_user"),
-            nullable=False,
-            index=True,
-        )
-    )
+    user_id: int = _ref("lumina_user.id", name="fk_lumina_api_key_user", nullable=False, index=True)
     name: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     prefix: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     key_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
@@ -386,14 +361,7 @@ class FileChunkRow(SQLModel, table=True):
     __tablename__ = "lumina_file_chunk"
     __table_args__ = (_MYSQL_TABLE_ARGS,)
 
-    blob_id: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey("lumina_file_blob.id", ondelete="CASCADE"),
-            primary_key=True,
-            autoincrement=False,
-        )
-    )
+    blob_id: int = _ref("lumina_file_blob.id", primary_key=True, autoincrement=False)
     n: int = Field(sa_column=sa.Column(sa.Integer, primary_key=True, autoincrement=False))
     data: bytes = Field(sa_column=sa.Column(ChunkBytes(), nullable=False))
 
@@ -411,13 +379,8 @@ class FileRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     file_id: str = Field(sa_column=sa.Column(sa.String(32), nullable=False, unique=True))
     owner: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
-    blob_id: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey("lumina_file_blob.id", name="fk_lumina_file_blob"),
-            nullable=False,
-            index=True,
-        )
+    blob_id: int = _ref(
+        "lumina_file_blob.id", ondelete=None, name="fk_lumina_file_blob", nullable=False, index=True
     )
     name: str = Field(sa_column=sa.Column(sa.String(255), nullable=False))
     media_type: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
@@ -438,26 +401,15 @@ class MessageFileRow(SQLModel, table=True):
         _MYSQL_TABLE_ARGS,
     )
 
-    conversation_id: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey(
-                "lumina_conversation.id",
-                ondelete="CASCADE",
-                name="fk_lumina_message_file_conversation",
-            ),
-            primary_key=True,
-            autoincrement=False,
-        )
+    conversation_id: int = _ref(
+        "lumina_conversation.id",
+        name="fk_lumina_message_file_conversation",
+        primary_key=True,
+        autoincrement=False,
     )
     seq: int = Field(sa_column=sa.Column(sa.Integer, primary_key=True, autoincrement=False))
-    file_pk: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey("lumina_file.id", ondelete="CASCADE", name="fk_lumina_message_file_file"),
-            primary_key=True,
-            autoincrement=False,
-        )
+    file_pk: int = _ref(
+        "lumina_file.id", name="fk_lumina_message_file_file", primary_key=True, autoincrement=False
     )
     position: int = Field(nullable=False)
 
@@ -470,15 +422,11 @@ class FileTextRow(SQLModel, table=True):
     __tablename__ = "lumina_file_text"
     __table_args__ = (_MYSQL_TABLE_ARGS,)
 
-    blob_id: int = Field(
-        sa_column=sa.Column(
-            sa.Integer,
-            sa.ForeignKey(
-                "lumina_file_blob.id", ondelete="CASCADE", name="fk_lumina_file_text_blob"
-            ),
-            primary_key=True,
-            autoincrement=False,
-        )
+    blob_id: int = _ref(
+        "lumina_file_blob.id",
+        name="fk_lumina_file_text_blob",
+        primary_key=True,
+        autoincrement=False,
     )
     status: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     text: str = Field(default="", sa_column=sa.Column(long_text_column_type(), nullable=False))

@@ -95,15 +95,6 @@ class SessionStore:
             )
         return _session(row) if row is not None and result.rowcount else None
 
-    async def revoke_owner(self, owner: str) -> int:
-        async with self.db.begin() as conn:
-            result = await conn.execute(
-                sa.update(S)
-                .where(S.c.owner == owner, S.c.revoked_at.is_(None))
-                .values(revoked_at=utcnow())
-            )
-        return result.rowcount
-
     async def list_live(self, *, owner: str, user_id: int | None) -> list[SignInSession]:
         query = (
             sa.select(*_COLUMNS)

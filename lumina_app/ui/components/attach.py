@@ -8,6 +8,8 @@ through one upload handler (``AttachState.upload``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import reflex as rx
 from reflex.vars import ArrayVar, ObjectVar, Var
 
@@ -18,6 +20,20 @@ from lumina_app.ui.view_models.file_views import FileView
 
 def _testid(name: str) -> dict:
     return {"data-testid": name}
+
+
+def _x_button(label: str | Var, on_click: Any, **props: Any) -> rx.Component:
+    """The small grey ✕ that removes a chip, stops an upload or dismisses a refusal."""
+    return rx.icon_button(
+        rx.icon("x", size=12),
+        type="button",
+        size="1",
+        variant="ghost",
+        color_scheme="gray",
+        aria_label=label,
+        on_click=on_click,
+        **props,
+    )
 
 
 def _held_back(rejected: Var) -> rx.event.EventSpec:
@@ -87,14 +103,9 @@ def chip(file: FileView) -> rx.Component:
             spacing="0",
             min_width="0",
         ),
-        rx.icon_button(
-            rx.icon("x", size=12),
-            type="button",
-            size="1",
-            variant="ghost",
-            color_scheme="gray",
-            aria_label=f"Remove {file['name']}",
-            on_click=AttachState.remove(file["id"]),
+        _x_button(
+            f"Remove {file['name']}",
+            AttachState.remove(file["id"]),
             custom_attrs=_testid("chip-remove"),
         ),
         align="center",
@@ -111,16 +122,7 @@ def uploading_chip() -> rx.Component:
             rx.spinner(size="1"),
             rx.text("Uploading… ", AttachState.percent, "%", size="1"),
             rx.progress(value=AttachState.percent, max=100, size="1", width="4em"),
-            rx.icon_button(
-                rx.icon("x", size=12),
-                type="button",
-                size="1",
-                variant="ghost",
-                color_scheme="gray",
-                aria_label="Stop the upload",
-                on_click=AttachState.cancel,
-                custom_attrs=_testid("upload-cancel"),
-            ),
+            _x_button("Stop the upload", AttachState.cancel, custom_attrs=_testid("upload-cancel")),
             align="center",
             spacing="2",
             class_name="lumina-chip",
@@ -137,15 +139,7 @@ def refused() -> rx.Component:
             rx.icon("circle-alert", size=14, color="var(--red-11)"),
             rx.text(AttachState.refused, size="1", custom_attrs=_testid("attach-refused")),
             rx.spacer(),
-            rx.icon_button(
-                rx.icon("x", size=12),
-                type="button",
-                size="1",
-                variant="ghost",
-                color_scheme="gray",
-                aria_label="Dismiss",
-                on_click=AttachState.dismiss,
-            ),
+            _x_button("Dismiss", AttachState.dismiss),
             align="center",
             width="100%",
             padding="0.3em 0.6em",

@@ -27,7 +27,6 @@ class ImportState(AppState):
     importing: bool = False
     import_id: str = ""
     error: str = ""
-    facts: str = ""  # a pasted memory block
 
     @rx.event
     def load(self) -> None:
@@ -42,10 +41,6 @@ class ImportState(AppState):
     @rx.event
     def set_learn(self, value: bool) -> None:
         self.learn = bool(value)
-
-    @rx.event
-    def set_facts(self, value: str) -> None:
-        self.facts = value
 
     async def _read(self, files: list[rx.UploadFile]) -> bytes | None:
         if not files:

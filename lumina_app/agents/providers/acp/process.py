@@ -46,7 +46,6 @@ class AgentProcess:
     agent_info: str = ""
     session_id: str | None = None
     started: float = field(default_factory=time.monotonic)
-    ready_seconds: float = 0.0
 
     @property
     def pid(self) -> int:
@@ -172,7 +171,6 @@ async def start_agent(
     """Spawn the agent in ``folder`` and complete ``initialize``; AgentStartError if it
     cannot start, dies, or does not answer within ``start_timeout``."""
     _make_folders(stderr_path.parent, folder)
-    began = time.monotonic()
     try:
         stderr = open_log(stderr_path)  # a regular file: a FIFO left there would block
     except (FileRefused, OSError) as exc:
@@ -212,5 +210,4 @@ async def start_agent(
     agent.capabilities = reply.agent_capabilities
     info = reply.agent_info
     agent.agent_info = f"{info.name} {info.version}" if info else ""
-    agent.ready_seconds = time.monotonic() - began
     return agent
