@@ -101,7 +101,7 @@ async def idempotent_run(
     key: str | None,
     scope: str,
     request: BaseModel | dict[str, Any],
-    start: Callable[[], Awaitable[str]],
+    begin: Callable[[], Awaitable[str]],
 ) -> tuple[str, bool]:
     """Start a run once per key: its id, and whether this request was a retry of the one
     that started it (a stream retried with Last-Event-ID is a reconnect)."""
@@ -109,7 +109,7 @@ async def idempotent_run(
 
     async def action() -> dict[str, Any]:
         nonlocal started
-        run_id = await start()
+        run_id = await begin()
         started = True
         return {"runId": run_id}
 

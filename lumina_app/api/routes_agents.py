@@ -118,7 +118,7 @@ async def chat(
         settings,
         caller,
         slot,
-        lambda: runs.start(
+        lambda: runs.start_run(
             caller,
             agent_id=agent_id,
             message=body.message,

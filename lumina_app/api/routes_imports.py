@@ -136,7 +136,7 @@ async def start_import(
     if dry_run:
         preview = PreviewOut.of(await imports.preview(source, data))
         return JSONResponse(preview.model_dump(mode="json"), status_code=200)
-    job = await imports.start(
+    job = await imports.start_import(
         caller,
         source=source,
         data=data,

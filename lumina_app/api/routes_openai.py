@@ -107,8 +107,8 @@ async def chat_completions(
         return _completion_response(done)
     slot = await streams.take(caller.owner)
 
-    async def start() -> dict[str, Any]:
-        started = await gateway.start(caller, turn)
+    async def start_completion() -> dict[str, Any]:
+        started = await gateway.start_completion(caller, turn)
         return {**_described(started), "id": completion_id, "created": created}
 
     async def stream() -> Started:
@@ -118,7 +118,7 @@ async def chat_completions(
             idempotency_key,
             "chat-completion-stream",
             request_print,
-            start,
+            start_completion,
         )
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         framer = _chunks(accepted, body.model, include_usage)
@@ -148,7 +148,7 @@ def _headers(described: dict[str, Any]) -> dict[str, str]:
 async def _complete(
     gateway: OpenAIGateway, caller: Principal, turn: ChatTurn, completion_id: str, created: int
 ) -> dict[str, Any]:
-    started = await gateway.start(caller, turn)
+    started = await gateway.start_completion(caller, turn)
     await started.run.done.wait()
     result = started.run.result
     assert result is not None

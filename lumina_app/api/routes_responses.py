@@ -108,7 +108,7 @@ async def create_response(
     if not body.stream:
 
         async def complete() -> dict[str, Any]:
-            started = await responses.start(caller, turn)
+            started = await responses.start_response(caller, turn)
             result = await runs.result(started.run)
             view = ResponsesService.finished(started, result, body.previous_response_id)
             return response_object(view, **shown)
@@ -151,13 +151,13 @@ async def _opened(
     """The response this request starts, framed as the Responses API's events."""
     first: list[GatewayRun] = []
 
-    async def start() -> dict[str, Any]:
-        first.append(await responses.start(caller, turn))
+    async def start_response() -> dict[str, Any]:
+        first.append(await responses.start_response(caller, turn))
         # The conversation too: deleting it deletes this record (storage/sql/idempotency.py).
         return {"id": response_id(first[0].run.run_id), "conversation": first[0].conversation_uuid}
 
     accepted = await idempotent(
-        idempotency, caller.owner, idempotency_key, "response-stream", fingerprint, start
+        idempotency, caller.owner, idempotency_key, "response-stream", fingerprint, start_response
     )
     if not first:
         raise _Retried(await responses.get(caller, accepted["id"]))

@@ -296,8 +296,8 @@ class Execution:
         }
         return found | ({"files": list(self.files)} if self.files else {})
 
-    def start(self) -> dict[str, Any]:
-        """The run it asks for (``RunService.start``'s keywords)."""
+    def run_keywords(self) -> dict[str, Any]:
+        """The run it asks for (``RunService.start_run``'s keywords)."""
         return {
             "agent_id": self.agent_id,
             "message": self.text,
@@ -348,7 +348,12 @@ async def execute_stream(
 
     once = Once(idempotency_key, "execute-stream", job.fingerprint(), last_event_id)
     return await once.answer(
-        runs, idempotency, settings, caller, slot, lambda: runs.start(caller, **job.start())
+        runs,
+        idempotency,
+        settings,
+        caller,
+        slot,
+        lambda: runs.start_run(caller, **job.run_keywords()),
     )
 
 
@@ -365,8 +370,8 @@ async def execute(
     caller: Caller,
     idempotency_key: IdempotencyKey = None,
 ) -> RunAccepted:
-    async def start() -> dict:
-        run = await runs.start(caller, **job.start())
+    async def start_run() -> dict:
+        run = await runs.start_run(caller, **job.run_keywords())
         return RunAccepted(
             runId=run.run_id,
             conversationId=run.conversation.uuid,
@@ -375,7 +380,7 @@ async def execute(
         ).model_dump()
 
     return await idempotent(
-        idempotency, caller.owner, idempotency_key, "execute", job.fingerprint(), start
+        idempotency, caller.owner, idempotency_key, "execute", job.fingerprint(), start_run
     )
 
 
@@ -390,7 +395,7 @@ async def execute_sync(
     idempotency_key: IdempotencyKey = None,
 ) -> SyncResult:
     async def run() -> dict:
-        result = await runs.execute_sync(caller, **job.start())
+        result = await runs.execute_sync(caller, **job.run_keywords())
         return SyncResult.of(result).model_dump()
 
     return await idempotent(

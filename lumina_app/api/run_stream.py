@@ -42,12 +42,12 @@ async def stream_run(
     settings: Settings,
     caller: Principal,
     slot: StreamSlot,
-    start: Awaitable[Started],
+    starting: Awaitable[Started],
 ) -> EventStream:
-    """The SSE response of the run ``start`` starts. The owner's stream slot goes back when
-    the stream is over, or at once if starting the run or opening its events fails."""
+    """The SSE response of the run ``starting`` starts. The owner's stream slot goes back
+    when the stream is over, or at once if starting the run or opening its events fails."""
     try:
-        started = await start
+        started = await starting
         events = await runs.events(caller, started.run_id, after=started.after)
     except BaseException:
         slot.release()
@@ -69,17 +69,17 @@ class Once:
     request: BaseModel | dict[str, Any]
     last_event_id: int = 0
 
-    async def start(
+    async def start_run(
         self,
         runs: RunService,
         idempotency: IdempotencyStore,
         caller: Principal,
-        start: Callable[[], Awaitable[str]],
+        begin: Callable[[], Awaitable[str]],
         framer: Framer,
     ) -> Started:
-        """``start`` (it returns the run id) unless this request's key already did."""
+        """``begin`` (it returns the run id) unless this request's key already did."""
         run_id, retry = await idempotent_run(
-            idempotency, runs, caller.owner, self.key, self.scope, self.request, start
+            idempotency, runs, caller.owner, self.key, self.scope, self.request, begin
         )
         return Started(run_id, framer, after=self.last_event_id if retry else 0)
 
@@ -112,5 +112,5 @@ class Once:
         async def run_id() -> str:
             return (await begin()).run_id
 
-        started = self.start(runs, idempotency, caller, run_id, framer)
+        started = self.start_run(runs, idempotency, caller, run_id, framer)
         return await stream_run(runs, settings, caller, slot, started)
