@@ -157,7 +157,7 @@ def import_chats(
         assert services.imports is not None
         data = path.read_bytes()
         principal = Principal(owner=owner, via=Via.OPERATOR, name="operator")
-        return await services.imports.start(
+        return await services.imports.start_import(
             principal,
             wait=True,
             source=source,

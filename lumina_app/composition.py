@@ -103,7 +103,7 @@ from lumina_app.storage.sql.conversation_queries import ConversationQueries
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.engine import create_engine
 from lumina_app.storage.sql.files import FileStore
-from lumina_app.storage.sql.idempotency import IdempotencyStore
+from lumina_app.storage.sql.idempotency import IdempotencyStore as IdempotencyStore
 from lumina_app.storage.sql.message_files import MessageFileStore
 from lumina_app.storage.sql.prompts import PromptStore
 from lumina_app.storage.sql.quotas import OwnerQuotas
@@ -395,7 +395,9 @@ def _store(settings: Settings, stack: AsyncExitStack) -> _Store:
             cold, shared.window, window=window, queries=ConversationQueries(db), quotas=quotas
         ),
         reads=MemoryReads.over(cold, db, window=settings.context_window),
-        idempotency=IdempotencyStore(db, ttl=settings.idempotency_ttl_seconds),
+        idempotency=IdempotencyStore(
+            db, ttl=settings.idempotency_ttl_seconds, lease=settings.idempotency_lease_seconds
+        ),
         files=FileStore(db),
         message_files=MessageFileStore(db),
     )
@@ -578,7 +580,11 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
     )
     runs = _runs(settings, stack, store, chat, conversations)
     doors = _openai_doors(settings, store, agents, runs)
-    streams = StreamCap(store.shared.run_slots, lease_seconds=settings.run_lease_seconds)
+    streams = StreamCap(
+        store.shared.run_slots,
+        limit=settings.max_streams_per_owner,
+        lease_seconds=settings.run_lease_seconds,
+    )
     stack.push_async_callback(streams.close)
     services = Services(
         settings=settings,

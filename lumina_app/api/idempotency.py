@@ -18,8 +18,9 @@ from typing import Annotated, Any
 from fastapi import Header
 from pydantic import BaseModel
 
-from lumina_app.composition import Services
+from lumina_app.composition import IdempotencyStore
 from lumina_app.domain import InvalidInput, RequestInProgress, StoreUnavailable
+from lumina_app.services.runs import RunService
 
 log = logging.getLogger(__name__)
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)]
@@ -32,7 +33,7 @@ def _fingerprint(scope: str, request: BaseModel | dict[str, Any]) -> str:
 
 
 async def idempotent(
-    services: Services,
+    store: IdempotencyStore,
     owner: str,
     key: str | None,
     scope: str,
@@ -41,14 +42,12 @@ async def idempotent(
 ) -> dict[str, Any]:
     if not key:
         return await action()
-    store = services.idempotency
-    lease = services.settings.idempotency_lease_seconds
     fingerprint = _fingerprint(scope, request)
-    claim = await store.claim(owner, key, fingerprint, lease=lease)
+    claim = await store.claim(owner, key, fingerprint)
     if claim is None:
-        return await _replay(services, owner, key, fingerprint)
+        return await _replay(store, owner, key, fingerprint)
     stop = asyncio.Event()
-    keeper = asyncio.create_task(_keep_alive(store, claim, lease / 3, stop))
+    keeper = asyncio.create_task(_keep_alive(store, claim, store.lease / 3, stop))
     try:
         response = await action()
     except BaseException:
@@ -82,8 +81,10 @@ async def _stop(keeper: asyncio.Task, stop: asyncio.Event) -> None:
     await asyncio.shield(keeper)
 
 
-async def _replay(services: Services, owner: str, key: str, fingerprint: str) -> dict[str, Any]:
-    record = await services.idempotency.get(owner, key)
+async def _replay(
+    store: IdempotencyStore, owner: str, key: str, fingerprint: str
+) -> dict[str, Any]:
+    record = await store.get(owner, key)
     if record is None:  # the first request failed and let go of the key meanwhile
         raise RequestInProgress("a request with this Idempotency-Key just failed; retry")
     if record.fingerprint != fingerprint:
@@ -94,12 +95,13 @@ async def _replay(services: Services, owner: str, key: str, fingerprint: str) ->
 
 
 async def idempotent_run(
-    services: Services,
+    store: IdempotencyStore,
+    runs: RunService,
     owner: str,
     key: str | None,
     scope: str,
     request: BaseModel | dict[str, Any],
-    start: Callable[[], Awaitable[str]],
+    begin: Callable[[], Awaitable[str]],
 ) -> tuple[str, bool]:
     """Start a run once per key: its id, and whether this request was a retry of the one
     that started it (a stream retried with Last-Event-ID is a reconnect)."""
@@ -107,13 +109,13 @@ async def idempotent_run(
 
     async def action() -> dict[str, Any]:
         nonlocal started
-        run_id = await start()
+        run_id = await begin()
         started = True
         return {"runId": run_id}
 
-    accepted = await idempotent(services, owner, key, scope, request, action)
-    if not started and await services.runs.records.get_run(accepted["runId"], owner=owner) is None:
+    accepted = await idempotent(store, owner, key, scope, request, action)
+    if not started and await runs.records.get_run(accepted["runId"], owner=owner) is None:
         # The run was deleted (with its conversation) since: its key is free again.
-        await services.idempotency.run_deleted(owner, accepted["runId"])
-        accepted = await idempotent(services, owner, key, scope, request, action)
+        await store.run_deleted(owner, accepted["runId"])
+        accepted = await idempotent(store, owner, key, scope, request, action)
     return accepted["runId"], not started

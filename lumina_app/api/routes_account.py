@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import AccountExportDep, AccountsDep, DeletionDep
 from lumina_app.api.schemas_accounts import (
     AccountDeleted,
     ChangePassword,
@@ -27,52 +27,50 @@ router = APIRouter(prefix="/api/v1", tags=["account"], route_class=Authenticated
 
 @router.post("/account/password", response_model=PasswordChanged)
 async def change_password(
-    body: ChangePassword, caller: Caller, services: ServicesDep
+    body: ChangePassword, caller: Caller, accounts: AccountsDep
 ) -> PasswordChanged:
     """A new password, given the current one. Every other session of the account ends;
     this one and the account's API keys stay."""
-    ended = await services.accounts.change_password(
-        caller, body.current_password, body.new_password
-    )
+    ended = await accounts.change_password(caller, body.current_password, body.new_password)
     return PasswordChanged(otherSessionsEnded=ended)
 
 
 @router.get("/account/sessions", response_model=list[SessionOut])
-async def list_sessions(caller: Caller, services: ServicesDep) -> list[SessionOut]:
+async def list_sessions(caller: Caller, accounts: AccountsDep) -> list[SessionOut]:
     """The account's signed-in browsers, most recently seen first; ``current`` is this one."""
-    return [SessionOut.of(s) for s in await services.accounts.list_sessions(caller)]
+    return [SessionOut.of(s) for s in await accounts.list_sessions(caller)]
 
 
 @router.delete("/account/sessions/{session_id:int}", status_code=204)
-async def revoke_session(session_id: RowId, caller: Caller, services: ServicesDep) -> Response:
+async def revoke_session(session_id: RowId, caller: Caller, accounts: AccountsDep) -> Response:
     """Sign that browser out (another account's session is not found)."""
-    await services.accounts.revoke_session(caller, session_id)
+    await accounts.revoke_session(caller, session_id)
     return Response(status_code=204)
 
 
 @router.post("/account/sessions/revoke-others", response_model=SessionsRevoked)
-async def revoke_other_sessions(caller: Caller, services: ServicesDep) -> SessionsRevoked:
+async def revoke_other_sessions(caller: Caller, accounts: AccountsDep) -> SessionsRevoked:
     """Sign out every other browser of the account."""
-    return SessionsRevoked(revoked=await services.accounts.revoke_other_sessions(caller))
+    return SessionsRevoked(revoked=await accounts.revoke_other_sessions(caller))
 
 
 @router.get("/keys", response_model=list[KeyOut])
-async def list_keys(caller: Caller, services: ServicesDep) -> list[KeyOut]:
+async def list_keys(caller: Caller, accounts: AccountsDep) -> list[KeyOut]:
     """The account's live API keys, newest first (never the keys themselves)."""
-    return [KeyOut.of(k) for k in await services.accounts.list_keys(caller)]
+    return [KeyOut.of(k) for k in await accounts.list_keys(caller)]
 
 
 @router.post("/keys", status_code=201, response_model=CreatedKeyOut)
-async def create_key(body: NewKeyBody, caller: Caller, services: ServicesDep) -> CreatedKeyOut:
+async def create_key(body: NewKeyBody, caller: Caller, accounts: AccountsDep) -> CreatedKeyOut:
     """A new API key for the account. The key is in this response and nowhere else."""
-    created = await services.accounts.create_key(caller, body.name)
+    created = await accounts.create_key(caller, body.name)
     return CreatedKeyOut(**KeyOut.of(created.info).model_dump(), key=created.key)
 
 
 @router.delete("/keys/{key_id:int}", status_code=204)
-async def revoke_key(key_id: RowId, caller: Caller, services: ServicesDep) -> Response:
+async def revoke_key(key_id: RowId, caller: Caller, accounts: AccountsDep) -> Response:
     """Revoke a key at once (another account's key is not found)."""
-    await services.accounts.revoke_key(caller, key_id)
+    await accounts.revoke_key(caller, key_id)
     return Response(status_code=204)
 
 
@@ -81,14 +79,12 @@ async def revoke_key(key_id: RowId, caller: Caller, services: ServicesDep) -> Re
     response_class=StreamingResponse,
     responses={200: {"content": {"application/zip": {}}, "description": "a .zip"}},
 )
-async def export_account(caller: Caller, services: ServicesDep) -> StreamingResponse:
+async def export_account(caller: Caller, export: AccountExportDep) -> StreamingResponse:
     """Everything the caller has, as one zip written while it downloads: every conversation
     in the archive layout with a Markdown transcript (a message's files beside its turn),
     the long-term memories, every uploaded file (``files/<id>/<name>``, listed in
     ``files/files.json``) and ``account.json`` (settings, keys by name and prefix; no
     password hash, no key)."""
-    export = services.account_export
-    assert export is not None
     return StreamingResponse(
         export.stream(caller),
         media_type="application/zip",
@@ -101,11 +97,10 @@ async def export_account(caller: Caller, services: ServicesDep) -> StreamingResp
 
 @router.post("/account/delete", response_model=AccountDeleted)
 async def delete_account(
-    body: DeleteAccount, caller: Caller, services: ServicesDep, response: Response
+    body: DeleteAccount, caller: Caller, deletion: DeletionDep, response: Response
 ) -> AccountDeleted:
     """Delete the caller's account and everything it owns, given its password and its
     username typed as ``confirm``. Cannot be undone; the audit log keeps the counts."""
-    assert services.deletion is not None
-    report = await services.deletion.delete_own(caller, body.password, body.confirm)
+    report = await deletion.delete_own(caller, body.password, body.confirm)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
     return AccountDeleted.of(report)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import AdminRoute, Caller, current_principal
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import DeletionDep, UsersDep
 from lumina_app.api.errors import allowed_methods, no_such_endpoint, not_served
 from lumina_app.api.schemas import NoNul
 from lumina_app.api.schemas_accounts import (
@@ -28,44 +28,42 @@ router = APIRouter(prefix=PREFIX, tags=["admin"], route_class=AdminRoute)
 
 
 @router.get("/users", response_model=list[UserOut])
-async def list_users(caller: Caller, services: ServicesDep) -> list[UserOut]:
-    return [UserOut.of(u) for u in await services.users.list(caller)]
+async def list_users(caller: Caller, users: UsersDep) -> list[UserOut]:
+    return [UserOut.of(u) for u in await users.list(caller)]
 
 
 @router.post("/users", status_code=201, response_model=UserWithPassword)
-async def create_user(body: NewUser, caller: Caller, services: ServicesDep) -> UserWithPassword:
+async def create_user(body: NewUser, caller: Caller, users: UsersDep) -> UserWithPassword:
     """A new account. Without a password one is generated, returned here once; either way
     the user is asked to change it."""
-    made = await services.users.create(
-        caller, body.username, role=body.role, password=body.password
-    )
+    made = await users.create(caller, body.username, role=body.role, password=body.password)
     return UserWithPassword(user=UserOut.of(made.user), temporaryPassword=made.temporary)
 
 
 @router.get("/users/{username}", response_model=UserOut)
-async def get_user(username: Username, caller: Caller, services: ServicesDep) -> UserOut:
-    return UserOut.of(await services.users.get(caller, username))
+async def get_user(username: Username, caller: Caller, users: UsersDep) -> UserOut:
+    return UserOut.of(await users.get(caller, username))
 
 
 @router.post("/users/{username}/disable", response_model=UserOut)
-async def disable_user(username: Username, caller: Caller, services: ServicesDep) -> UserOut:
+async def disable_user(username: Username, caller: Caller, users: UsersDep) -> UserOut:
     """The account can no longer sign in; its sessions end and its keys are revoked now."""
-    return UserOut.of((await services.users.disable(caller, username)).user)
+    return UserOut.of((await users.disable(caller, username)).user)
 
 
 @router.post("/users/{username}/enable", response_model=UserOut)
-async def enable_user(username: Username, caller: Caller, services: ServicesDep) -> UserOut:
+async def enable_user(username: Username, caller: Caller, users: UsersDep) -> UserOut:
     """The account may sign in again (old sessions and keys stay ended)."""
-    return UserOut.of(await services.users.enable(caller, username))
+    return UserOut.of(await users.enable(caller, username))
 
 
 @router.post("/users/{username}/password", response_model=UserWithPassword)
 async def reset_password(
-    username: Username, body: ResetPassword, caller: Caller, services: ServicesDep
+    username: Username, body: ResetPassword, caller: Caller, users: UsersDep
 ) -> UserWithPassword:
     """Set a password, or generate one (returned here once). Unless ``endSessions`` or
     ``revokeKeys`` is false, the account's sessions end and its API keys are revoked."""
-    made = await services.users.reset_password(
+    made = await users.reset_password(
         caller,
         username,
         body.password,
@@ -76,25 +74,22 @@ async def reset_password(
 
 
 @router.post("/users/{username}/delete", response_model=AccountDeleted)
-async def delete_user(username: Username, caller: Caller, services: ServicesDep) -> AccountDeleted:
+async def delete_user(username: Username, caller: Caller, deletion: DeletionDep) -> AccountDeleted:
     """Delete the account and everything it owns (conversations, memories, keys, sessions,
     archive files, Redis keys). Cannot be undone; the audit log keeps the counts."""
-    assert services.deletion is not None
-    return AccountDeleted.of(await services.deletion.delete_user(caller, username))
+    return AccountDeleted.of(await deletion.delete_user(caller, username))
 
 
 @router.get("/audit", response_model=list[AuditOut])
 async def audit(
     caller: Caller,
-    services: ServicesDep,
+    users: UsersDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     before: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     username: Annotated[str | None, Query(max_length=128), NoNul] = None,
 ) -> list[AuditOut]:
     """The audit log, newest first; ``before`` = the id of the oldest entry seen."""
-    entries = await services.users.audit_entries(
-        caller, limit=limit, before=before, username=username
-    )
+    entries = await users.audit_entries(caller, limit=limit, before=before, username=username)
     return [AuditOut.of(e) for e in entries]
 
 

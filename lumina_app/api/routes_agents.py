@@ -7,7 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
-from lumina_app.api.deps import LastEventId, ServicesDep
+from lumina_app.api.deps import (
+    AgentsDep,
+    ConversationsDep,
+    IdempotencyDep,
+    LastEventId,
+    RunsDep,
+    SettingsDep,
+)
 from lumina_app.api.idempotency import IdempotencyKey
 from lumina_app.api.run_stream import Once
 from lumina_app.api.schemas import (
@@ -30,27 +37,28 @@ router = APIRouter(prefix="/api/agent", tags=["agents"], route_class=Authenticat
 
 
 @router.get("/list", response_model=list[AgentOut])
-async def list_agents(services: ServicesDep, _caller: Caller) -> list[AgentOut]:
-    return [AgentOut.of(a) for a in services.agents.list()]
+async def list_agents(agents: AgentsDep, _caller: Caller) -> list[AgentOut]:
+    return [AgentOut.of(a) for a in agents.list()]
 
 
 @router.get("/{agent_id}/info", response_model=AgentInfoOut)
-async def agent_info(agent_id: str, services: ServicesDep, _caller: Caller) -> AgentInfoOut:
+async def agent_info(agent_id: str, agents: AgentsDep, _caller: Caller) -> AgentInfoOut:
     """The agent and its tools (starting its MCP servers if they are not running)."""
-    return AgentInfoOut.of(await services.agents.info(agent_id))
+    return AgentInfoOut.of(await agents.info(agent_id))
 
 
 @router.get("/{agent_id}/conversations", response_model=AgentConversations)
 async def agent_conversations(
     agent_id: str,
-    services: ServicesDep,
+    agents: AgentsDep,
+    conversations: ConversationsDep,
     caller: Caller,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     after: Annotated[str | None, Query(max_length=200), Cursor] = None,
     q: Annotated[str | None, Query(max_length=200), NoNul] = None,
 ) -> AgentConversations:
-    services.agents.get(agent_id)
-    items, cursor = await services.conversations.list(
+    agents.get(agent_id)
+    items, cursor = await conversations.list(
         caller, agent_id=agent_id, limit=limit, cursor=after, search=q
     )
     return AgentConversations(
@@ -62,12 +70,12 @@ async def agent_conversations(
 async def agent_conversation(
     agent_id: str,
     conversation_id: str,
-    services: ServicesDep,
+    conversations: ConversationsDep,
     caller: Caller,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     after: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
 ) -> ConversationDetail:
-    conv, page = await services.conversations.messages(
+    conv, page = await conversations.messages(
         caller, conversation_id, agent_id=agent_id, limit=limit, after=after
     )
     return ConversationDetail(
@@ -92,7 +100,9 @@ async def agent_conversation(
 async def chat(
     agent_id: str,
     body: ChatBody,
-    services: ServicesDep,
+    runs: RunsDep,
+    idempotency: IdempotencyDep,
+    settings: SettingsDep,
     caller: Caller,
     slot: StreamSlotDep,
     idempotency_key: IdempotencyKey = None,
@@ -103,10 +113,12 @@ async def chat(
 
     once = Once(idempotency_key, f"chat:{agent_id}", body, last_event_id)
     return await once.answer(
-        services,
+        runs,
+        idempotency,
+        settings,
         caller,
         slot,
-        lambda: services.runs.start(
+        lambda: runs.start_run(
             caller,
             agent_id=agent_id,
             message=body.message,
@@ -119,7 +131,7 @@ async def chat(
 
 @router.delete("/{agent_id}/conversations/{conversation_id}", status_code=204)
 async def delete_conversation(
-    agent_id: str, conversation_id: str, services: ServicesDep, caller: Caller
+    agent_id: str, conversation_id: str, conversations: ConversationsDep, caller: Caller
 ) -> Response:
-    await services.conversations.delete(caller, conversation_id, agent_id=agent_id)
+    await conversations.delete(caller, conversation_id, agent_id=agent_id)
     return Response(status_code=204)

@@ -7,7 +7,7 @@ from datetime import datetime
 from fastapi import APIRouter, Request, Response
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller, request_credentials
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import AccountsDep, SignInDep
 from lumina_app.api.schemas_accounts import KeyLogin, Login, MeOut, SignedIn
 from lumina_app.domain.views import iso_us
 from lumina_app.services.auth import SESSION_COOKIE
@@ -31,17 +31,17 @@ def _set_cookie(response: Response, request: Request, token: str, expires: datet
 
 
 @router.post("/auth/login", response_model=SignedIn)
-async def login(body: Login, request: Request, services: ServicesDep) -> Response:
+async def login(body: Login, request: Request, signin: SignInDep) -> Response:
     """Sign this browser in, with a username and password or with a LUMINA_API_KEYS key:
     a session cookie for that account (or the key's owner)."""
     credentials = request_credentials(request)
     if isinstance(body, KeyLogin):
-        signed = await services.signin.with_key(body.api_key, credentials)
+        signed = await signin.with_key(body.api_key, credentials)
     else:
-        signed = await services.signin.with_password(body.username, body.password, credentials)
+        signed = await signin.with_password(body.username, body.password, credentials)
     # The browser's previous session (another account, or a stale one) ends here, rather
     # than living on unseen until it expires.
-    await services.signin.sign_out(credentials.session_token, credentials)
+    await signin.sign_out(credentials.session_token, credentials)
     user = signed.user
     out = SignedIn(
         owner=signed.session.owner,
@@ -57,17 +57,15 @@ async def login(body: Login, request: Request, services: ServicesDep) -> Respons
 
 
 @router.post("/auth/logout", status_code=204)
-async def logout(request: Request, services: ServicesDep) -> Response:
+async def logout(request: Request, signin: SignInDep) -> Response:
     """End this browser's session on the server and drop its cookie."""
-    await services.signin.sign_out(
-        request.cookies.get(SESSION_COOKIE), request_credentials(request)
-    )
+    await signin.sign_out(request.cookies.get(SESSION_COOKIE), request_credentials(request))
     response = Response(status_code=204)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
     return response
 
 
 @checked.get("/me", response_model=MeOut)
-async def me(caller: Caller, services: ServicesDep) -> MeOut:
+async def me(caller: Caller, accounts: AccountsDep) -> MeOut:
     """Who the caller is: the owner of its data, its account (if any) and how it came in."""
-    return MeOut.of(await services.accounts.me(caller))
+    return MeOut.of(await accounts.me(caller))

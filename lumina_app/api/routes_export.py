@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import ConversationsDep
 from lumina_app.services.conversations import ExportFormat
 
 router = APIRouter(prefix="/api/v1", tags=["export"])
@@ -26,12 +26,12 @@ router = APIRouter(prefix="/api/v1", tags=["export"])
 )
 async def export_conversation(
     conversation_id: str,
-    services: ServicesDep,
+    conversations: ConversationsDep,
     caller: Caller,
     export_format: Annotated[ExportFormat, Query(alias="format")] = ExportFormat.JSON,
 ) -> Response:
     """A conversation in the archive's shapes (ARCHITECTURE.md § Archive); another's: 404."""
-    export = await services.conversations.export(caller, conversation_id, export_format)
+    export = await conversations.export(caller, conversation_id, export_format)
     headers = {"Content-Disposition": f'attachment; filename="{export.filename}"'}
     if export_format is ExportFormat.JSON:
         return JSONResponse(export.body, headers=headers)

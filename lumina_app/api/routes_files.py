@@ -13,10 +13,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import FilesDep
 from lumina_app.api.schemas import Cursor, error_responses
-from lumina_app.composition import Services
-from lumina_app.services.files import RASTER_IMAGES, FileService, StoredFile
+from lumina_app.services.files import RASTER_IMAGES, StoredFile
 
 router = APIRouter(prefix="/api/v1", tags=["files"], route_class=AuthenticatedRoute)
 
@@ -67,11 +66,6 @@ class FilePage(BaseModel):
     nextCursor: str | None
 
 
-def _service(services: Services) -> FileService:
-    assert services.files is not None
-    return services.files
-
-
 @router.post(
     "/files",
     status_code=201,
@@ -80,26 +74,26 @@ def _service(services: Services) -> FileService:
     responses=error_responses(413, 415, 422),
 )
 async def upload_file(
-    services: ServicesDep,
+    files: FilesDep,
     caller: Caller,
     file: Annotated[UploadFile, File(description="PNG, JPEG, GIF, WebP, PDF or UTF-8 text")],
 ) -> FileOut:
     """The type is sniffed from the bytes (HTML, SVG and other binaries: 415); over
     LUMINA_MAX_FILE_BYTES or the owner's LUMINA_MAX_FILE_BYTES_PER_OWNER: 413; a PDF past
     a reading limit (a bomb, too many pages, too slow): 422. Nothing stored on a 4xx."""
-    stored = await _service(services).upload(caller, name=file.filename or "", source=file)
+    stored = await files.upload(caller, name=file.filename or "", source=file)
     return FileOut.of(stored)
 
 
 @router.get("/files", response_model=FilePage)
 async def list_files(
-    services: ServicesDep,
+    files: FilesDep,
     caller: Caller,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     after: Annotated[str | None, Query(max_length=200), Cursor] = None,
 ) -> FilePage:
     """The caller's files, newest first."""
-    items, cursor = await _service(services).list(caller, limit=limit, cursor=after)
+    items, cursor = await files.list(caller, limit=limit, cursor=after)
     return FilePage(items=[FileOut.of(f) for f in items], nextCursor=cursor)
 
 
@@ -117,13 +111,13 @@ async def list_files(
 )
 async def download_file(
     file_id: str,
-    services: ServicesDep,
+    files: FilesDep,
     caller: Caller,
     inline: Annotated[bool, Query(description="show a raster image in the browser")] = False,
 ) -> StreamingResponse:
     """Streamed chunk by chunk; another owner's id is a 404. (``X-Content-Type-Options:
     nosniff`` is on every response: api/guard.py.)"""
-    found, chunks = await _service(services).open(caller, file_id)
+    found, chunks = await files.open(caller, file_id)
     shown = inline and found.media_type in RASTER_IMAGES
     text = found.media_type.startswith("text/") or found.media_type == "application/json"
     return StreamingResponse(
@@ -139,9 +133,9 @@ async def download_file(
 
 
 @router.delete("/files/{file_id}", status_code=204)
-async def delete_file(file_id: str, services: ServicesDep, caller: Caller) -> Response:
+async def delete_file(file_id: str, files: FilesDep, caller: Caller) -> Response:
     """The bytes go too when no other file of the owner has them."""
-    await _service(services).delete(caller, file_id)
+    await files.delete(caller, file_id)
     return Response(status_code=204)
 
 

@@ -8,7 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import HealthDep
 from lumina_app.api.schemas import Health
 
 router = APIRouter(tags=["health"])
@@ -23,9 +23,9 @@ def _reflex_version() -> str:
 
 
 @router.get("/healthz", response_model=Health)
-async def healthz(request: Request, services: ServicesDep) -> JSONResponse:
+async def healthz(request: Request, health: HealthDep) -> JSONResponse:
     """``degraded`` also when this worker is nearly at its connection cap: a balancer should
     send new clients elsewhere before they get 503."""
-    health = await services.health.check(nearly_full=request.app.state.in_flight.nearly_full)
-    body = Health.of(health, f"lumina {VERSION} (reflex {_reflex_version()})")
+    found = await health.check(nearly_full=request.app.state.in_flight.nearly_full)
+    body = Health.of(found, f"lumina {VERSION} (reflex {_reflex_version()})")
     return JSONResponse(body.model_dump(), status_code=503 if body.status == "down" else 200)

@@ -12,10 +12,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from lumina_app.api.auth import Caller
-from lumina_app.api.deps import ServicesDep
-from lumina_app.composition import Services
+from lumina_app.api.deps import ImportsDep
 from lumina_app.domain import InvalidInput
-from lumina_app.services.imports import ImportJob, ImportService, ImportSource, Preview
+from lumina_app.services.imports import ImportJob, ImportSource, Preview
 
 router = APIRouter(prefix="/api/v1", tags=["imports"])
 
@@ -86,11 +85,6 @@ class ImportOut(BaseModel):
         )
 
 
-def _service(services: Services) -> ImportService:
-    assert services.imports is not None
-    return services.imports
-
-
 async def _content(file: UploadFile | None, text: str | None, limit: int) -> bytes:
     """The upload's bytes (or a pasted memory block), read at most ``limit`` + 1."""
     if file is not None:
@@ -107,14 +101,13 @@ SourceField = Annotated[ImportSource, Form()]
 
 @router.post("/imports/preview", response_model=PreviewOut)
 async def preview_import(
-    services: ServicesDep,
+    imports: ImportsDep,
     caller: Caller,
     source: SourceField,
     file: FileField = None,
     text: TextField = None,
 ) -> PreviewOut:
     """How many conversations and messages, and their date range: nothing is stored."""
-    imports = _service(services)
     return PreviewOut.of(
         await imports.preview(source, await _content(file, text, imports.max_bytes))
     )
@@ -127,7 +120,7 @@ async def preview_import(
     responses={200: {"model": PreviewOut, "description": "dryRun=true: the preview"}},
 )
 async def start_import(
-    services: ServicesDep,
+    imports: ImportsDep,
     caller: Caller,
     source: SourceField,
     agent_id: Annotated[str, Form(alias="agentId")],
@@ -139,12 +132,11 @@ async def start_import(
 ) -> ImportOut | JSONResponse:
     """The whole file is checked first (a bad one: 4xx, nothing stored); then it is
     imported in the background: poll ``GET /api/v1/imports/{importId}``."""
-    imports = _service(services)
     data = await _content(file, text, imports.max_bytes)
     if dry_run:
         preview = PreviewOut.of(await imports.preview(source, data))
         return JSONResponse(preview.model_dump(mode="json"), status_code=200)
-    job = await imports.start(
+    job = await imports.start_import(
         caller,
         source=source,
         data=data,
@@ -156,6 +148,6 @@ async def start_import(
 
 
 @router.get("/imports/{import_id}", response_model=ImportOut)
-async def get_import(import_id: str, services: ServicesDep, caller: Caller) -> ImportOut:
+async def get_import(import_id: str, imports: ImportsDep, caller: Caller) -> ImportOut:
     """Progress and result; another owner's import is a 404."""
-    return ImportOut.of(_service(services).get(caller, import_id))
+    return ImportOut.of(imports.get(caller, import_id))

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import MemoriesDep
 from lumina_app.api.schemas import NoNul, StrictBody
 from lumina_app.domain.memories import MAX_MEMORY_CHARS, Memory
 from lumina_app.domain.views import iso_us
@@ -110,7 +110,7 @@ STATUS_FILTER = r"^(all|(active|superseded|deleted)(, ?(active|superseded|delete
 
 @router.get("", response_model=MemoryList)
 async def list_memories(
-    services: ServicesDep,
+    memories: MemoriesDep,
     caller: Caller,
     agent_id: AgentId = None,
     q: Annotated[str | None, Query(max_length=200), NoNul] = None,
@@ -122,12 +122,12 @@ async def list_memories(
     active, superseded, deleted, a comma list, or all); with ``q``, the current ones most
     relevant to it, best first (the same ranking as recall). With ``history=true`` each
     carries ``history``: the earlier versions it replaced, newest first, with their dates."""
-    found = await services.memories.list(
+    found = await memories.list(
         caller, agent_id=agent_id, query=q, statuses=statuses_of(status), limit=limit
     )
     if not history:
         return MemoryList(items=[MemoryOut.of(m) for m in found])
-    earlier = await services.memories.earlier(caller, found)
+    earlier = await memories.earlier(caller, found)
     return MemoryList(items=[MemoryOut.of(m, earlier[m.id]) for m in found])
 
 
@@ -138,11 +138,11 @@ async def list_memories(
     responses={200: {"model": MemoryOut, "description": "the same fact was already known"}},
 )
 async def create_memory(
-    body: CreateMemory, services: ServicesDep, caller: Caller, response: Response
+    body: CreateMemory, memories: MemoriesDep, caller: Caller, response: Response
 ) -> MemoryOut:
     """Tell an agent a fact about yourself. The same fact already known is not kept twice:
     that one is returned (200)."""
-    memory, new = await services.memories.create(
+    memory, new = await memories.create(
         caller, agent_id=body.agent_id, text=body.text, pinned=body.pinned
     )
     if not new:
@@ -152,41 +152,41 @@ async def create_memory(
 
 @router.post("/forget", response_model=Forgotten)
 async def forget_everything(
-    services: ServicesDep, caller: Caller, agent_id: AgentId = None
+    memories: MemoriesDep, caller: Caller, agent_id: AgentId = None
 ) -> Forgotten:
     """Forget everything (of one agent, with ``agentId``): every memory marked deleted."""
-    return Forgotten(forgotten=await services.memories.forget_all(caller, agent_id=agent_id))
+    return Forgotten(forgotten=await memories.forget_all(caller, agent_id=agent_id))
 
 
 @router.get("/{memory_id}", response_model=MemoryOut)
-async def get_memory(memory_id: str, services: ServicesDep, caller: Caller) -> MemoryOut:
-    return MemoryOut.of(await services.memories.get(caller, memory_id))
+async def get_memory(memory_id: str, memories: MemoriesDep, caller: Caller) -> MemoryOut:
+    return MemoryOut.of(await memories.get(caller, memory_id))
 
 
 @router.get("/{memory_id}/history", response_model=MemoryList)
-async def memory_history(memory_id: str, services: ServicesDep, caller: Caller) -> MemoryList:
+async def memory_history(memory_id: str, memories: MemoriesDep, caller: Caller) -> MemoryList:
     """The chain a memory belongs to, newest first: the current version, then each earlier
     one with ``validFrom``/``validUntil`` and ``replacedBy`` (any version's id finds it)."""
-    chain = await services.memories.history(caller, memory_id)
+    chain = await memories.history(caller, memory_id)
     return MemoryList(items=[MemoryOut.of(m) for m in chain])
 
 
 @router.patch("/{memory_id}", response_model=MemoryOut)
 async def edit_memory(
-    memory_id: str, body: EditMemory, services: ServicesDep, caller: Caller
+    memory_id: str, body: EditMemory, memories: MemoriesDep, caller: Caller
 ) -> MemoryOut:
     """Correct a memory's text in place, or pin it (a pinned memory goes into every
     context). With ``"supersede": true`` the text is a newer fact: the memory is closed
     (``validUntil``, ``replacedBy``) and the new current one is returned (a new id)."""
-    memory = await services.memories.edit(
+    memory = await memories.edit(
         caller, memory_id, text=body.text, pinned=body.pinned, supersede=body.supersede
     )
     return MemoryOut.of(memory)
 
 
 @router.delete("/{memory_id}", status_code=204)
-async def delete_memory(memory_id: str, services: ServicesDep, caller: Caller) -> Response:
+async def delete_memory(memory_id: str, memories: MemoriesDep, caller: Caller) -> Response:
     """Forget one memory: it is never used again. A current memory's history goes with it;
     an earlier version is removed from the history alone."""
-    await services.memories.delete(caller, memory_id)
+    await memories.delete(caller, memory_id)
     return Response(status_code=204)

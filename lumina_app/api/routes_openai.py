@@ -17,7 +17,7 @@ from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import GatewayDep, IdempotencyDep, RunsDep, SettingsDep, StreamsDep
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
 from lumina_app.api.openai_errors import OpenAIRoute, openai_error
 from lumina_app.api.run_stream import Started, stream_run
@@ -29,8 +29,6 @@ from lumina_app.api.schemas_openai import (
     ModelList,
 )
 from lumina_app.api.sse import frame
-from lumina_app.api.stream_slots import take_stream_slot
-from lumina_app.composition import Services
 from lumina_app.domain import (
     AnswerChunk,
     Principal,
@@ -43,7 +41,7 @@ from lumina_app.domain import (
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.observability import metrics
 from lumina_app.services.gateway_files import image_from_data_url
-from lumina_app.services.openai_gateway import ChatTurn, GatewayRun
+from lumina_app.services.openai_gateway import ChatTurn, GatewayRun, OpenAIGateway
 
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
 CONVERSATION_HEADER = "X-Lumina-Conversation-Id"
@@ -53,9 +51,9 @@ _FINISH = {RunStatus.COMPLETE: "stop", RunStatus.STOPPED: "stop", RunStatus.INTE
 
 
 @router.get("/models", response_model=ModelList)
-async def list_models(services: ServicesDep, _caller: Caller) -> ModelList:
+async def list_models(gateway: GatewayDep, _caller: Caller) -> ModelList:
     """The available agents, each as a model whose id is the agent id."""
-    models = services.gateway.models()
+    models = gateway.models()
     return ModelList(data=[Model(id=agent.id, created=created) for agent, created in models])
 
 
@@ -70,7 +68,11 @@ async def list_models(services: ServicesDep, _caller: Caller) -> ModelList:
 )
 async def chat_completions(
     body: ChatCompletionRequest,
-    services: ServicesDep,
+    gateway: GatewayDep,
+    runs: RunsDep,
+    idempotency: IdempotencyDep,
+    settings: SettingsDep,
+    streams: StreamsDep,
     caller: Caller,
     idempotency_key: IdempotencyKey = None,
     conversation_id: ConversationHeader = None,
@@ -95,29 +97,34 @@ async def chat_completions(
     created = int(time.time())
     if not body.stream:
         done = await idempotent(
-            services,
+            idempotency,
             caller.owner,
             idempotency_key,
             "chat-completion",
             request_print,
-            lambda: _complete(services, caller, turn, completion_id, created),
+            lambda: _complete(gateway, caller, turn, completion_id, created),
         )
         return _completion_response(done)
-    slot = await take_stream_slot(services, caller)
+    slot = await streams.take(caller.owner)
 
-    async def start() -> dict[str, Any]:
-        started = await services.gateway.start(caller, turn)
+    async def start_completion() -> dict[str, Any]:
+        started = await gateway.start_completion(caller, turn)
         return {**_described(started), "id": completion_id, "created": created}
 
     async def stream() -> Started:
         accepted = await idempotent(
-            services, caller.owner, idempotency_key, "chat-completion-stream", request_print, start
+            idempotency,
+            caller.owner,
+            idempotency_key,
+            "chat-completion-stream",
+            request_print,
+            start_completion,
         )
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         framer = _chunks(accepted, body.model, include_usage)
         return Started(accepted["runId"], framer, headers=_headers(accepted))
 
-    return await stream_run(services, caller, slot, stream())
+    return await stream_run(runs, settings, caller, slot, stream())
 
 
 def _described(started: GatewayRun) -> dict[str, Any]:
@@ -139,9 +146,9 @@ def _headers(described: dict[str, Any]) -> dict[str, str]:
 
 
 async def _complete(
-    services: Services, caller: Principal, turn: ChatTurn, completion_id: str, created: int
+    gateway: OpenAIGateway, caller: Principal, turn: ChatTurn, completion_id: str, created: int
 ) -> dict[str, Any]:
-    started = await services.gateway.start(caller, turn)
+    started = await gateway.start_completion(caller, turn)
     await started.run.done.wait()
     result = started.run.result
     assert result is not None

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import RecallDep
 from lumina_app.api.routes_search import HitOut, SearchResults
 from lumina_app.api.schemas import NoNul
 from lumina_app.domain.search import MAX_RECALL_CHARS
@@ -33,23 +33,23 @@ RecallText = Annotated[
     response_model_exclude_none=True,
 )
 async def recall_conversation(
-    conversation_id: str, services: ServicesDep, caller: Caller, q: RecallText, limit: Limit = 10
+    conversation_id: str, recall: RecallDep, caller: Caller, q: RecallText, limit: Limit = 10
 ) -> SearchResults:
     """The messages of one conversation most relevant to ``q`` (a question or words), best
     first: BM25 over each message with the one before it and its date, fused with
     embeddings. Not every word needs to match."""
-    hits = await services.recall.in_conversation(caller, conversation_id, q, limit=limit)
+    hits = await recall.in_conversation(caller, conversation_id, q, limit=limit)
     return SearchResults(items=[HitOut.of(h) for h in hits])
 
 
 @router.get("/recall", response_model=SearchResults, response_model_exclude_none=True)
 async def recall_everywhere(
-    services: ServicesDep,
+    recall: RecallDep,
     caller: Caller,
     q: RecallText,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
     limit: Limit = 10,
 ) -> SearchResults:
     """The caller's messages most relevant to ``q`` across their conversations, best first."""
-    hits = await services.recall.everywhere(caller, q, agent_id=agent_id, limit=limit)
+    hits = await recall.everywhere(caller, q, agent_id=agent_id, limit=limit)
     return SearchResults(items=[HitOut.of(h) for h in hits])

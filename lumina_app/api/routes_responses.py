@@ -15,7 +15,13 @@ from fastapi import Header, Path, Response
 from fastapi.responses import JSONResponse
 
 from lumina_app.api.auth import Caller
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import (
+    IdempotencyDep,
+    ResponsesDep,
+    RunsDep,
+    SettingsDep,
+    StreamsDep,
+)
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
 from lumina_app.api.openai_errors import openai_router
 from lumina_app.api.responses_wire import (
@@ -33,8 +39,7 @@ from lumina_app.api.schemas_responses import (
     ImagePart,
     inline_files,
 )
-from lumina_app.api.stream_slots import take_stream_slot
-from lumina_app.composition import Services
+from lumina_app.composition import IdempotencyStore
 from lumina_app.domain import Principal, RequestInProgress, RunFinished, RunStatus, utcnow
 from lumina_app.domain.tokens import estimate_text
 from lumina_app.services.openai_gateway import GatewayRun
@@ -64,7 +69,11 @@ SessionHeader = Annotated[str | None, Header(alias="session-id", max_length=256)
 )
 async def create_response(
     body: CreateResponse,
-    services: ServicesDep,
+    responses: ResponsesDep,
+    runs: RunsDep,
+    idempotency: IdempotencyDep,
+    settings: SettingsDep,
+    streams: StreamsDep,
     caller: Caller,
     session_id: SessionHeader = None,
     idempotency_key: IdempotencyKey = None,
@@ -95,29 +104,27 @@ async def create_response(
     }
     fingerprint = {"body": body.model_dump(mode="json"), "session": session_id}
     if body.compaction_trigger():
-        return await _compacted(services, caller, turn, shown, bool(body.stream))
+        return await _compacted(responses, caller, turn, shown, bool(body.stream))
     if not body.stream:
 
         async def complete() -> dict[str, Any]:
-            started = await services.responses.start(caller, turn)
-            result = await services.runs.result(started.run)
+            started = await responses.start_response(caller, turn)
+            result = await runs.result(started.run)
             view = ResponsesService.finished(started, result, body.previous_response_id)
             return response_object(view, **shown)
 
         done = await idempotent(
-            services, caller.owner, idempotency_key, "response", fingerprint, complete
+            idempotency, caller.owner, idempotency_key, "response", fingerprint, complete
         )
         answer = JSONResponse(done)
         answer.headers[CONVERSATION_HEADER] = done["metadata"]["lumina_conversation_id"]
         return answer
-    slot = await take_stream_slot(services, caller)
+    slot = await streams.take(caller.owner)
+    opened = _opened(
+        responses, idempotency, caller, turn, body, shown, idempotency_key, fingerprint
+    )
     try:
-        return await stream_run(
-            services,
-            caller,
-            slot,
-            _opened(services, caller, turn, body, shown, idempotency_key, fingerprint),
-        )
+        return await stream_run(runs, settings, caller, slot, opened)
     except _Retried as retried:
         return _replayed(retried.view, shown)
 
@@ -132,7 +139,8 @@ class _Retried(Exception):
 
 
 async def _opened(
-    services: Services,
+    responses: ResponsesService,
+    idempotency: IdempotencyStore,
     caller: Principal,
     turn: ResponseTurn,
     body: CreateResponse,
@@ -143,16 +151,16 @@ async def _opened(
     """The response this request starts, framed as the Responses API's events."""
     first: list[GatewayRun] = []
 
-    async def start() -> dict[str, Any]:
-        first.append(await services.responses.start(caller, turn))
+    async def start_response() -> dict[str, Any]:
+        first.append(await responses.start_response(caller, turn))
         # The conversation too: deleting it deletes this record (storage/sql/idempotency.py).
         return {"id": response_id(first[0].run.run_id), "conversation": first[0].conversation_uuid}
 
     accepted = await idempotent(
-        services, caller.owner, idempotency_key, "response-stream", fingerprint, start
+        idempotency, caller.owner, idempotency_key, "response-stream", fingerprint, start_response
     )
     if not first:
-        raise _Retried(await services.responses.get(caller, accepted["id"]))
+        raise _Retried(await responses.get(caller, accepted["id"]))
     started = first[0]
     record = started.run.record
     opening = ResponseView(
@@ -180,7 +188,10 @@ async def _opened(
 
 @router.post("/responses/compact")
 async def compact_response(
-    body: CompactRequest, services: ServicesDep, caller: Caller, session_id: SessionHeader = None
+    body: CompactRequest,
+    responses: ResponsesDep,
+    caller: Caller,
+    session_id: SessionHeader = None,
 ) -> dict[str, Any]:
     """The conversation so far as a ``compaction`` item (after the input's user messages,
     as OpenAI answers): its ``encrypted_content`` is a handle to the Lumina conversation,
@@ -193,7 +204,7 @@ async def compact_response(
         session_key=body.prompt_cache_key or session_id,
         compaction=body.compaction(),
     )
-    handle = await services.responses.compact(caller, turn)
+    handle = await responses.compact(caller, turn)
     users = [line for line in turn.lines if line.role == "user"]
     output: list[dict[str, Any]] = [
         {
@@ -220,12 +231,16 @@ def _input_tokens(turn: ResponseTurn) -> int:
 
 
 async def _compacted(
-    services: Services, caller: Principal, turn: ResponseTurn, shown: dict[str, Any], stream: bool
+    responses: ResponsesService,
+    caller: Principal,
+    turn: ResponseTurn,
+    shown: dict[str, Any],
+    stream: bool,
 ) -> Response:
     """A response to an input ending with Codex's ``compaction_trigger``: no run, its
     output the ``compaction`` item ``/v1/responses/compact`` answers (not stored: a GET of
     its id is a 404), as JSON or as a stream of that one item."""
-    handle = await services.responses.compact(caller, turn)
+    handle = await responses.compact(caller, turn)
     now = utcnow()
     view = ResponseView(
         run_id="cmp_" + secrets.token_hex(12),
@@ -268,35 +283,35 @@ def _replay_stream(final: dict[str, Any], message_id: int | None, conversation: 
 
 @router.get("/responses/{response_id}")
 async def get_response(
-    response_id: ResponseId, services: ServicesDep, caller: Caller
+    response_id: ResponseId, responses: ResponsesDep, caller: Caller
 ) -> dict[str, Any]:
     """A stored response: the run's answer as it is now."""
-    return response_object(await services.responses.get(caller, response_id))
+    return response_object(await responses.get(caller, response_id))
 
 
 @router.delete("/responses/{response_id}")
 async def delete_response(
-    response_id: ResponseId, services: ServicesDep, caller: Caller
+    response_id: ResponseId, responses: ResponsesDep, idempotency: IdempotencyDep, caller: Caller
 ) -> dict[str, Any]:
     """Forget a stored response; the messages it wrote stay in its conversation (delete
     the conversation to remove them). A running one is a 409: cancel it first. An
     ``Idempotency-Key`` that made it is free again: a retry is a new request."""
-    await services.responses.delete(caller, response_id)
-    await services.idempotency.run_deleted(caller.owner, run_id_of(response_id))
+    await responses.delete(caller, response_id)
+    await idempotency.run_deleted(caller.owner, run_id_of(response_id))
     return {"id": response_id, "object": "response", "deleted": True}
 
 
 @router.post("/responses/{response_id}/cancel")
 async def cancel_response(
-    response_id: ResponseId, services: ServicesDep, caller: Caller
+    response_id: ResponseId, responses: ResponsesDep, caller: Caller
 ) -> dict[str, Any]:
     """Stop a running response; its answer so far is kept (``cancelled``)."""
-    return response_object(await services.responses.cancel(caller, response_id))
+    return response_object(await responses.cancel(caller, response_id))
 
 
 @router.get("/responses/{response_id}/input_items")
 async def response_input_items(
-    response_id: ResponseId, services: ServicesDep, caller: Caller
+    response_id: ResponseId, responses: ResponsesDep, caller: Caller
 ) -> dict[str, Any]:
     """What the response was asked."""
-    return item_list(await services.responses.input_items(caller, response_id))
+    return item_list(await responses.input_items(caller, response_id))

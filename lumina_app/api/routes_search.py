@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
-from lumina_app.api.deps import ServicesDep
+from lumina_app.api.deps import SearchDep
 from lumina_app.api.schemas import NoNul
 from lumina_app.domain.views import iso_us
 from lumina_app.services.search import MAX_QUERY_CHARS, SearchHit
@@ -60,21 +60,21 @@ class SearchResults(BaseModel):
     response_model_exclude_none=True,
 )
 async def search_conversation(
-    conversation_id: str, services: ServicesDep, caller: Caller, q: SearchText, limit: Limit = 20
+    conversation_id: str, search: SearchDep, caller: Caller, q: SearchText, limit: Limit = 20
 ) -> SearchResults:
     """Messages of one conversation matching every word of ``q`` (the last as a prefix)."""
-    hits = await services.search.in_conversation(caller, conversation_id, q, limit=limit)
+    hits = await search.in_conversation(caller, conversation_id, q, limit=limit)
     return SearchResults(items=[HitOut.of(h) for h in hits])
 
 
 @router.get("/search", response_model=SearchResults, response_model_exclude_none=True)
 async def search_everywhere(
-    services: ServicesDep,
+    search: SearchDep,
     caller: Caller,
     q: SearchText,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
     limit: Limit = 20,
 ) -> SearchResults:
     """The caller's messages matching every word of ``q``, most relevant first."""
-    hits = await services.search.everywhere(caller, q, agent_id=agent_id, limit=limit)
+    hits = await search.everywhere(caller, q, agent_id=agent_id, limit=limit)
     return SearchResults(items=[HitOut.of(h) for h in hits])

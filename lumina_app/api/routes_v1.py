@@ -8,7 +8,13 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Depends, Path, Query, Response
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
-from lumina_app.api.deps import LastEventId, ServicesDep
+from lumina_app.api.deps import (
+    ConversationsDep,
+    IdempotencyDep,
+    LastEventId,
+    RunsDep,
+    SettingsDep,
+)
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
 from lumina_app.api.run_stream import Once
 from lumina_app.api.schemas import (
@@ -53,24 +59,25 @@ RUN_RESPONSES = {
 @router.post("/conversations", status_code=201, response_model=ConversationOut)
 async def create_conversation(
     body: CreateConversation,
-    services: ServicesDep,
+    conversations: ConversationsDep,
+    idempotency: IdempotencyDep,
     caller: Caller,
     idempotency_key: IdempotencyKey = None,
 ) -> ConversationOut:
     async def create() -> dict:
-        conv = await services.conversations.create(
+        conv = await conversations.create(
             caller, agent_id=body.agent_id, title=body.title or "", temporary=body.temporary
         )
         return ConversationOut.of(conv).model_dump()
 
     return await idempotent(
-        services, caller.owner, idempotency_key, "create-conversation", body, create
+        idempotency, caller.owner, idempotency_key, "create-conversation", body, create
     )
 
 
 @router.get("/conversations", response_model=ConversationPage)
 async def list_conversations(
-    services: ServicesDep,
+    conversations: ConversationsDep,
     caller: Caller,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
     limit: Limit = 20,
@@ -81,7 +88,7 @@ async def list_conversations(
 ) -> ConversationPage:
     """Newest activity first, every agent's unless ``agentId``; ``pinned``/``archived``
     true or false keep only the conversations that are or are not (absent: all)."""
-    items, cursor = await services.conversations.list(
+    items, cursor = await conversations.list(
         caller,
         agent_id=agent_id,
         limit=limit,
@@ -95,17 +102,16 @@ async def list_conversations(
 
 @router.get("/conversations/{conversation_id}", response_model=ConversationOut)
 async def get_conversation(
-    conversation_id: str, services: ServicesDep, caller: Caller
+    conversation_id: str, conversations: ConversationsDep, caller: Caller
 ) -> ConversationOut:
-    return ConversationOut.of(await services.conversations.get(caller, conversation_id))
+    return ConversationOut.of(await conversations.get(caller, conversation_id))
 
 
 @router.patch("/conversations/{conversation_id}", response_model=ConversationOut)
 async def edit_conversation(
-    conversation_id: str, body: EditConversation, services: ServicesDep, caller: Caller
+    conversation_id: str, body: EditConversation, conversations: ConversationsDep, caller: Caller
 ) -> ConversationOut:
     """Rename, pin or unpin, archive or unarchive: what the body names, the rest kept."""
-    conversations = services.conversations
     if body.title is not None:
         await conversations.rename(caller, conversation_id, body.title)
     return ConversationOut.of(
@@ -120,7 +126,8 @@ async def edit_conversation(
 )
 async def fork_conversation(
     conversation_id: str,
-    services: ServicesDep,
+    conversations: ConversationsDep,
+    idempotency: IdempotencyDep,
     caller: Caller,
     body: Annotated[ForkConversation | None, Body()] = None,
     idempotency_key: IdempotencyKey = None,
@@ -129,13 +136,13 @@ async def fork_conversation(
     body = body or ForkConversation()
 
     async def fork() -> dict:
-        conv = await services.conversations.fork(
+        conv = await conversations.fork(
             caller, conversation_id, at_seq=body.at_seq, title=body.title
         )
         return ConversationOut.of(conv).model_dump()
 
     request = {"conversation": conversation_id, **body.model_dump(by_alias=True)}
-    return await idempotent(services, caller.owner, idempotency_key, "fork", request, fork)
+    return await idempotent(idempotency, caller.owner, idempotency_key, "fork", request, fork)
 
 
 @router.post(
@@ -145,7 +152,9 @@ async def fork_conversation(
 )
 async def regenerate(
     conversation_id: str,
-    services: ServicesDep,
+    runs: RunsDep,
+    idempotency: IdempotencyDep,
+    settings: SettingsDep,
     caller: Caller,
     slot: StreamSlotDep,
     body: Annotated[RegenerateBody | None, Body()] = None,
@@ -159,10 +168,12 @@ async def regenerate(
     request = {"conversation": conversation_id, "stream": body.stream}
     once = Once(idempotency_key, "regenerate", request, last_event_id)
     return await once.answer(
-        services,
+        runs,
+        idempotency,
+        settings,
         caller,
         slot,
-        lambda: services.runs.regenerate(caller, conversation_id),
+        lambda: runs.regenerate(caller, conversation_id),
         stream=body.stream,
     )
 
@@ -179,7 +190,9 @@ async def edit_message(
     conversation_id: str,
     seq: Seq,
     body: EditBody,
-    services: ServicesDep,
+    runs: RunsDep,
+    idempotency: IdempotencyDep,
+    settings: SettingsDep,
     caller: Caller,
     slot: StreamSlotDep,
     idempotency_key: IdempotencyKey = None,
@@ -192,10 +205,12 @@ async def edit_message(
     request = {"conversation": conversation_id, "seq": seq, **body.model_dump()}
     once = Once(idempotency_key, "edit", request, last_event_id)
     return await once.answer(
-        services,
+        runs,
+        idempotency,
+        settings,
         caller,
         slot,
-        lambda: services.runs.edit(caller, conversation_id, seq, body.message),
+        lambda: runs.edit(caller, conversation_id, seq, body.message),
         stream=body.stream,
     )
 
@@ -206,28 +221,28 @@ async def edit_message(
     responses=error_responses(409),
 )
 async def switch_branch(
-    conversation_id: str, seq: Seq, body: BranchBody, services: ServicesDep, caller: Caller
+    conversation_id: str, seq: Seq, body: BranchBody, runs: RunsDep, caller: Caller
 ) -> BranchSwitched:
     """Show branch ``branch`` of the edited question at ``seq`` (any of its versions on
     the active branch): everything after it switches with it. 404 when ``seq`` is not a
     question on the active branch, 422 for a branch it does not have, 409 while a run is
     active."""
-    await services.runs.switch_branch(caller, conversation_id, seq, body.branch)
+    await runs.switch_branch(caller, conversation_id, seq, body.branch)
     return BranchSwitched(conversationId=conversation_id, seq=seq, branch=body.branch)
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204)
 async def delete_conversation(
-    conversation_id: str, services: ServicesDep, caller: Caller
+    conversation_id: str, conversations: ConversationsDep, caller: Caller
 ) -> Response:
-    await services.conversations.delete(caller, conversation_id)
+    await conversations.delete(caller, conversation_id)
     return Response(status_code=204)
 
 
 @router.get("/conversations/{conversation_id}/messages", response_model=MessagePage)
 async def list_messages(
     conversation_id: str,
-    services: ServicesDep,
+    conversations: ConversationsDep,
     caller: Caller,
     limit: Limit = 50,
     after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
@@ -239,7 +254,7 @@ async def list_messages(
     ``nextAfter`` / ``nextBefore`` continue forward / backward within the range asked for.
     The active branch's rows; ``branches=all`` adds the other branches' (``superseded``,
     with ``meta.parked``); an edited question has ``branch`` / ``branches``."""
-    _conv, page = await services.conversations.messages(
+    _conv, page = await conversations.messages(
         caller,
         conversation_id,
         limit=limit,
@@ -281,8 +296,8 @@ class Execution:
         }
         return found | ({"files": list(self.files)} if self.files else {})
 
-    def start(self) -> dict[str, Any]:
-        """The run it asks for (``RunService.start``'s keywords)."""
+    def run_keywords(self) -> dict[str, Any]:
+        """The run it asks for (``RunService.start_run``'s keywords)."""
         return {
             "agent_id": self.agent_id,
             "message": self.text,
@@ -320,7 +335,9 @@ ExecutionDep = Annotated[Execution, Depends(execution)]
 )
 async def execute_stream(
     job: ExecutionDep,
-    services: ServicesDep,
+    runs: RunsDep,
+    idempotency: IdempotencyDep,
+    settings: SettingsDep,
     caller: Caller,
     slot: StreamSlotDep,
     idempotency_key: IdempotencyKey = None,
@@ -331,10 +348,12 @@ async def execute_stream(
 
     once = Once(idempotency_key, "execute-stream", job.fingerprint(), last_event_id)
     return await once.answer(
-        services,
+        runs,
+        idempotency,
+        settings,
         caller,
         slot,
-        lambda: services.runs.start(caller, **job.start()),
+        lambda: runs.start_run(caller, **job.run_keywords()),
     )
 
 
@@ -346,12 +365,13 @@ async def execute_stream(
 )
 async def execute(
     job: ExecutionDep,
-    services: ServicesDep,
+    runs: RunsDep,
+    idempotency: IdempotencyDep,
     caller: Caller,
     idempotency_key: IdempotencyKey = None,
 ) -> RunAccepted:
-    async def start() -> dict:
-        run = await services.runs.start(caller, **job.start())
+    async def start_run() -> dict:
+        run = await runs.start_run(caller, **job.run_keywords())
         return RunAccepted(
             runId=run.run_id,
             conversationId=run.conversation.uuid,
@@ -360,7 +380,7 @@ async def execute(
         ).model_dump()
 
     return await idempotent(
-        services, caller.owner, idempotency_key, "execute", job.fingerprint(), start
+        idempotency, caller.owner, idempotency_key, "execute", job.fingerprint(), start_run
     )
 
 
@@ -369,14 +389,15 @@ async def execute(
 )
 async def execute_sync(
     job: ExecutionDep,
-    services: ServicesDep,
+    runs: RunsDep,
+    idempotency: IdempotencyDep,
     caller: Caller,
     idempotency_key: IdempotencyKey = None,
 ) -> SyncResult:
     async def run() -> dict:
-        result = await services.runs.execute_sync(caller, **job.start())
+        result = await runs.execute_sync(caller, **job.run_keywords())
         return SyncResult.of(result).model_dump()
 
     return await idempotent(
-        services, caller.owner, idempotency_key, "execute-sync", job.fingerprint(), run
+        idempotency, caller.owner, idempotency_key, "execute-sync", job.fingerprint(), run
     )

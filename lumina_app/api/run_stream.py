@@ -19,9 +19,10 @@ from lumina_app.api.idempotency import idempotent, idempotent_run
 from lumina_app.api.schemas import SyncResult
 from lumina_app.api.sse import EventStream, Framer, v1_frames
 from lumina_app.api.stream_slots import StreamSlot
-from lumina_app.composition import Services
+from lumina_app.composition import IdempotencyStore
 from lumina_app.domain import Principal
-from lumina_app.services.runs import ActiveRun
+from lumina_app.services.runs import ActiveRun, RunService
+from lumina_app.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +38,21 @@ class Started:
 
 
 async def stream_run(
-    services: Services, caller: Principal, slot: StreamSlot, start: Awaitable[Started]
+    runs: RunService,
+    settings: Settings,
+    caller: Principal,
+    slot: StreamSlot,
+    starting: Awaitable[Started],
 ) -> EventStream:
-    """The SSE response of the run ``start`` starts. The owner's stream slot goes back when
-    the stream is over, or at once if starting the run or opening its events fails."""
+    """The SSE response of the run ``starting`` starts. The owner's stream slot goes back
+    when the stream is over, or at once if starting the run or opening its events fails."""
     try:
-        started = await start
-        events = await services.runs.events(caller, started.run_id, after=started.after)
+        started = await starting
+        events = await runs.events(caller, started.run_id, after=started.after)
     except BaseException:
         slot.release()
         raise
-    stream = stream_response(services, events, started.framer, slot.release)
+    stream = stream_response(settings, events, started.framer, slot.release)
     stream.raw_headers.extend(
         (name.lower().encode(), value.encode()) for name, value in started.headers.items()
     )
@@ -64,22 +69,25 @@ class Once:
     request: BaseModel | dict[str, Any]
     last_event_id: int = 0
 
-    async def start(
+    async def start_run(
         self,
-        services: Services,
+        runs: RunService,
+        idempotency: IdempotencyStore,
         caller: Principal,
-        start: Callable[[], Awaitable[str]],
+        begin: Callable[[], Awaitable[str]],
         framer: Framer,
     ) -> Started:
-        """``start`` (it returns the run id) unless this request's key already did."""
+        """``begin`` (it returns the run id) unless this request's key already did."""
         run_id, retry = await idempotent_run(
-            services, caller.owner, self.key, self.scope, self.request, start
+            idempotency, runs, caller.owner, self.key, self.scope, self.request, begin
         )
         return Started(run_id, framer, after=self.last_event_id if retry else 0)
 
     async def answer(
         self,
-        services: Services,
+        runs: RunService,
+        idempotency: IdempotencyStore,
+        settings: Settings,
         caller: Principal,
         slot: StreamSlot,
         begin: Callable[[], Awaitable[ActiveRun]],
@@ -94,16 +102,15 @@ class Once:
             slot.release()  # nothing streams
 
             async def finished() -> dict[str, Any]:
-                return SyncResult.of(await services.runs.result(await begin())).model_dump()
+                return SyncResult.of(await runs.result(await begin())).model_dump()
 
             key, scope, request = self.key, self.scope, self.request
             return JSONResponse(
-                await idempotent(services, caller.owner, key, scope, request, finished)
+                await idempotent(idempotency, caller.owner, key, scope, request, finished)
             )
 
         async def run_id() -> str:
             return (await begin()).run_id
 
-        return await stream_run(
-            services, caller, slot, self.start(services, caller, run_id, framer)
-        )
+        started = self.start_run(runs, idempotency, caller, run_id, framer)
+        return await stream_run(runs, settings, caller, slot, started)

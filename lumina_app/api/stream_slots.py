@@ -11,20 +11,12 @@ from typing import Annotated
 from fastapi import Depends
 
 from lumina_app.api.auth import Caller
-from lumina_app.api.deps import ServicesDep
-from lumina_app.composition import Services
-from lumina_app.domain import Principal
+from lumina_app.api.deps import StreamsDep
 from lumina_app.services.stream_cap import StreamSlot
 
 
-async def take_stream_slot(services: Services, caller: Principal) -> StreamSlot:
-    """The caller's slot for one more stream, or TooManyStreams (429)."""
-    limit = services.settings.max_streams_per_owner
-    return await services.streams.take(caller.owner, limit=limit)
-
-
-async def _stream_slot(caller: Caller, services: ServicesDep) -> AsyncIterator[StreamSlot]:
-    slot = await take_stream_slot(services, caller)
+async def _stream_slot(caller: Caller, streams: StreamsDep) -> AsyncIterator[StreamSlot]:
+    slot = await streams.take(caller.owner)
     try:
         yield slot  # on success the route hands it to its EventStream, which releases it
     except BaseException:

@@ -3,7 +3,7 @@ with a ``data:`` URL, a Responses ``input_image`` (data URL or ``file_id``) or
 ``input_file`` (``file_id``, or ``file_data`` with a ``filename``). Each becomes one of the
 owner's files — uploaded like any other (``FileService.upload``: type sniffed from the
 bytes, size limit, quota) or, for a ``file_id``, looked up as the owner's (another's is a
-404) — and is attached to the question by id (``RunService.start(files=...)``). One rule for
+404) — and is attached to the question by id (``RunService.start_run(files=...)``). One rule for
 both doors: images only for an agent whose model takes them."""
 
 from __future__ import annotations

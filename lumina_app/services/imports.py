@@ -166,7 +166,7 @@ class ImportService:
             titles=[c.title for c in parsed.conversations[:5]],
         )
 
-    async def start(
+    async def start_import(
         self,
         principal: Principal,
         *,

@@ -1,6 +1,6 @@
 """The OpenAI-compatible gateway's service: which conversation a chat-completions request
 continues, what of it is new, and the client's system prompt; then the run starts on the
-same path as every other route (``RunService.start``).
+same path as every other route (``RunService.start_run``).
 
 A request names its conversation (header or ``metadata.conversation_id``): only its last
 user message is new, the context comes from Lumina's memory. Without one, the request's
@@ -119,7 +119,7 @@ class OpenAIGateway:
                 found.append((view, created))
         return found
 
-    async def start(self, principal: Principal, turn: ChatTurn) -> GatewayRun:
+    async def start_completion(self, principal: Principal, turn: ChatTurn) -> GatewayRun:
         """Store the question's files (refused before anything else is stored), find or
         make the conversation, store what it lacks, start the run with the files; the
         files this request uploaded go again if the run does not start."""
@@ -138,13 +138,15 @@ class OpenAIGateway:
         try:
             shown = client_tools.offered((), None, turn.linked_images)
             with shown if turn.linked_images else contextlib.nullcontext():
-                return await self._start(principal, turn, agent, system, dialogue, attached.ids)
+                return await self._start_completion(
+                    principal, turn, agent, system, dialogue, attached.ids
+                )
         except Exception:  # not on a cancel: the question may have been stored with them
             if self.files is not None:
                 await self.files.discard(principal, attached.uploaded)
             raise
 
-    async def _start(
+    async def _start_completion(
         self,
         principal: Principal,
         turn: ChatTurn,
@@ -180,7 +182,7 @@ class OpenAIGateway:
             if conversation is not None:
                 await self.history.set_gateway_meta(conversation, opening=None, meta=meta)
         prompt = meta.get("systemPrompt") if agent.allow_client_system_prompt else None
-        run = await self.runs.start(
+        run = await self.runs.start_run(
             principal,
             agent_id=agent.id,
             message=question,

@@ -1,7 +1,7 @@
 """The Responses API's service: which conversation a response continues, and what a stored
 response (a run) looks like afterwards. The run starts on the gateway's path
-(``OpenAIGateway.start`` → ``RunService.start``), so auth scoping, the one-active-run rule and
-history matching are the chat gateway's.
+(``OpenAIGateway.start_completion`` → ``RunService.start_run``), so auth scoping, the
+one-active-run rule and history matching are the chat gateway's.
 
 A response names its conversation by ``previous_response_id`` (the conversation of that
 run) or ``conversation`` (``conv_<uuid>``): then ``input`` holds only what is new, and the
@@ -207,7 +207,7 @@ class ResponsesService:
         self.conversations = conversations
         self.images = images or ImageLimits()
 
-    async def start(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
+    async def start_response(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
         """Find the conversation, store the input's earlier items, start the run (the
         client's function tools offered to the model)."""
         self._check_input(turn)
@@ -216,7 +216,7 @@ class ResponsesService:
         if turn.image_count or any(f.kind == "image" for f in turn.files):
             self._check_images(turn)
         with client_tools.offered(turn.tools, meta, turn.images):
-            return await self._start(principal, turn)
+            return await self._start_response(principal, turn)
 
     def _check_input(self, turn: ResponseTurn) -> None:
         """The gateway's caps, whichever way the conversation is found, before anything is
@@ -277,12 +277,12 @@ class ResponsesService:
             await self._append(principal, conversation, dialogue)
         return compaction_handle(conversation.uuid)
 
-    async def _start(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
+    async def _start_response(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
         named = await self._named(principal, turn)
         if turn.outputs:
             return await self._continue(principal, turn, named)
         if named is None:
-            return await self.gateway.start(
+            return await self.gateway.start_completion(
                 principal,
                 ChatTurn(turn.agent_id, turn.lines, session_key=turn.session_key, files=turn.files),
             )
@@ -293,7 +293,7 @@ class ResponsesService:
             raise InvalidInput("input: the last item must be a user message")
         if dialogue[:-1]:
             await self._append(principal, conversation, dialogue[:-1])
-        return await self.gateway.start(
+        return await self.gateway.start_completion(
             principal,
             ChatTurn(turn.agent_id, [*system, dialogue[-1]], conversation.uuid, files=turn.files),
         )

@@ -124,7 +124,7 @@ class RunService:
         self.titles = titles
         self.attachments = attachments  # the files a send names, checked
 
-    async def start(
+    async def start_run(
         self,
         principal: Principal,
         *,
@@ -141,7 +141,7 @@ class RunService:
         ``files``: ids of the caller's files the question carries, checked before anything
         is stored (``Attachments.check``: 404 / 413 / 422)."""
         attached = await self.files_meta(principal, files)
-        return await self.engine.start(
+        return await self.engine.start_run(
             agent_id=agent_id,
             message=message,
             conversation_uuid=None
@@ -166,7 +166,7 @@ class RunService:
     async def regenerate(self, principal: Principal, conversation_uuid: str) -> ActiveRun:
         """Answer the last user message again (ARCHITECTURE.md § Regenerate): the previous
         answer stays stored as ``superseded``. Same run slot, events and durability as
-        :meth:`start`; no user message is an InvalidInput."""
+        :meth:`start_run`; no user message is an InvalidInput."""
         return await self.engine.regenerate(
             conversation_uuid=parse_conversation_uuid(conversation_uuid), principal=principal
         )
@@ -176,7 +176,7 @@ class RunService:
     ) -> ActiveRun:
         """Ask the question at ``seq`` again as ``message``: a new branch of the
         conversation from there, the old one kept (``docs/API.md``, "Branches"). Same
-        run slot, events and durability as :meth:`start`."""
+        run slot, events and durability as :meth:`start_run`."""
         return await self.engine.edit(
             conversation_uuid=parse_conversation_uuid(conversation_uuid),
             seq=seq,
@@ -205,7 +205,7 @@ class RunService:
         system_prompt: str | None = None,
     ) -> ActiveRun:
         """Go on with the conversation's last turn after a client ran its calls
-        (``outputs``: TOOL rows); same run slot, events and durability as :meth:`start`."""
+        (``outputs``: TOOL rows); same run slot, events and durability as :meth:`start_run`."""
         return await self.engine.continue_turn(
             conversation_uuid=parse_conversation_uuid(conversation_uuid),
             outputs=outputs,
@@ -225,14 +225,14 @@ class RunService:
 
     async def stream(self, principal: Principal, **start: Any) -> AsyncIterator[RunEvent]:
         """Start a run and follow it to its result."""
-        run = await self.start(principal, **start)  # type: ignore[arg-type]
+        run = await self.start_run(principal, **start)  # type: ignore[arg-type]
         async for event in self.follow(run):
             if event is not None:
                 yield event
 
     async def execute_sync(self, principal: Principal, **start: Any) -> RunFinished:
         """Start a run and wait for its result."""
-        return await self.result(await self.start(principal, **start))  # type: ignore[arg-type]
+        return await self.result(await self.start_run(principal, **start))  # type: ignore[arg-type]
 
     @staticmethod
     async def result(run: ActiveRun) -> RunFinished:

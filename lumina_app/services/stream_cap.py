@@ -23,8 +23,9 @@ class StreamCap:
     """Open streams per owner: counted in ``slots`` when they are shared between processes,
     else in this process (a dict: no lease, nothing to renew)."""
 
-    def __init__(self, slots: Slots, *, lease_seconds: float) -> None:
+    def __init__(self, slots: Slots, *, limit: int, lease_seconds: float) -> None:
         self._slots = slots if slots.shared else None
+        self.limit = limit
         self.lease_seconds = lease_seconds
         self._open: dict[str, int] = {}  # owner -> streams, in this process
         self._held: dict[str, str] = {}  # shared slot member -> owner
@@ -36,7 +37,9 @@ class StreamCap:
         if self._slots is not None:
             await self._slots.clear(_key(owner))
 
-    async def take(self, owner: str, *, limit: int) -> StreamSlot:
+    async def take(self, owner: str) -> StreamSlot:
+        """The owner's slot for one more stream, or TooManyStreams (429)."""
+        limit = self.limit
         held = self._open.get(owner, 0)
         if held >= limit:
             raise TooManyStreams(limit)  # this process alone already holds them all

@@ -133,7 +133,9 @@ async def test_stop_cancels_the_prompt_and_keeps_the_process(services, data_dir)
     echo_agent(data_dir)
     first = await send(services, "hello")
     conv = first[0].data["conversationId"]
-    run = await services.runs.start(LOCAL, agent_id="echo", message="/slow", conversation_uuid=conv)
+    run = await services.runs.start_run(
+        LOCAL, agent_id="echo", message="/slow", conversation_uuid=conv
+    )
     events = services.runs.follow(run)
     async for event in events:
         if event is not None and event.type is EventType.DELTA and "w2" in event.data["text"]:
@@ -150,7 +152,7 @@ async def test_an_agent_that_ignores_cancel_is_ended(services, data_dir) -> None
     echo_agent(data_dir)
     first = await send(services, "hello")
     conv = first[0].data["conversationId"]
-    run = await services.runs.start(
+    run = await services.runs.start_run(
         LOCAL, agent_id="echo", message="/stubborn", conversation_uuid=conv
     )
     async for event in services.runs.follow(run):  # the agent is in its prompt
@@ -233,7 +235,7 @@ async def test_permission_policies(services, data_dir, policy, message, chosen) 
 
 async def test_ask_waits_for_the_persons_choice(services, data_dir) -> None:
     echo_agent(data_dir, permissions="ask")
-    run = await services.runs.start(LOCAL, agent_id="echo", message="/permission")
+    run = await services.runs.start_run(LOCAL, agent_id="echo", message="/permission")
     async for event in services.runs.follow(run):
         if event is not None and event.type is EventType.TOOL_CALL:
             asked = json.loads(event.data["arguments"])

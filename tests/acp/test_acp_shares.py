@@ -30,7 +30,7 @@ async def test_an_owner_gets_their_share_of_processes_and_prompts(
     settings = settings_factory(acp_max_per_owner=2, acp_max_asks_per_owner=1)
     services = await open_services(settings)
     try:
-        first = await services.runs.start(LOCAL, agent_id="echo", message="/permission")
+        first = await services.runs.start_run(LOCAL, agent_id="echo", message="/permission")
         await asked(services, first)
         # A second prompt waiting for the same owner is over the share: rejected at once.
         events = await asyncio.wait_for(send(services, "/permission"), 15)
@@ -38,9 +38,9 @@ async def test_an_owner_gets_their_share_of_processes_and_prompts(
         refused = next(e for e in events if e.type is EventType.TOOL_RESULT)
         assert "LUMINA_ACP_MAX_ASKS_PER_OWNER" in refused.data["content"]
 
-        second = await services.runs.start(LOCAL, agent_id="echo", message="/slow")
+        second = await services.runs.start_run(LOCAL, agent_id="echo", message="/slow")
         with pytest.raises(AcpShareFull) as full:
-            await services.runs.start(LOCAL, agent_id="echo", message="one too many")
+            await services.runs.start_run(LOCAL, agent_id="echo", message="one too many")
         assert isinstance(full.value, TooManyRuns)  # the API's 429
         assert "at most 2 agent processes" in str(full.value)
         for run in (first, second):
@@ -56,7 +56,7 @@ async def test_a_stop_while_a_permission_waits_is_quick_and_keeps_the_process(
     echo_agent(data_dir, permissions="ask")
     first = await send(services, "hello")
     conv = first[0].data["conversationId"]
-    run = await services.runs.start(
+    run = await services.runs.start_run(
         LOCAL, agent_id="echo", message="/permission", conversation_uuid=conv
     )
     await asked(services, run)

@@ -213,7 +213,7 @@ async def test_a_caller_gone_mid_accept_leaves_a_whole_turn(services, monkeypatc
         return stored
 
     monkeypatch.setattr(memory, "begin_conversation", slow_begin)
-    caller = asyncio.create_task(services.runs.start(LOCAL, agent_id="tester", message="hi"))
+    caller = asyncio.create_task(services.runs.start_run(LOCAL, agent_id="tester", message="hi"))
     await asyncio.wait_for(accepting.wait(), 5)
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -247,7 +247,7 @@ async def test_an_accept_that_fails_reaches_the_caller_and_frees_the_slot(
     begin = memory.begin_conversation
     monkeypatch.setattr(memory, "begin_conversation", unavailable)
     with pytest.raises(StoreUnavailable):
-        await services.runs.start(LOCAL, agent_id="tester", message="lost?")
+        await services.runs.start_run(LOCAL, agent_id="tester", message="lost?")
     assert services.chat._runs == {} and services.chat._by_conversation == {}
     monkeypatch.setattr(memory, "begin_conversation", begin)
     events = await send(services, "again")
@@ -276,7 +276,7 @@ async def test_cancel_on_disconnect_interrupts(settings_factory, fake_llm) -> No
 async def test_stop_keeps_the_partial_text(services, fake_llm) -> None:
     fake_llm.script.chunks = [f"w{i} " for i in range(100)]
     fake_llm.script.delay = 0.01
-    run = await services.chat.start(agent_id="tester", message="long please")
+    run = await services.chat.start_run(agent_id="tester", message="long please")
     seen = []
     async for event in services.chat.follow(run):
         seen.append(event)
@@ -297,9 +297,9 @@ async def test_stop_keeps_the_partial_text(services, fake_llm) -> None:
 async def test_one_active_run_per_conversation(services, fake_llm) -> None:
     conv = (await send(services, "hi"))[0].data["conversationId"]
     fake_llm.script.delay = 0.05
-    run = await services.chat.start(agent_id="tester", message="slow", conversation_uuid=conv)
+    run = await services.chat.start_run(agent_id="tester", message="slow", conversation_uuid=conv)
     with pytest.raises(ConversationBusy) as info:
-        await services.chat.start(agent_id="tester", message="again", conversation_uuid=conv)
+        await services.chat.start_run(agent_id="tester", message="again", conversation_uuid=conv)
     assert info.value.run_id == run.run_id
     await run.done.wait()
     fake_llm.script.delay = 0
@@ -329,7 +329,7 @@ async def test_crash_recovery_closes_streaming_answers(services, settings_factor
 async def test_flushes_grow_the_stored_answer_while_streaming(services, fake_llm) -> None:
     fake_llm.script.chunks = ["x" * 50] * 12
     fake_llm.script.delay = 0.03
-    run = await services.chat.start(agent_id="tester", message="stream")
+    run = await services.chat.start_run(agent_id="tester", message="stream")
     seen_lengths = set()
     async for event in services.chat.follow(run):
         if event.type is EventType.DELTA:

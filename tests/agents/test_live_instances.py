@@ -46,7 +46,7 @@ async def test_a_page_on_b_follows_a_run_started_on_a(pair, fake_llm) -> None:
     fake_llm.script.chunks = [f"w{i} " for i in range(30)]
     fake_llm.script.delay = 0.01
     async with two.live.page(ANN, "tab-on-b") as anns, two.live.page(BOB, "tab-bob") as bobs:
-        run = await one.runs.start(ANN, agent_id="tester", message="hello from A")
+        run = await one.runs.start_run(ANN, agent_id="tester", message="hello from A")
         notice = await next_kind(anns, "run")
         assert (notice.conversation, notice.run_id) == (run.conversation.uuid, run.run_id)
         assert notice.question == "hello from A"

@@ -182,7 +182,7 @@ async def test_stop_during_a_slow_call_cancels_it_and_keeps_the_rows_consistent(
             ],
         )
     ]
-    run = await services.chat.start(agent_id=agent, message="take your time")
+    run = await services.chat.start_run(agent_id=agent, message="take your time")
     seen = []
     async for event in services.chat.follow(run):
         seen.append(event)
@@ -362,7 +362,7 @@ async def test_a_run_waiting_for_a_server_to_start_can_be_stopped(
     script = tmp_path / "sleepy.py"
     script.write_text("import time\ntime.sleep(30)\n")
     agent = mcp_agent("sleepy", {"sleepy": {"command": sys.executable, "args": [str(script)]}})
-    run = await services.chat.start(agent_id=agent, message="hi")
+    run = await services.chat.start_run(agent_id=agent, message="hi")
     await wait_until(lambda: running(script), "the run to start the server and wait on it")
     await asyncio.wait_for(services.chat.stop(run.run_id), 5)
     assert run.result.status == "stopped"

@@ -24,9 +24,9 @@ async def pair(settings_factory):
 async def test_one_active_run_per_conversation_across_instances(pair, fake_llm) -> None:
     one, two = pair
     fake_llm.script.delay = 0.05
-    run = await one.chat.start(agent_id="tester", message="slow one")
+    run = await one.chat.start_run(agent_id="tester", message="slow one")
     with pytest.raises(ConversationBusy) as busy:
-        await two.chat.start(
+        await two.chat.start_run(
             agent_id="tester", message="again", conversation_uuid=run.conversation.uuid
         )
     assert busy.value.run_id == run.run_id
@@ -42,7 +42,7 @@ async def test_stop_sent_to_the_other_instance(pair, fake_llm) -> None:
     one, two = pair
     fake_llm.script.chunks = [f"w{i} " for i in range(200)]
     fake_llm.script.delay = 0.02
-    run = await one.chat.start(agent_id="tester", message="long")
+    run = await one.chat.start_run(agent_id="tester", message="long")
     await wait_until(lambda: run.next_event_id > 3, "the run on instance one to stream")
     await two.chat.stop(run.run_id, owner="")  # returns once the store shows the run ended
     # Instance one sets `done` a few awaits after that write (hot window, events, lock): the
@@ -63,7 +63,7 @@ async def test_warm_on_one_is_resume_on_two_with_the_same_context(pair, fake_llm
     agent = one.registry.get("tester")
     would_send = build_context(agent.system_prompt, warm.history, "gamma", window=20).messages
 
-    run = await two.chat.start(agent_id="tester", message="gamma", conversation_uuid=conv)
+    run = await two.chat.start_run(agent_id="tester", message="gamma", conversation_uuid=conv)
     assert run.scenario.value == "resume"
     await run.done.wait()
     assert fake_llm.requests[-1]["messages"] == would_send

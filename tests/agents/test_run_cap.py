@@ -24,19 +24,19 @@ async def test_runs_past_the_cap_are_refused_until_one_ends(
         finished = await runs.execute_sync(LOCAL, agent_id="tester", message="zero")
         fake_llm.script.chunks = [f"w{i} " for i in range(200)]
         fake_llm.script.delay = 0.05
-        first = await runs.start(LOCAL, agent_id="tester", message="one")
-        second = await runs.start(LOCAL, agent_id="tester", message="two")
+        first = await runs.start_run(LOCAL, agent_id="tester", message="one")
+        second = await runs.start_run(LOCAL, agent_id="tester", message="two")
         with pytest.raises(TooManyRuns) as refused:
-            await runs.start(LOCAL, agent_id="tester", message="three")
+            await runs.start_run(LOCAL, agent_id="tester", message="three")
         assert "at most 2 runs may go at once" in explain(refused.value)
         assert refused.value.retry_after >= 1
         with pytest.raises(TooManyRuns):
             await runs.regenerate(LOCAL, finished.conversation_uuid)
-        bobs = await runs.start(BOB, agent_id="tester", message="mine")
+        bobs = await runs.start_run(BOB, agent_id="tester", message="mine")
         with pytest.raises(AgentNotFound):
-            await runs.start(LOCAL, agent_id="nobody", message="x")  # refused before the cap
+            await runs.start_run(LOCAL, agent_id="nobody", message="x")  # refused before the cap
         await runs.stop(LOCAL, first.run_id)
-        third = await runs.start(LOCAL, agent_id="tester", message="three")
+        third = await runs.start_run(LOCAL, agent_id="tester", message="three")
         for principal, run in ((LOCAL, second), (LOCAL, third), (BOB, bobs)):
             assert (await runs.stop(principal, run.run_id)).status is RunStatus.STOPPED
         fake_llm.script.delay = 0

@@ -40,7 +40,7 @@ async def test_stream_resumes_on_another_instance_from_last_event_id(
     two = await open_services(settings_factory(), recover=False)
     try:
         assert isinstance(one.events, RedisRunEventLog)
-        run = await one.chat.start(agent_id="tester", message="hello")
+        run = await one.chat.start_run(agent_id="tester", message="hello")
         seen = [e async for e in one.chat.follow(run)]
         await one.events.flush()
         # The other instance has no local buffer: it reads Redis, from after event 4.
@@ -59,7 +59,7 @@ async def test_live_follow_across_instances(settings_factory, fake_llm) -> None:
     one = await open_services(settings_factory())
     two = await open_services(settings_factory(), recover=False)
     try:
-        run = await one.chat.start(agent_id="tester", message="hello")
+        run = await one.chat.start_run(agent_id="tester", message="hello")
         await wait_until(lambda: run.next_event_id > 2, "the run's first events")
         await one.events.flush()
         remote = [e async for e in await two.chat.open_stream(run.run_id, owner="")]
@@ -123,7 +123,7 @@ async def test_another_instance_follows_a_run_whose_events_are_not_in_redis_yet(
             await copy()
 
         one.events._drain = late_copy  # type: ignore[method-assign]
-        run = await one.chat.start(agent_id="tester", message="hello")
+        run = await one.chat.start_run(agent_id="tester", message="hello")
         assert not await two.events.known(run.run_id)
         remote = await two.chat.open_stream(run.run_id, owner="")
         asyncio.get_running_loop().call_later(0.3, held.set)

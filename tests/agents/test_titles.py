@@ -61,7 +61,7 @@ async def test_a_new_conversation_is_named_after_its_first_answer(services) -> N
 
 
 async def test_a_title_the_person_set_is_kept(services) -> None:
-    run = await services.runs.start(
+    run = await services.runs.start_run(
         LOCAL, agent_id="demo", message="Please tell me about the sea /long"
     )
     await services.conversations.rename(LOCAL, run.conversation.uuid, "My sea notes")
@@ -141,7 +141,7 @@ async def test_a_rename_racing_the_proposal_wins(services, fake_llm) -> None:
 
 async def test_a_failed_run_is_not_named(services, fake_llm) -> None:
     fake_llm.script.error_status = 400
-    run = await services.runs.start(LOCAL, agent_id="tester", message=QUESTION)
+    run = await services.runs.start_run(LOCAL, agent_id="tester", message=QUESTION)
     await services.runs.result(run)
     assert await title_of(services, run.conversation.uuid) == QUESTION
     assert fake_llm.title_requests == []

@@ -310,7 +310,7 @@ async def test_tool_call_count_adds_up_over_turns(services, fake_llm, tooled) ->
 async def test_an_agent_with_a_broken_tool_config_cannot_run(services, data_dir) -> None:
     write_agent(data_dir / "agents", "broken", {"name": "B", "mcpServers": {"x": {"args": []}}})
     with pytest.raises(AgentUnavailable) as info:
-        await services.chat.start(agent_id="broken", message="hi")
+        await services.chat.start_run(agent_id="broken", message="hi")
     assert "mcpServers.x needs either 'command' (stdio) or 'url' (HTTP)" in str(info.value)
 
 

@@ -55,7 +55,7 @@ async def finish(started) -> None:
 async def test_a_resent_history_continues_what_the_client_saw(services) -> None:
     conversation = await stored_conversation(services)
     lines = [*history("q1", "calling a1", "q2", "a2", "q3"), Line(U, "q4")]
-    started = await services.gateway.start(ALICE, ChatTurn("demo", lines))
+    started = await services.gateway.start_completion(ALICE, ChatTurn("demo", lines))
     await finish(started)
     assert started.found is Found.MATCHED
     assert started.conversation_uuid == conversation.uuid
@@ -66,7 +66,7 @@ async def test_a_resent_history_continues_what_the_client_saw(services) -> None:
 async def test_messages_the_conversation_lacks_are_stored_first(services) -> None:
     conversation = await stored_conversation(services)
     lines = history("q1", "calling a1", "q2", "a2", "q3", "an answer from elsewhere", "q4")
-    started = await services.gateway.start(ALICE, ChatTurn("demo", lines))
+    started = await services.gateway.start_completion(ALICE, ChatTurn("demo", lines))
     await finish(started)
     assert started.found is Found.MATCHED
     msgs = await services.reads.archive.final_messages(
@@ -79,7 +79,7 @@ async def test_messages_the_conversation_lacks_are_stored_first(services) -> Non
 async def test_a_different_history_makes_a_new_conversation(services) -> None:
     conversation = await stored_conversation(services)
     lines = history("q1", "not what was answered", "q2")
-    started = await services.gateway.start(ALICE, ChatTurn("demo", lines))
+    started = await services.gateway.start_completion(ALICE, ChatTurn("demo", lines))
     await finish(started)
     assert started.found is Found.CREATED
     assert started.conversation_uuid != conversation.uuid
@@ -90,24 +90,26 @@ async def test_a_different_history_makes_a_new_conversation(services) -> None:
 async def test_never_someone_elses_or_another_agents(services) -> None:
     theirs = await stored_conversation(services, owner="bob")
     lines = [*history("q1", "calling a1", "q2", "a2"), Line(U, "mine?")]
-    started = await services.gateway.start(ALICE, ChatTurn("demo", lines))
+    started = await services.gateway.start_completion(ALICE, ChatTurn("demo", lines))
     await finish(started)
     assert started.found is Found.CREATED and started.conversation_uuid != theirs.uuid
-    other_agent = await services.gateway.start(BOB, ChatTurn("tester", lines))
+    other_agent = await services.gateway.start_completion(BOB, ChatTurn("tester", lines))
     await finish(other_agent)
     assert other_agent.conversation_uuid != theirs.uuid
 
 
 async def test_no_rows_slip_in_beside_a_running_turn(services, fake_llm) -> None:
-    first = await services.gateway.start(ALICE, ChatTurn("tester", [Line(U, "q1")]))
+    first = await services.gateway.start_completion(ALICE, ChatTurn("tester", [Line(U, "q1")]))
     await finish(first)
     answer = first.run.result.content
     fake_llm.script.delay = 0.2
-    running = await services.gateway.start(ALICE, ChatTurn("tester", history("q1", answer, "q2")))
+    running = await services.gateway.start_completion(
+        ALICE, ChatTurn("tester", history("q1", answer, "q2"))
+    )
     assert running.found is Found.MATCHED
     resent = history("q1", answer, "q2", "an answer from elsewhere", "q3")
     with pytest.raises(ConversationBusy):
-        await services.gateway.start(ALICE, ChatTurn("tester", resent))
+        await services.gateway.start_completion(ALICE, ChatTurn("tester", resent))
     await finish(running)
     msgs = await services.reads.archive.final_messages(running.run.conversation)
     assert [m.content for m in msgs] == ["q1", answer, "q2", running.run.result.content]
@@ -115,12 +117,14 @@ async def test_no_rows_slip_in_beside_a_running_turn(services, fake_llm) -> None
 
 async def test_a_history_that_opens_with_a_greeting(services) -> None:
     greeting = Line(A, "Hi! How can I help?")
-    first = await services.gateway.start(ALICE, ChatTurn("demo", [greeting, Line(U, "hello 77")]))
+    first = await services.gateway.start_completion(
+        ALICE, ChatTurn("demo", [greeting, Line(U, "hello 77")])
+    )
     await finish(first)
     assert first.found is Found.CREATED
     answer = first.run.result.content
     lines = [greeting, Line(U, "hello 77"), Line(A, answer), Line(U, "next")]
-    second = await services.gateway.start(ALICE, ChatTurn("demo", lines))
+    second = await services.gateway.start_completion(ALICE, ChatTurn("demo", lines))
     await finish(second)
     assert second.found is Found.MATCHED and second.conversation_uuid == first.conversation_uuid
     msgs = await services.reads.archive.final_messages(second.run.conversation)

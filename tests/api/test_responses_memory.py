@@ -28,7 +28,9 @@ BOB = Principal(owner="bob", via=Via.API_KEY)
 
 
 async def test_a_continued_response_stores_its_new_items_once(services) -> None:
-    first = await services.responses.start(ALICE, ResponseTurn("demo", [Line("user", "q1")]))
+    first = await services.responses.start_response(
+        ALICE, ResponseTurn("demo", [Line("user", "q1")])
+    )
     await first.run.done.wait()
     previous = response_id(first.run.run_id)
     lines = [
@@ -37,14 +39,16 @@ async def test_a_continued_response_stores_its_new_items_once(services) -> None:
         Line("assistant", "a2"),
         Line("user", "q3"),
     ]
-    second = await services.responses.start(ALICE, ResponseTurn("demo", lines, previous))
+    second = await services.responses.start_response(ALICE, ResponseTurn("demo", lines, previous))
     await second.run.done.wait()
     assert second.conversation_uuid == first.conversation_uuid
     msgs = await services.reads.archive.final_messages(second.run.conversation)
     contents = [m.content for m in msgs]
     assert contents[0] == "q1" and contents[2:5] == ["q2", "a2", "q3"] and len(msgs) == 6
     with pytest.raises(NotFound):
-        await services.responses.start(BOB, ResponseTurn("demo", [Line("user", "x")], previous))
+        await services.responses.start_response(
+            BOB, ResponseTurn("demo", [Line("user", "x")], previous)
+        )
     with pytest.raises(NotFound):
         await services.responses.get(BOB, previous)
     view = await services.responses.get(ALICE, previous)
@@ -84,13 +88,13 @@ async def test_conversation_items_page_both_ways(services) -> None:
 
 async def test_a_session_key_finds_its_conversation(services) -> None:
     turn = ResponseTurn("demo", [Line("user", "k1")], session_key="sess-42")
-    first = await services.responses.start(ALICE, turn)
+    first = await services.responses.start_response(ALICE, turn)
     await first.run.done.wait()
     again = ResponseTurn("demo", [Line("user", "k2")], session_key="sess-42")
-    second = await services.responses.start(ALICE, again)
+    second = await services.responses.start_response(ALICE, again)
     await second.run.done.wait()
     assert second.found is Found.KEYED and second.conversation_uuid == first.conversation_uuid
-    other = await services.responses.start(BOB, again)
+    other = await services.responses.start_response(BOB, again)
     await other.run.done.wait()
     assert other.found is Found.NEW and other.conversation_uuid != first.conversation_uuid
     meta = await services.reads.gateway.gateway_meta(first.run.conversation)
@@ -98,7 +102,9 @@ async def test_a_session_key_finds_its_conversation(services) -> None:
 
 
 async def test_deleting_a_response_keeps_its_messages(services, fake_llm) -> None:
-    first = await services.responses.start(ALICE, ResponseTurn("demo", [Line("user", "d1")]))
+    first = await services.responses.start_response(
+        ALICE, ResponseTurn("demo", [Line("user", "d1")])
+    )
     await first.run.done.wait()
     gone = response_id(first.run.run_id)
     with pytest.raises(NotFound):
@@ -107,14 +113,16 @@ async def test_deleting_a_response_keeps_its_messages(services, fake_llm) -> Non
     for call in (
         services.responses.get(ALICE, gone),
         services.responses.delete(ALICE, gone),
-        services.responses.start(ALICE, ResponseTurn("demo", [Line("user", "x")], gone)),
+        services.responses.start_response(ALICE, ResponseTurn("demo", [Line("user", "x")], gone)),
     ):
         with pytest.raises(NotFound):
             await call
     msgs = await services.reads.archive.final_messages(first.run.conversation)
     assert [m.content for m in msgs][:1] == ["d1"] and len(msgs) == 2
     fake_llm.script.delay = 0.2
-    running = await services.responses.start(ALICE, ResponseTurn("tester", [Line("user", "r")]))
+    running = await services.responses.start_response(
+        ALICE, ResponseTurn("tester", [Line("user", "r")])
+    )
     with pytest.raises(ConversationBusy):
         await services.responses.delete(ALICE, response_id(running.run.run_id))
     await running.run.done.wait()

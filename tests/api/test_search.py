@@ -145,7 +145,7 @@ async def test_an_answer_is_found_once_final_and_forgotten_with_its_conversation
 
     await store_turn(services.memory, conv, "what is a quokka", "a small marsupial")
     # A growing answer (not final yet) is not indexed.
-    run = await services.runs.start(LOCAL, agent_id="demo", message="tell me about wombats")
+    run = await services.runs.start_run(LOCAL, agent_id="demo", message="tell me about wombats")
     await run.done.wait()
     hits = await services.search.everywhere(LOCAL, "marsupial")
     assert [h.seq for h in hits] == [2]

@@ -42,10 +42,10 @@ from tests.contracts.conftest import WriteSide
 STATEMENTS = {
     # create_conversation (``transact``): the conversation's INSERT.
     "transact": {"sqlite": 1, "mysql": 1, "postgresql": 1},
-    # A new conversation with its question, streaming answer and run (``start``).
-    "start": {"sqlite": 3, "mysql": 3, "postgresql": 1},
+    # A new conversation with its question, streaming answer and run (``start_conversation``).
+    "start_conversation": {"sqlite": 3, "mysql": 3, "postgresql": 1},
     # The same without a run: PostgreSQL's transaction (conversation, rows).
-    "start without a run": {"sqlite": 2, "mysql": 2, "postgresql": 2},
+    "start_conversation without a run": {"sqlite": 2, "mysql": 2, "postgresql": 2},
     # A turn's accept: seq bump, rows, run (``accept``).
     "accept": {"sqlite": 3, "mysql": 4, "postgresql": 1},
     # Rows without a run (a continued turn's): seq bump, rows.
@@ -64,8 +64,8 @@ STATEMENTS = {
 }
 # PostgreSQL's one-statement writes: no transaction around them (no BEGIN, no COMMIT
 # round trip), where every other write on every database is one transaction.
-ONE_STATEMENT = {"start", "accept", "final write", "fenced off", "retitle"}
-COVERED = {"transact", "start", "accept", "settle", "retitle"}
+ONE_STATEMENT = {"start_conversation", "accept", "final write", "fenced off", "retitle"}
+COVERED = {"transact", "start_conversation", "accept", "settle", "retitle"}
 
 
 def record(conversation: ConversationInfo) -> RunRecord:
@@ -125,11 +125,13 @@ async def test_transact_runs_one_transaction(write_side: WriteSide) -> None:
     assert (stored.id, stored.title, stored.owner, stored.last_seq) == (made.id, "t", "o", 0)
 
 
-async def test_start_stores_a_conversation_its_first_turn_and_its_run(write_side) -> None:
+async def test_start_conversation_stores_a_conversation_its_first_turn_and_its_run(
+    write_side,
+) -> None:
     store = write_side.store
     with write_side.counting() as sent:
         conversation, (question, answer), run = await started(write_side)
-    check(sent, "start", write_side.backend)
+    check(sent, "start_conversation", write_side.backend)
     stored = await ConversationQueries(store.db).get_conversation(conversation.uuid)
     assert stored.id == conversation.id and (stored.last_seq, stored.message_count) == (2, 2)
     assert stored.status == ConversationStatus.RUNNING
@@ -147,13 +149,13 @@ async def test_start_stores_a_conversation_its_first_turn_and_its_run(write_side
     assert kept.status == RunStatus.RUNNING
 
 
-async def test_start_without_a_run_stores_the_rows(write_side) -> None:
+async def test_start_conversation_without_a_run_stores_the_rows(write_side) -> None:
     store = write_side.store
     conversation = ConversationInfo.new(agent_id="a", owner="o")
     msgs = [Msg.user("imported q", turn_id="t"), Msg.assistant("imported a", turn_id="t")]
     with write_side.counting() as sent:
         await store.start_conversation(conversation, msgs)
-    check(sent, "start without a run", write_side.backend)
+    check(sent, "start_conversation without a run", write_side.backend)
     assert [m.content for m in await store.last_messages(conversation.id, 10)] == [
         "imported q",
         "imported a",

@@ -19,7 +19,7 @@ from tests.waits import wait_until
 
 async def timed_turn(services, conversation: str | None) -> tuple[float, ActiveRun]:
     started = time.monotonic()
-    run = await services.chat.start(
+    run = await services.chat.start_run(
         agent_id="demo", message="hello there", conversation_uuid=conversation
     )
     await run.done.wait()

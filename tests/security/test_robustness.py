@@ -106,7 +106,7 @@ async def published(settings_factory, fake_llm):
     fake_llm.script.chunks = ["a", "b", "c"]
     one = await open_services(settings_factory())
     try:
-        run = await one.chat.start(agent_id="tester", message="hello")
+        run = await one.chat.start_run(agent_id="tester", message="hello")
         seen = [e async for e in one.chat.follow(run)]
         await one.events.flush()
     finally:
@@ -143,7 +143,7 @@ async def test_last_event_id_beyond_a_live_run_read_from_redis_ends_with_the_run
     two = await open_services(settings_factory(), recover=False)
     two.events.block_ms = 5000
     try:
-        run = await one.chat.start(agent_id="tester", message="hello")
+        run = await one.chat.start_run(agent_id="tester", message="hello")
         await wait_until(lambda: run.next_event_id > 2, "the run's first events")
         await one.events.flush()
         stream = await two.chat.open_stream(run.run_id, after=2**64 + 5, owner="")

@@ -341,3 +341,19 @@ def test_agents_sub_packages_import_downwards_only() -> None:
             if AGENT_JOBS.index(target) > AGENT_JOBS.index(job):
                 upward.append(f"{rel} -> {module}")
     assert not upward, "\n".join(upward)
+
+
+def test_routes_take_the_services_they_use_not_the_bag() -> None:
+    """A route, or a helper of the routes, takes the services it uses (``RunsDep``,
+    ``ConversationsDep``... of api/deps.py), never the whole ``Services``: deps.py alone
+    reads the bag."""
+    bag = []
+    for path in sorted((PACKAGE / "api").glob("*.py")):
+        if path.name == "deps.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.arg) and node.annotation is not None:
+                names = {n.id for n in ast.walk(node.annotation) if isinstance(n, ast.Name)}
+                if names & {"Services", "ServicesDep"}:
+                    bag.append(f"{path.name}:{node.lineno} {node.arg}")
+    assert not bag, "\n".join(bag)

@@ -53,7 +53,7 @@ async def _a_conversations_writes(db, title: str) -> int:
     first[1].status = MessageStatus.STREAMING
     first[1].meta = {"runId": "1", "ünïcode": ["x", 1], "none": None}
     first_run = new_run_record(f"{conversation.uuid}-1")
-    await db.one_statement(writes_pg.start(conversation, first, first_run))
+    await db.one_statement(writes_pg.start_conversation(conversation, first, first_run))
     pk = conversation.id
     assert first_run.user_message_id == first[0].id and first[1].id > first[0].id
     second = [Msg.user("q2", turn_id="t2"), Msg.assistant("", turn_id="t2")]
@@ -127,10 +127,12 @@ async def test_driver_errors_are_sqlalchemys(db) -> None:
     """A conversation whose uuid is taken: an IntegrityError, as through the engine."""
     conversation = ConversationInfo.new(agent_id="a", title="twice")
     msgs = [Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t")]
-    await db.one_statement(writes_pg.start(conversation, msgs, new_run_record("r1")))
+    await db.one_statement(writes_pg.start_conversation(conversation, msgs, new_run_record("r1")))
     again = [Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t")]
     with pytest.raises(sa.exc.IntegrityError):
-        await db.one_statement(writes_pg.start(conversation, again, new_run_record("r2")))
+        await db.one_statement(
+            writes_pg.start_conversation(conversation, again, new_run_record("r2"))
+        )
 
 
 async def _write_backends(db: SQLDatabase) -> list[int]:
@@ -227,7 +229,9 @@ async def test_a_cancelled_statement_leaves_no_connection_behind(db, monkeypatch
 async def test_a_retitle_is_a_compare_and_set_in_one_statement(db) -> None:
     conversation = ConversationInfo.new(agent_id="a", title="first words")
     msgs = [Msg.user("q", turn_id="t"), Msg.assistant("", turn_id="t")]
-    await db.one_statement(writes_pg.start(conversation, msgs, new_run_record("r-title")))
+    await db.one_statement(
+        writes_pg.start_conversation(conversation, msgs, new_run_record("r-title"))
+    )
     uuid = conversation.uuid
     assert await db.one_statement(writes_pg.retitle(uuid, "Proposed", "first words"))
     # the person renamed it meanwhile: the proposal no longer replaces what it read

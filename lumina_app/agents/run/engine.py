@@ -1,6 +1,6 @@
 """The chat engine: one service path for the UI and the REST/SSE API.
 
-Starting a run (``start``, ``regenerate``) reads top to bottom in :meth:`ChatEngine._begin`:
+Starting a run (``start_run``, ``regenerate``) reads top to bottom in :meth:`ChatEngine._begin`:
 take the conversation's run slot, prepare the context (scenario new / continue / resume),
 accept the turn in one transaction (the question with a ``streaming`` answer row, before
 any generation), launch. Generation then runs in its own task and publishes events to the
@@ -190,7 +190,7 @@ class ChatEngine:
         if run is not None:
             self.driver.request_stop(run, RunStatus.STOPPED)
 
-    async def start(
+    async def start_run(
         self,
         *,
         agent_id: str,
@@ -229,7 +229,7 @@ class ChatEngine:
         """Answer the conversation's last user message again, under the same run slot as
         a send (busy: ConversationBusy), the old answer kept as ``superseded``. When this
         returns the new answer row is committed and the run is on; shielded like
-        :meth:`start`."""
+        :meth:`start_run`."""
         conversation = await self.lookup.find_visible(principal, conversation_uuid)
         agent = self._agent(conversation.agent_id)
         return await _shielded(self._begin(RunRequest(agent, principal, conversation.uuid)))
@@ -245,7 +245,7 @@ class ChatEngine:
         """Ask the question at ``seq`` again as ``message``: a new branch of the
         conversation from there (the old one parked, ``storage.sql.branches``), answered
         under the same run slot as a send (busy: ConversationBusy). Shielded like
-        :meth:`start`."""
+        :meth:`start_run`."""
         conversation = await self.lookup.find_visible(principal, conversation_uuid)
         agent = self._agent(conversation.agent_id)
         text = self._check_message(message)
@@ -283,7 +283,7 @@ class ChatEngine:
         system_prompt: str | None = None,
     ) -> ActiveRun:
         """Go on with the last turn after a client ran the calls it was asked for
-        (``outputs``, TOOL rows): same run slot, events and durability as :meth:`start`."""
+        (``outputs``, TOOL rows): same run slot, events and durability as :meth:`start_run`."""
         conversation = await self.lookup.find_visible(principal, conversation_uuid)
         agent = self._agent(conversation.agent_id)
         request = RunRequest(

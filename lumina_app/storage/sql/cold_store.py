@@ -106,7 +106,7 @@ class SQLColdStore:
         conversation.last_seq = conversation.message_count = count
         if status is not None:
             conversation.status = status
-        await self.write_path.start(conversation, msgs, run)
+        await self.write_path.start_conversation(conversation, msgs, run)
         return list(msgs)
 
     async def fork_conversation(

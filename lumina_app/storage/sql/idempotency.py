@@ -38,9 +38,10 @@ _FORGET_BATCH = 50  # references per statement
 
 
 class IdempotencyStore:
-    def __init__(self, db: SQLDatabase, *, ttl: float = 24 * 3600) -> None:
+    def __init__(self, db: SQLDatabase, *, ttl: float = 24 * 3600, lease: float = 30.0) -> None:
         self.db = db
         self.ttl = timedelta(seconds=ttl)
+        self.lease = lease  # a claim not renewed for this long is free (its holder died)
 
     async def get(self, owner: str, key: str) -> IdempotencyRecord | None:
         query = sa.select(I.c.fingerprint, I.c.response).where(
@@ -50,9 +51,13 @@ class IdempotencyStore:
             row = (await conn.execute(query)).first()
         return IdempotencyRecord(row.fingerprint, row.response) if row else None
 
-    async def claim(self, owner: str, key: str, fingerprint: str, *, lease: float) -> Claim | None:
+    async def claim(
+        self, owner: str, key: str, fingerprint: str, *, lease: float | None = None
+    ) -> Claim | None:
         """The key for this request: new, or a claim on the same request whose holder has
-        not shown it is alive for over ``lease`` seconds. None: done, or held by a live one."""
+        not shown it is alive for over ``lease`` seconds (default: the store's). None: done,
+        or held by a live one."""
+        lease = self.lease if lease is None else lease
         claim, now = Claim(owner, key, secrets.token_hex(16)), utcnow()
         try:
             async with self.db.begin() as conn:

@@ -37,7 +37,7 @@ class TransactionWrites:
         async with self.db.begin() as conn:
             return await conn.run_sync(body, *args, **kwargs)
 
-    async def start(
+    async def start_conversation(
         self, conversation: ConversationInfo, msgs: Sequence[Msg], run: RunRecord | None
     ) -> None:
         """A new conversation with its first messages and the run answering them."""
@@ -87,12 +87,12 @@ class PostgresWrites(TransactionWrites):
 
     name = "postgresql"
 
-    async def start(
+    async def start_conversation(
         self, conversation: ConversationInfo, msgs: Sequence[Msg], run: RunRecord | None
     ) -> None:
         if run is None or not msgs:
-            return await super().start(conversation, msgs, run)
-        await self.db.one_statement(writes_pg.start(conversation, msgs, run))
+            return await super().start_conversation(conversation, msgs, run)
+        await self.db.one_statement(writes_pg.start_conversation(conversation, msgs, run))
 
     async def accept(
         self,

@@ -132,7 +132,7 @@ _ACCEPTS: dict[int, sa.Select] = {}
 _STARTS: dict[int, sa.Select] = {}
 
 
-def _start(count: int) -> sa.Select:
+def _start_statement(count: int) -> sa.Select:
     """PostgreSQL's ``start_conversation`` with a run as one statement, for ``count`` rows
     numbered 1…count: the conversation, its rows and the run, as data-modifying CTEs;
     returns the conversation's id and the rows' (seq, id)."""
@@ -170,15 +170,15 @@ def _start(count: int) -> sa.Select:
     return sa.select(rows.c.conversation_id, rows.c.seq, rows.c.id).add_cte(run)
 
 
-def start(
+def start_conversation(
     conversation: ConversationInfo, msgs: Sequence[Msg], run: RunRecord
 ) -> OneStatement[None]:
-    """``start_conversation`` as one statement (``_start``), for a backend whose INSERTs
+    """``start_conversation`` as one statement (``_start_statement``), for a backend whose INSERTs
     can be CTEs (PostgreSQL); the same rows and values. Sets the conversation's ``id``."""
     count = len(msgs)
     statement = _STARTS.get(count)
     if statement is None:
-        statement = _STARTS[count] = _start(count)
+        statement = _STARTS[count] = _start_statement(count)
     now = conversation.updated_at
     number(msgs, 1, now)
     params: dict[str, Any] = {

@@ -86,7 +86,7 @@ def chats_form() -> rx.Component:
         rx.button(
             rx.cond(ImportState.importing, "Importing…", "Import"),
             disabled=ImportState.importing,
-            on_click=ImportState.start(rx.upload_files(upload_id=UPLOAD_ID)),
+            on_click=ImportState.start_import(rx.upload_files(upload_id=UPLOAD_ID)),
             custom_attrs=_testid("import-start"),
         ),
         rx.cond(

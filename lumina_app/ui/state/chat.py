@@ -234,7 +234,7 @@ class ChatState(StreamState):
                 run = await runs.edit(caller, conversation, edit_seq, text)
             else:
                 ids = [f["id"] for f in files]
-                run = await _start(services, caller, agent, conversation, text, temporary, ids)
+                run = await _start_run(services, caller, agent, conversation, text, temporary, ids)
         except LuminaError as exc:
             async with self:
                 if self._ticket == ticket:
@@ -276,7 +276,7 @@ class ChatState(StreamState):
                     await self._reopen()
 
 
-async def _start(
+async def _start_run(
     services: Services,
     caller: Principal,
     agent: str,
@@ -293,7 +293,7 @@ async def _start(
     into = conversation or None
     if into is None and temporary:
         into = (await services.conversations.create(caller, agent_id=agent, temporary=True)).uuid
-    return await services.runs.start(
+    return await services.runs.start_run(
         caller, agent_id=agent, message=text, conversation_uuid=into, files=files
     )
 

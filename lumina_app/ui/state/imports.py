@@ -75,7 +75,7 @@ class ImportState(AppState):
         self.titles = seen.titles
 
     @rx.event
-    async def start(self, files: list[rx.UploadFile]):
+    async def start_import(self, files: list[rx.UploadFile]):
         data = await self._read(files)
         if data is not None:
             return await self._begin(ImportSource(self.source), data)
@@ -88,7 +88,7 @@ class ImportState(AppState):
     async def _begin(self, source: ImportSource, data: bytes, origin=ImportSource.CHATGPT):
         self.error = self.result = ""
         try:
-            job = await self._services().imports.start(
+            job = await self._services().imports.start_import(
                 self._caller(),
                 source=source,
                 data=data,
