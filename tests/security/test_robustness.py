@@ -316,9 +316,12 @@ async def test_of_retries_racing_for_a_stale_claim_exactly_one_wins(api_factory,
 async def test_a_live_request_keeps_its_key_past_the_lease(api_factory, database, fake_llm) -> None:
     """execute/sync may run for minutes: its claim is renewed while it runs, so a retry
     during a run several leases long is a 409, not a second run."""
+    # 3 s: six leases of 0.5 s (a lease of 0.2 s left a loaded machine too little slack
+    # between the renewals)
+    lease = 0.5
     fake_llm.script.chunks = [f"w{i} " for i in range(30)]
-    fake_llm.script.delay = 0.04  # 1.2 s: six leases
-    _services, api = await api_factory(database_url=database.url, idempotency_lease_seconds=0.2)
+    fake_llm.script.delay = 0.1
+    _services, api = await api_factory(database_url=database.url, idempotency_lease_seconds=lease)
     body, key = {"task": "slow"}, {"Idempotency-Key": "live"}
     url = "/api/v1/agents/tester/execute/sync"
     loop = asyncio.get_running_loop()
@@ -333,7 +336,7 @@ async def test_a_live_request_keeps_its_key_past_the_lease(api_factory, database
                 break
             assert error_of(resp, 409)["code"] == "in_progress"
             last_refused = loop.time()
-    assert last_refused - started > 4 * 0.2  # still held several leases after it began
+    assert last_refused - started > 4 * lease  # still held several leases after it began
     done = await first
     assert done.status_code == 200 and done.json()["answer"] == "".join(fake_llm.script.chunks)
     again = await api.post(url, json=body, headers=key)
