@@ -81,14 +81,17 @@ def folder_name(name: str, taken: set[str]) -> str:
 
 
 def render_files(
-    msgs: Sequence[Msg], found: Mapping[str, tuple[AttachedFile, bytes]]
+    msgs: Sequence[Msg],
+    found: Mapping[str, tuple[AttachedFile, bytes]],
+    taken: dict[str, set[str]] | None = None,
 ) -> tuple[dict[int, list[dict[str, Any]]], dict[PurePosixPath, bytes]]:
     """Per message (by its index in ``msgs``) its history.json ``files`` entries, and the
     bytes to write, by path inside the conversation folder. A file that has gone keeps
-    its entry without a ``path``; a turn that cannot name a folder writes no bytes."""
+    its entry without a ``path``; a turn that cannot name a folder writes no bytes.
+    ``taken``: the names already in each turn's folder (another branch's rows')."""
     entries: dict[int, list[dict[str, Any]]] = {}
     written: dict[PurePosixPath, bytes] = {}
-    taken: dict[str, set[str]] = {}
+    taken = {} if taken is None else taken
     for index, msg in enumerate(msgs):
         described = [d for d in msg.meta.get("files") or () if isinstance(d, dict)]
         if not described:

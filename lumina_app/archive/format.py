@@ -114,14 +114,21 @@ def archive_history(
     return entries
 
 
-def branches_document(active: Sequence[Msg], parked: Sequence[Msg]) -> dict[str, Any]:
+def branches_document(
+    active: Sequence[Msg],
+    parked: Sequence[Msg],
+    files: Mapping[int, list[dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
     """branches.json, beside a history.json of the ``active`` branch: the seq of each of
-    its entries, and the rows of the other branches (``parked``: history.json entries
-    with their ``seq`` and ``parked`` tag), so an import puts every row back in its place."""
+    its entries, and the rows of the other branches (``parked``: history.json entries,
+    their files listed as there, with their ``seq`` and ``parked`` tag), so an import puts
+    every row back in its place."""
+    entries = archive_history(parked, files)
     return {
         "seqs": [m.seq for m in active],
         "parked": [
-            history_entry(m) | {"seq": m.seq, "parked": m.meta.get("parked")} for m in parked
+            entry | {"seq": m.seq, "parked": m.meta.get("parked")}
+            for entry, m in zip(entries, parked, strict=True)
         ],
     }
 
@@ -159,17 +166,21 @@ def conversation_files(
     ``turns`` limits which messages.log files are rendered (the mirror writes only the
     turns that just ended); meta.json and history.json are always whole. ``parked``: the
     rows of the branches not shown (branches.json, only when there are any). ``attached``:
-    the messages' files by id with their bytes, written as ``<messageId>/files/<name>``.
+    the messages' files by id with their bytes (the parked rows' too), written as
+    ``<messageId>/files/<name>``.
     """
     base = conversation_relpath(conv.agent_id, conv.uuid)
-    entries, blobs = render_files(msgs, attached) if attached is not None else (None, {})
+    taken: dict[str, set[str]] = {}  # the names in each turn's files folder, both branches'
+    entries, blobs = render_files(msgs, attached, taken) if attached is not None else (None, {})
     files = {
         base / META: dump_json(archive_meta(conv, msgs, summaries)),
         base / HISTORY: dump_json(archive_history(msgs, entries)),
     }
     files.update({base / rel: data for rel, data in blobs.items()})
     if parked:
-        files[base / BRANCHES] = dump_json(branches_document(msgs, parked))
+        kept, blobs = render_files(parked, attached, taken) if attached is not None else (None, {})
+        files.update({base / rel: data for rel, data in blobs.items()})
+        files[base / BRANCHES] = dump_json(branches_document(msgs, parked, kept))
     for turn_id, turn_msgs in group_turns(msgs).items():
         if turns is None or turn_id in turns:
             files[base / turn_id / TURN_LOG] = turn_log(turn_msgs).encode("utf-8")

@@ -150,7 +150,7 @@ class ArchiveService:
         summaries = await self.rows.summaries_of(conversation)
         parked = await self.rows.parked_messages(conversation)
         # the mirror (``turns`` given) writes text only: files go with an export
-        attached = await self.attached(conversation, msgs) if turns is None else None
+        attached = await self.attached(conversation, [*msgs, *parked]) if turns is None else None
         await asyncio.to_thread(
             partial(
                 writer.write_conversation,
@@ -245,7 +245,7 @@ class ArchiveService:
         msgs = await self.snapshot(conversation)
         summaries = await self.rows.summaries_of(conversation)
         parked = await self.rows.parked_messages(conversation)
-        attached = await self.attached(conversation, msgs)
+        attached = await self.attached(conversation, [*msgs, *parked])
         return await asyncio.to_thread(
             lambda: files.zip_files(
                 files.conversation_files(

@@ -108,12 +108,13 @@ class AccountExport:
     async def _conversation(self, archive: zipfile.ZipFile, conversation: ConversationInfo) -> int:
         msgs = await self.archive.snapshot(conversation)
         summaries = await self.archive.rows.summaries_of(conversation)
-        attached = await self.archive.attached(conversation, msgs)
+        parked = await self.archive.rows.parked_messages(conversation)  # edited questions'
+        attached = await self.archive.attached(conversation, [*msgs, *parked])
         rendered = files.conversation_files(
-            conversation, msgs, summaries=summaries, attached=attached
+            conversation, msgs, summaries=summaries, parked=parked, attached=attached
         )
         md = PurePosixPath(MARKDOWN_FOLDER, conversation.agent_id, f"{conversation.uuid}.md")
-        rendered[md] = files.markdown_transcript(conversation, msgs).encode("utf-8")
+        rendered[md] = files.markdown_transcript(conversation, msgs, parked).encode("utf-8")
         await asyncio.to_thread(_write, archive, rendered)
         return len(msgs)
 

@@ -314,3 +314,57 @@ async def test_a_hand_made_archive_brings_its_files(opened, tmp_path: Path) -> N
     assert [f["path"] for f in history[0]["files"]] == ["t1/files/a.png", "t1/files/b.txt"]
     assert zipped.read(f"{base}/t1/files/a.png") == image
     assert (await api.get("/api/v1/files", headers=BOB)).json()["items"] == []
+
+
+async def test_an_edited_questions_other_branch_keeps_its_files(opened, tmp_path: Path) -> None:
+    """The question asked again keeps its files, and so does the branch it parked: the
+    export writes the parked question's files beside its own turn and lists them in
+    branches.json (the account export as well); the import links both branches' files,
+    and deleting the imported conversation deletes them all."""
+    services, api = opened
+    uuid, _data, sent = await _exported(api)
+    edited = await api.post(
+        f"/api/v1/conversations/{uuid}/messages/1/edit",
+        json={"message": "Look again", "stream": False},
+        headers=ALICE,
+    )
+    assert edited.status_code == 200, edited.text
+    base = f"agents/demo/conversations/{uuid}"
+    exports = []
+    for url in (f"/api/v1/conversations/{uuid}/export?format=archive", "/api/v1/account/export"):
+        resp = await api.get(url, headers=ALICE)
+        assert resp.status_code == 200, resp.text
+        exports.append(zipfile.ZipFile(io.BytesIO(resp.content)))
+    for zipped in exports:
+        parked = json.loads(zipped.read(f"{base}/branches.json"))["parked"]
+        question = next(p for p in parked if p["role"] == "user")
+        assert [f["name"] for f in question["files"]] == ["pixel.png", "notes.txt"]
+        for listed in question["files"]:
+            assert listed["path"].startswith(f"{question['messageId']}/files/")
+        assert zipped.read(f"{base}/{question['files'][1]['path']}") == NOTES
+    active = json.loads(exports[0].read(f"{base}/history.json"))
+    assert active[-2]["content"] == "Look again" and len(active[-2]["files"]) == 2
+
+    assert (await api.delete(f"/api/v1/conversations/{uuid}", headers=ALICE)).status_code == 204
+    assert not {sent["image"]["id"], sent["notes"]["id"]} & await _file_ids(api)
+    (tmp_path / "edited.zip").write_bytes(exports[0].fp.getvalue())  # type: ignore[union-attr]
+    report = await services.archive.import_path(tmp_path / "edited.zip", owner="alice")
+    assert report.errors == [] and report.count(ImportOutcome.CREATED) == 1
+    everything = (
+        await api.get(
+            f"/api/v1/conversations/{uuid}/messages",
+            params={"limit": 100, "branches": "all"},
+            headers=ALICE,
+        )
+    ).json()["items"]
+    questions = [m for m in everything if m["role"] == "USER"]
+    assert [len(m.get("files") or []) for m in questions] == [2, 2]  # both branches
+    ids = {f["id"] for m in questions for f in m["files"]}
+    assert ids <= await _file_ids(api)
+    for file_id in ids:
+        assert await _sha_of_download(api, file_id) in {
+            hashlib.sha256(png(3, 2)).hexdigest(),
+            hashlib.sha256(NOTES).hexdigest(),
+        }
+    assert (await api.delete(f"/api/v1/conversations/{uuid}", headers=ALICE)).status_code == 204
+    assert not ids & await _file_ids(api)  # every branch's files went with it
