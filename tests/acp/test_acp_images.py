@@ -13,11 +13,11 @@ import pytest
 
 from tests.acp.helpers import echo_agent
 from tests.api.conftest import api_factory  # noqa: F401 - fixture
-from tests.api.helpers import bearer, openai_sdk
+from tests.api.helpers import openai_sdk
 from tests.api.test_files import png, uploaded
+from tests.api.test_message_files_model import ask, inspected
 
 KEYS = "alice:ka"
-ALICE = bearer("ka")
 
 
 @pytest.fixture
@@ -32,18 +32,8 @@ async def api(api_factory, database, data_dir):  # noqa: F811
 HTTP_URL = "http://127.0.0.1:9/cat.png"  # nothing listens there: it must not be fetched
 
 
-async def ask(api, agent: str, task: str, files: list[str], conversation: str | None = None):
-    body = {"task": task, "files": files, "conversationId": conversation}
-    resp = await api.post(f"/api/v1/agents/{agent}/execute/sync", json=body, headers=ALICE)
-    assert resp.status_code == 200, resp.text
-    assert resp.json()["status"] == "complete", resp.json()
-    return resp.json()
-
-
 async def sent_files(api, run_id: str) -> list[str]:
-    resp = await api.get(f"/api/v1/runs/{run_id}/context", headers=ALICE)
-    assert resp.status_code == 200, resp.text
-    return [f["sent"] for f in resp.json()["files"]]
+    return [f["sent"] for f in (await inspected(api, run_id))["files"]]
 
 
 def tag(data: bytes) -> str:

@@ -158,6 +158,19 @@ def image_drawn(locator) -> None:
     assert locator.evaluate("img => img.naturalWidth") > 0
 
 
+def throttled(page: Page, upload_bytes_per_second: int):
+    """The page's uploads slowed to a rate (Chromium's network emulation); its session."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    unthrottled(cdp, upload=upload_bytes_per_second, latency=20)
+    return cdp
+
+
+def unthrottled(cdp, *, upload: int = -1, latency: int = 0) -> None:
+    conditions = {"offline": False, "latency": latency, "downloadThroughput": -1}
+    cdp.send("Network.emulateNetworkConditions", conditions | {"uploadThroughput": upload})
+
+
 def questions(page: Page):
     return page.locator("[data-testid=message][data-role=user]")
 
@@ -298,12 +311,7 @@ def test_refused_files_say_why_and_leave_no_chip(tab: Page, attach_server) -> No
 def test_text_typed_during_an_upload_is_kept_and_send_waits(tab: Page, attach_server) -> None:
     page = tab
     open_new(page, attach_server.url)
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("Network.enable")
-    cdp.send(
-        "Network.emulateNetworkConditions",
-        {"offline": False, "latency": 20, "downloadThroughput": -1, "uploadThroughput": 60_000},
-    )
+    cdp = throttled(page, 60_000)
     pick(page, ("slow.txt", "text/plain", b"slow upload line\n" * 14_000))  # ~240 KB
     uploading = page.get_by_test_id("attach-uploading")
     expect(uploading).to_be_visible()
@@ -317,10 +325,7 @@ def test_text_typed_during_an_upload_is_kept_and_send_waits(tab: Page, attach_se
     expect(chips(page)).to_have_count(2, timeout=30_000)
     expect(uploading).to_have_count(0)
     expect(chips(page).nth(1)).to_contain_text("next.txt")
-    cdp.send(
-        "Network.emulateNetworkConditions",
-        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
-    )
+    unthrottled(cdp)
     expect(page.get_by_test_id("composer")).to_have_value("typed while it uploads")
     page.answers_before = answers(page).count()
     page.get_by_test_id("composer").press("Enter")
@@ -340,12 +345,7 @@ def test_an_answer_streams_on_while_a_file_uploads(tab: Page, attach_server) -> 
     page.get_by_test_id("composer").press("Enter")
     streaming = page.get_by_test_id("streaming-message")
     expect(streaming).to_contain_text("word3")
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("Network.enable")
-    cdp.send(
-        "Network.emulateNetworkConditions",
-        {"offline": False, "latency": 20, "downloadThroughput": -1, "uploadThroughput": 40_000},
-    )
+    cdp = throttled(page, 40_000)
     pick(page, ("during.txt", "text/plain", b"uploaded while it streams\n" * 9_000))  # ~230 KB
     uploading = page.get_by_test_id("attach-uploading")
     expect(uploading).to_be_visible()
@@ -354,10 +354,7 @@ def test_an_answer_streams_on_while_a_file_uploads(tab: Page, attach_server) -> 
     page.wait_for_timeout(1_500)
     assert uploading.count() == 1, "the upload ended too soon to tell"
     assert words() > seen + 20, "the answer stood still while the file uploaded"
-    cdp.send(
-        "Network.emulateNetworkConditions",
-        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
-    )
+    unthrottled(cdp)
     expect(chips(page)).to_have_count(1, timeout=30_000)
     expect(chips(page).first).to_contain_text("during.txt")
     wait_idle(page)
