@@ -60,6 +60,7 @@ from lumina_app.domain import Usage as Usage
 from lumina_app.memory import MemoryManager, MemoryReads
 from lumina_app.recall import retriever as retriever
 from lumina_app.recall.embedders import LocalEmbedder as LocalEmbedder
+from lumina_app.recall.file_passages import FilePassages as FilePassages
 from lumina_app.recall.retriever import Retriever as Retriever
 from lumina_app.recall.retriever import UnitIndex as UnitIndex
 from lumina_app.recall.retriever import Units as Units

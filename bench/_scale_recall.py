@@ -50,7 +50,7 @@ async def recall_ops(store, n: int, budget: float, out: dict[str, Samples], hits
     embedder = _app.LocalEmbedder()
     await embedder.warm()
     retriever = _app.Retriever(store.db, embedder)
-    service = _app.RecallService(store.reads.lookup, retriever)
+    service = _app.RecallService(store.reads.lookup, retriever, _app.FilePassages(store.db))
     loop = Loop(n, 2, budget_s=budget, min_n=5)
     cases = [(kind, q, None) for kind, q in QUESTIONS.items()]
     cases.append(("frequent words, one agent", QUESTIONS["frequent words"], AGENTS[3]))
