@@ -46,6 +46,11 @@ class Word:
     def phrase(self) -> str:
         return prefix_phrase(self.text) if self.prefix else '"' + self.text.replace('"', '""') + '"'
 
+    @property
+    def lists(self) -> int:
+        """How many of the index's lists its phrase reads (37 for one character)."""
+        return self.phrase().count(" OR ") + 1
+
     def in_row(self, spaced: str) -> bool:
         """Whether a row holds the word (``spaced``: the row's words, each after a space,
         and one more space): as a whole word, or as the start of one if a prefix (a word
@@ -125,9 +130,10 @@ async def weights(conn: AsyncConnection, words: Sequence[Word]) -> Weights:
     return Weights(rows, tokens / rows if rows else 0.0, tuple(idf), tuple(counts), exact)
 
 
-def score(text: str, words: Sequence[Word], w: Weights) -> float:
-    """bm25() of one row, negated (higher is better), as the ranked query's ``score``."""
-    tokens = words_of(text)
+def score(text: str, words: Sequence[Word], w: Weights, tokens: list[str] | None = None) -> float:
+    """bm25() of one row, negated (higher is better), as the ranked query's ``score``
+    (``tokens``: the row's words, if already split)."""
+    tokens = words_of(text) if tokens is None else tokens
     spaced = " " + " ".join(tokens)
     norm = 1 - _B + _B * len(tokens) / w.mean_length if w.mean_length else 1.0
     total = 0.0

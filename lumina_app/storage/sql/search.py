@@ -304,9 +304,10 @@ async def _sqlite_ranked(
         for i, w in enumerate(indexed)
     ]
     weights = await fts_rank.weights(conn, fts_words)
+    tokens_of: dict[int, list[str]] = {}  # a row's words, where already split
     if scope.conversation_pk is not None:
         found = await _in_conversation(
-            conn, words, indexed, scanned, scope, size, (fts_words, weights)
+            conn, words, indexed, scanned, scope, size, (fts_words, weights), tokens_of
         )
     else:
         candidates = (
@@ -319,7 +320,10 @@ async def _sqlite_ranked(
     if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
         return (await conn.execute(_ranked("sqlite", words, scope, limit))).all()
     scored = sorted(
-        ((fts_rank.score(r.content, fts_words, weights), r.id) for r in found[:size]),
+        (
+            (fts_rank.score(r.content, fts_words, weights, tokens_of.get(r.id)), r.id)
+            for r in found[:size]
+        ),
         reverse=True,
     )[:limit]
     query = sa.select(*_COLUMNS).join(C, C.c.id == M.c.conversation_id)
@@ -329,7 +333,8 @@ async def _sqlite_ranked(
 
 # A conversation's rows are read in pages of this many, newest first, when it is searched
 # from its rows; microseconds per FTS5 index entry read, per match joined to its row, and
-# per row split into words here (SQLite 3.40, a million messages: bench/scale.py).
+# per row split into words here (SQLite 3.40, a million messages: bench/scale.py). An
+# index entry costs that for each list the word reads (a one-character prefix reads 37).
 _PAGE = 2_000
 _US_ENTRY, _US_JOINED, _US_SPLIT = 0.3, 3.0, 5.0
 
@@ -342,13 +347,15 @@ async def _in_conversation(
     scope: _Scope,
     size: int,
     weighed: tuple[Sequence[fts_rank.Word], fts_rank.Weights],
+    tokens_of: dict[int, list[str]],
 ) -> list[sa.Row]:
     """A conversation's newest matches (at most ``size`` + 1), by whichever reads fewer
     rows: FTS5 between the conversation's lowest and highest ids (the index entries of its
     rarest word there, other conversations' among them when they were written at the same
     time), or the conversation's own rows, newest first, each matched here as FTS5 matches
-    it (its words as the index splits and folds them). A word in most messages, in one of
-    many conversations written side by side, no longer reads the whole index's entries."""
+    it (its words as the index splits and folds them, kept in ``tokens_of`` for the ranking). A
+    word in most messages, in one of many conversations written side by side, no longer
+    reads the whole index's entries."""
     fts_words, weights = weighed
     ids = sa.select(sa.func.count(), sa.func.min(M.c.id), sa.func.max(M.c.id)).where(
         M.c.conversation_id == scope.conversation_pk
@@ -360,7 +367,7 @@ async def _in_conversation(
     # entries between those ids and joins the conversation's matches; the other way splits
     # the conversation's rows until it has the window.
     share = min(weights.counts) / max(weights.rows, 1)
-    entries = share * (highest - lowest + 1)
+    entries = share * (highest - lowest + 1) * max(word.lists for word in fts_words)
     taken = min(size + 1, rows * share)
     split = rows if share <= 0 else min(rows, (size + 1) / share)
     if entries * _US_ENTRY + taken * _US_JOINED <= split * _US_SPLIT:
@@ -375,20 +382,24 @@ async def _in_conversation(
     found: list[sa.Row] = []
     before: int | None = None  # pages by seq: the conversation's index, newest first
     limit = min(_PAGE, int(split * 1.25) + 16)  # first what the window likely needs
-    while len(found) <= size:
+    while True:
         page = sa.select(M.c.id, M.c.content, M.c.seq).where(*_likes(words, scanned))
         if before is not None:
             page = page.where(M.c.seq < before)
         page = scope.where(page).order_by(M.c.seq.desc()).limit(limit)
         page_rows = (await conn.execute(page)).all()
         for row in page_rows:
-            spaced = " " + " ".join(fts_rank.words_of(row.content)) + " "
+            tokens = fts_rank.words_of(row.content)
+            spaced = " " + " ".join(tokens) + " "
             if all(word.in_row(spaced) for word in fts_words):
                 found.append(row)
+                tokens_of[row.id] = tokens
+                if len(found) > size:
+                    return found
         if len(page_rows) < limit:
             break
         before, limit = page_rows[-1].seq, _PAGE
-    return found[: size + 1]
+    return found
 
 
 @dataclass(frozen=True)
