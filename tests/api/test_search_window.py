@@ -74,6 +74,9 @@ async def test_bm25_for_the_window_is_fts5s(tmp_path) -> None:
             ('"cafe" "deja"', [fts_rank.Word("cafe", False), fts_rank.Word("deja", False)]),
             ('"case"', [fts_rank.Word("case", False)]),
             ('"4417"', [fts_rank.Word("4417", False)]),
+            ('"key"', [fts_rank.Word("key", False)]),  # four times in a row, not "keys"
+            ('"zebra 4417"', [fts_rank.Word("zebra 4417", False)]),  # a word of two parts
+            (fts_rank.prefix_phrase("k"), [fts_rank.Word("k", True)]),  # one character
         ]:
             weights = await fts_rank.weights(conn, words)
             assert weights.exact and weights.rows == len(texts)

@@ -17,6 +17,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -51,15 +52,19 @@ class Word:
         """How many of the index's lists its phrase reads (37 for one character)."""
         return self.phrase().count(" OR ") + 1
 
-    def in_row(self, spaced: str) -> bool:
-        """Whether a row holds the word (``spaced``: the row's words, each after a space,
-        and one more space): as a whole word, or as the start of one if a prefix (a word
-        of several parts, such as ``zebra 4417``, as a phrase)."""
-        return (" " + self.text + ("" if self.prefix else " ")) in spaced
+    @cached_property
+    def _needle(self) -> str:
+        """The word in a row's :func:`spaced` words: at a word's start, its parts two spaces
+        apart, and at a word's end unless a prefix."""
+        return " " + "  ".join(self.text.split(" ")) + ("" if self.prefix else " ")
 
-    def count_in(self, tokens: Sequence[str], spaced: str) -> int:
-        """Occurrences in a row's words (``spaced``: those words, each after a space)."""
-        return spaced.count(" " + self.text) if self.prefix else tokens.count(self.text)
+    def in_row(self, spaced_words: str) -> bool:
+        """Whether a row holds the word (``spaced_words``: :func:`spaced` of its text)."""
+        return self._needle in spaced_words
+
+    def count_in(self, spaced_words: str) -> int:
+        """Its occurrences in a row (``spaced_words``: :func:`spaced` of its text)."""
+        return spaced_words.count(self._needle)
 
 
 @dataclass(frozen=True)
@@ -102,11 +107,17 @@ def words_of(text: str) -> list[str]:
     """The words of ``text`` as the index holds them."""
     folded = fold(text)
     if folded.isascii():  # the same split, at C speed
-        return folded.translate(_ASCII_SEPARATORS).split()
+        return folded.encode().translate(_ASCII_SEPARATORS).decode().split()
     return _TOKEN.findall(folded)
 
 
-_ASCII_SEPARATORS = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})
+def spaced(text: str) -> str:
+    """The words of ``text`` as the index holds them, each between spaces, two spaces
+    apart (so that counting a word never skips the next one)."""
+    return " " + "  ".join(words_of(text)) + " "
+
+
+_ASCII_SEPARATORS = bytes(i if chr(i).isalnum() else 32 for i in range(128)) + bytes(128)
 
 
 async def weights(conn: AsyncConnection, words: Sequence[Word]) -> Weights:
@@ -130,15 +141,14 @@ async def weights(conn: AsyncConnection, words: Sequence[Word]) -> Weights:
     return Weights(rows, tokens / rows if rows else 0.0, tuple(idf), tuple(counts), exact)
 
 
-def score(text: str, words: Sequence[Word], w: Weights, tokens: list[str] | None = None) -> float:
-    """bm25() of one row, negated (higher is better), as the ranked query's ``score``
-    (``tokens``: the row's words, if already split)."""
-    tokens = words_of(text) if tokens is None else tokens
-    spaced = " " + " ".join(tokens)
+def score(text: str, words: Sequence[Word], w: Weights) -> float:
+    """bm25() of one row, negated (higher is better), as the ranked query's ``score``."""
+    tokens = words_of(text)
+    row = " " + "  ".join(tokens) + " "  # as spaced() has it
     norm = 1 - _B + _B * len(tokens) / w.mean_length if w.mean_length else 1.0
     total = 0.0
     for word, idf in zip(words, w.idf, strict=True):
-        f = word.count_in(tokens, spaced)
+        f = word.count_in(row)
         total += idf * f * (_K1 + 1) / (f + _K1 * norm)
     return total
 

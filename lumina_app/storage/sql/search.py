@@ -304,10 +304,9 @@ async def _sqlite_ranked(
         for i, w in enumerate(indexed)
     ]
     weights = await fts_rank.weights(conn, fts_words)
-    tokens_of: dict[int, list[str]] = {}  # a row's words, where already split
     if scope.conversation_pk is not None:
         found = await _in_conversation(
-            conn, words, indexed, scanned, scope, size, (fts_words, weights), tokens_of
+            conn, words, indexed, scanned, scope, size, (fts_words, weights)
         )
     else:
         candidates = (
@@ -320,10 +319,7 @@ async def _sqlite_ranked(
     if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
         return (await conn.execute(_ranked("sqlite", words, scope, limit))).all()
     scored = sorted(
-        (
-            (fts_rank.score(r.content, fts_words, weights, tokens_of.get(r.id)), r.id)
-            for r in found[:size]
-        ),
+        ((fts_rank.score(r.content, fts_words, weights), r.id) for r in found[:size]),
         reverse=True,
     )[:limit]
     query = sa.select(*_COLUMNS).join(C, C.c.id == M.c.conversation_id)
@@ -347,13 +343,12 @@ async def _in_conversation(
     scope: _Scope,
     size: int,
     weighed: tuple[Sequence[fts_rank.Word], fts_rank.Weights],
-    tokens_of: dict[int, list[str]],
 ) -> list[sa.Row]:
     """A conversation's newest matches (at most ``size`` + 1), by whichever reads fewer
     rows: FTS5 between the conversation's lowest and highest ids (the index entries of its
     rarest word there, other conversations' among them when they were written at the same
     time), or the conversation's own rows, newest first, each matched here as FTS5 matches
-    it (its words as the index splits and folds them, kept in ``tokens_of`` for the ranking). A
+    it (its words as the index splits and folds them, ). A
     word in most messages, in one of many conversations written side by side, no longer
     reads the whole index's entries."""
     fts_words, weights = weighed
@@ -389,11 +384,9 @@ async def _in_conversation(
         page = scope.where(page).order_by(M.c.seq.desc()).limit(limit)
         page_rows = (await conn.execute(page)).all()
         for row in page_rows:
-            tokens = fts_rank.words_of(row.content)
-            spaced = " " + " ".join(tokens) + " "
-            if all(word.in_row(spaced) for word in fts_words):
+            row_words = fts_rank.spaced(row.content)
+            if all(word.in_row(row_words) for word in fts_words):
                 found.append(row)
-                tokens_of[row.id] = tokens
                 if len(found) > size:
                     return found
         if len(page_rows) < limit:
