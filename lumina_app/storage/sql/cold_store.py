@@ -156,10 +156,7 @@ class SQLColdStore:
     async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
         """Delete the conversation with its messages and runs; returns the run ids."""
         with offloaded():  # may delete many rows: off the event loop's thread on SQLite
-            return await self._delete_conversation(conversation_pk)
-
-    async def _delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
-        return (await self._delete_conversations([conversation_pk])).get(conversation_pk, [])
+            return (await self._delete_conversations([conversation_pk])).get(conversation_pk, [])
 
     async def delete_conversations(
         self, conversation_pks: Sequence[ConversationPk]
