@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -42,7 +42,6 @@ from lumina_app.storage.sql.models import runs as R
 from lumina_app.storage.sql.models import summaries as S
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
-T = TypeVar("T")
 # Rows no context holds: an answer still growing, and one a regenerated answer replaced.
 _OUT_OF_CONTEXT = (MessageStatus.STREAMING.value, MessageStatus.SUPERSEDED.value)
 
