@@ -35,15 +35,5 @@ class AuditStore:
             query = query.where(A.c.username == username)
         async with self.db.connect() as conn:
             rows = await conn.execute(query)
-            return [
-                AuditEntry(
-                    id=row.id,
-                    at=row.at,
-                    event=AuditEvent(row.event),
-                    username=row.username,
-                    actor=row.actor,
-                    client_ip=row.client_ip,
-                    detail=row.detail,
-                )
-                for row in rows
-            ]
+            # The table's columns are the entry's fields.
+            return [AuditEntry(**{**row._mapping, "event": AuditEvent(row.event)}) for row in rows]
