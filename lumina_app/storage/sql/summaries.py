@@ -13,6 +13,11 @@ from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import summaries as S
 
 _FIELDS = [field.name for field in dataclasses.fields(Summary)]  # each one a column's name
+# The summaries reaching seq ``_from`` of conversation ``_cid`` (what an edit, a regenerate
+# or a switch of branch changed there must not live on in them).
+DROP_FROM = sa.delete(S).where(
+    S.c.conversation_id == sa.bindparam("_cid"), S.c.covered_to_seq >= sa.bindparam("_from")
+)
 
 
 def _summary(row: sa.Row) -> Summary:
