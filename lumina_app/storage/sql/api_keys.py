@@ -25,16 +25,8 @@ _JOINED = K.join(U, U.c.id == K.c.user_id)
 
 
 def _key(row: sa.Row) -> ApiKeyInfo:
-    return ApiKeyInfo(
-        id=row.key_id,
-        user_id=row.user_id,
-        username=row.username,
-        name=row.name,
-        prefix=row.prefix,
-        created_at=row.key_created_at,
-        last_used_at=row.last_used_at,
-        revoked_at=row.revoked_at,
-    )
+    """A row that starts with ``_KEY_COLUMNS`` (``ApiKeyInfo``'s fields, in order)."""
+    return ApiKeyInfo(*row[: len(_KEY_COLUMNS)])
 
 
 class ApiKeyStore:

@@ -29,7 +29,7 @@ from lumina_app.storage.sql.models import message_files as MF
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.models import summaries as S
 from lumina_app.storage.sql.sqlite_inline import offloaded
-from lumina_app.storage.sql.writes import TEMPORARY
+from lumina_app.storage.sql.writes import TEMPORARY, message_row
 
 _BATCH = 2000
 
@@ -257,17 +257,8 @@ async def _insert_messages(
     ``first_seq``), so a big archive never has every row's parameters built at once."""
     for start in range(0, len(msgs), _BATCH):
         rows = [
-            {
-                "conversation_id": conversation_pk,
-                "seq": first_seq + start + offset,
-                "turn_id": msg.turn_id,
-                "role": msg.role.value,
-                "content": msg.content,
-                "status": msg.status.value,
-                "created_at": msg.created_at,
-                "updated_at": msg.updated_at or msg.created_at,
-                "meta": msg.meta,
-            }
+            message_row(conversation_pk, msg)
+            | {"seq": first_seq + start + offset, "updated_at": msg.updated_at or msg.created_at}
             for offset, msg in enumerate(msgs[start : start + _BATCH])
         ]
         await conn.execute(sa.insert(M), rows)

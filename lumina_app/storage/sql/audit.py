@@ -5,17 +5,13 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from lumina_app.domain import AuditEntry, AuditEvent, utcnow
+from lumina_app.domain.text import storable
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import audit as A
 
-# Column widths: longer text is cut, never refused (a failed sign-in's name is anyone's).
+# Column widths: longer text is cut and made storable, never refused (a failed sign-in's
+# name is anyone's).
 _WIDTH = {"username": 128, "actor": 128, "client_ip": 64, "detail": 255}
-
-
-def _storable(text: str, width: int) -> str:
-    """Text any backend stores: no NUL (PostgreSQL refuses it), no lone surrogates."""
-    text = text[:width].replace("\x00", "\ufffd")
-    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 class AuditStore:
@@ -23,7 +19,7 @@ class AuditStore:
         self.db = db
 
     async def add(self, entry: AuditEntry) -> None:
-        values = {name: _storable(getattr(entry, name), width) for name, width in _WIDTH.items()}
+        values = {name: storable(getattr(entry, name)[:width]) for name, width in _WIDTH.items()}
         async with self.db.begin() as conn:
             await conn.execute(
                 sa.insert(A).values(event=entry.event.value, at=entry.at or utcnow(), **values)
@@ -39,15 +35,5 @@ class AuditStore:
             query = query.where(A.c.username == username)
         async with self.db.connect() as conn:
             rows = await conn.execute(query)
-            return [
-                AuditEntry(
-                    id=row.id,
-                    at=row.at,
-                    event=AuditEvent(row.event),
-                    username=row.username,
-                    actor=row.actor,
-                    client_ip=row.client_ip,
-                    detail=row.detail,
-                )
-                for row in rows
-            ]
+            # The table's columns are the entry's fields.
+            return [AuditEntry(**{**row._mapping, "event": AuditEvent(row.event)}) for row in rows]

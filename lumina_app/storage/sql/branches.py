@@ -22,18 +22,14 @@ from sqlalchemy.engine import Connection
 
 from lumina_app.domain import InvalidInput, MessageStatus, Msg, MsgRole, RunRecord
 from lumina_app.domain.ids import ConversationPk
-from lumina_app.storage.sql import writes
+from lumina_app.storage.sql import summaries, writes
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
-from lumina_app.storage.sql.models import summaries as S
 
 # A row of the active branch: not parked (a regenerate's superseded answers are, as ever).
 NOT_PARKED = M.c.meta["parked"].as_string().is_(None)
 _SUPERSEDED = MessageStatus.SUPERSEDED.value
 _UPDATE = sa.update(M).where(M.c.id == sa.bindparam("_mid"))
-_DROP_SUMMARIES = sa.delete(S).where(
-    S.c.conversation_id == sa.bindparam("_cid"), S.c.covered_to_seq >= sa.bindparam("_from")
-)
 _TOUCH = sa.update(C).where(C.c.id == sa.bindparam("_cid"))
 
 
@@ -64,7 +60,7 @@ def edit_question(
     group, left = group_of(original), branch_of(original)
     count = max(_branch_numbers(conn, conversation_pk, group), default=1)
     _park(conn, conversation_pk, original_seq, group, left, now, first=original)
-    conn.execute(_DROP_SUMMARIES, {"_cid": conversation_pk, "_from": original_seq})
+    conn.execute(summaries.DROP_FROM, {"_cid": conversation_pk, "_from": original_seq})
     question.meta = {**question.meta, "branchOf": group, "branch": count + 1}
     writes.number([question, answer], last - 1, now)
     writes.insert_messages(conn, conversation_pk, [question, answer])
@@ -91,7 +87,7 @@ def switch_branch(
     _park(conn, conversation_pk, current.seq, group, branch_of(current), now)
     revived = _revive(conn, conversation_pk, group, branch, now)
     first = min([current.seq, *revived])
-    conn.execute(_DROP_SUMMARIES, {"_cid": conversation_pk, "_from": first})
+    conn.execute(summaries.DROP_FROM, {"_cid": conversation_pk, "_from": first})
     return first
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -42,7 +42,6 @@ from lumina_app.storage.sql.models import runs as R
 from lumina_app.storage.sql.models import summaries as S
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
-T = TypeVar("T")
 # Rows no context holds: an answer still growing, and one a regenerated answer replaced.
 _OUT_OF_CONTEXT = (MessageStatus.STREAMING.value, MessageStatus.SUPERSEDED.value)
 
@@ -96,12 +95,9 @@ class SQLColdStore:
         status: ConversationStatus | None = None,
         run: RunRecord | None = None,
     ) -> list[Msg]:
-        """Insert a new conversation (``ConversationInfo.new``) with its first messages
-        and, if given, the run that answers them: one transaction, no seq bump needed.
-
-        The first turn of a new chat is the common case; doing it in one transaction
-        instead of two (create, then append) saves a commit and a statement per run.
-        """
+        """No seq bump needed. The first turn of a new chat is the common case; doing it in
+        one transaction instead of two (create, then append) saves a commit and a statement
+        per run."""
         count = len(msgs)
         conversation.last_seq = conversation.message_count = count
         if status is not None:
@@ -154,17 +150,12 @@ class SQLColdStore:
         return await self.write_path.retitle(conversation_uuid, title[:255], replacing=replacing)
 
     async def delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
-        """Delete the conversation with its messages and runs; returns the run ids."""
         with offloaded():  # may delete many rows: off the event loop's thread on SQLite
-            return await self._delete_conversation(conversation_pk)
-
-    async def _delete_conversation(self, conversation_pk: ConversationPk) -> list[str]:
-        return (await self._delete_conversations([conversation_pk])).get(conversation_pk, [])
+            return (await self._delete_conversations([conversation_pk])).get(conversation_pk, [])
 
     async def delete_conversations(
         self, conversation_pks: Sequence[ConversationPk]
     ) -> dict[ConversationPk, list[str]]:
-        """Several conversations with all their rows in one transaction; each one's run ids."""
         if not conversation_pks:
             return {}
         with offloaded():

@@ -82,20 +82,25 @@ def message_of(row: sa.Row) -> Msg:
     )
 
 
-def encode_cursor(*parts: object) -> str:
-    raw = "|".join(str(p) for p in parts).encode()
+def encode_cursor(when: datetime, row_id: int) -> str:
+    """A keyset cursor (the conversations' and the files' pages): the time and the row, base64."""
+    raw = f"{when.isoformat()}|{row_id}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, arity: int) -> list[str]:
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    """The time and row a cursor we issued names; anything else is a 422. Only what such a
+    cursor can hold: an aware time, and a 32-bit row id in ASCII digits."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        parts = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
-    except (ValueError, UnicodeDecodeError) as exc:
+        stamp, last_id = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
+        when, row_id = datetime.fromisoformat(stamp), int(last_id)
+    except (ValueError, UnicodeDecodeError, OverflowError) as exc:
         raise InvalidInput("malformed cursor") from exc
-    if len(parts) != arity:
+    valid_id = last_id.isascii() and last_id.isdigit() and 0 < row_id <= _MAX_INT
+    if when.utcoffset() is None or not valid_id:
         raise InvalidInput("malformed cursor")
-    return parts
+    return when, row_id
 
 
 class ConversationQueries:
@@ -154,18 +159,11 @@ class ConversationQueries:
             else:
                 query = query.where(by_title)
         if cursor:
-            stamp, last_id = decode_cursor(cursor, 2)
-            # Only what a cursor we issued can hold: an aware time that is a time in UTC too
-            # (0001-01-01 at +14:00 is not), and a 32-bit row id in ASCII digits.
-            try:
-                when, row_id = datetime.fromisoformat(stamp), int(last_id)
-                if when.tzinfo is not None:
-                    when = when.astimezone(UTC)
+            when, row_id = decode_cursor(cursor)
+            try:  # a time in UTC too (0001-01-01 at +14:00 is not)
+                when = when.astimezone(UTC)
             except (ValueError, OverflowError) as exc:
                 raise InvalidInput("malformed cursor") from exc
-            valid_id = last_id.isascii() and last_id.isdigit() and 0 < row_id <= _MAX_INT
-            if when.tzinfo is None or not valid_id:
-                raise InvalidInput("malformed cursor")
             query = query.where(
                 sa.or_(C.c.updated_at < when, sa.and_(C.c.updated_at == when, C.c.id < row_id))
             )
@@ -178,7 +176,7 @@ class ConversationQueries:
         next_cursor = None
         if len(rows) > limit:
             tail = items[-1]
-            next_cursor = encode_cursor(tail.updated_at.isoformat(), tail.id)
+            next_cursor = encode_cursor(tail.updated_at, tail.id)
         return items, next_cursor
 
     async def select_conversations(

@@ -3,22 +3,18 @@ owner and sha256, its bytes in rows of at most 512 KiB, and the file rows naming
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator, Callable, Sequence
-from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from lumina_app.domain import InvalidInput
 from lumina_app.storage.files import FileText, StoredFile
+from lumina_app.storage.sql.conversation_queries import decode_cursor, encode_cursor
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.file_texts import save_text, text_of_blob, texts_of_files
 from lumina_app.storage.sql.models import file_blobs as B
 from lumina_app.storage.sql.models import file_chunks as K
 from lumina_app.storage.sql.models import files as F
-
-_MAX_INT = 2**31 - 1
 
 
 class FileStore:
@@ -117,13 +113,13 @@ class FileStore:
     ) -> tuple[list[StoredFile], str | None]:
         query = sa.select(F).where(F.c.owner == owner)
         if cursor:
-            query = query.where(F.c.id < _cursor_row(cursor))
+            query = query.where(F.c.id < decode_cursor(cursor)[1])
         query = query.order_by(F.c.id.desc()).limit(limit + 1)
         async with self.db.connect() as conn:
             rows = (await conn.execute(query)).all()
         items = [_stored(r) for r in rows[:limit]]
         tail = rows[limit - 1] if len(rows) > limit else None
-        return items, _encode(tail.created_at, tail.id) if tail is not None else None
+        return items, encode_cursor(tail.created_at, tail.id) if tail is not None else None
 
     async def delete(self, owner: str, file_id: str) -> bool:
         async with self.db.begin() as conn:
@@ -161,23 +157,3 @@ def _stored(row: sa.Row) -> StoredFile:
         sha256=row.sha256,
         created_at=row.created_at,
     )
-
-
-def _encode(when: datetime, row_id: int) -> str:
-    """The same shape as the conversations' cursors: the time and the row, base64."""
-    raw = f"{when.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _cursor_row(cursor: str) -> int:
-    """The row a cursor we issued names; anything else is a 422."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        stamp, last_id = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
-        when, row_id = datetime.fromisoformat(stamp), int(last_id)
-    except (ValueError, UnicodeDecodeError, OverflowError) as exc:
-        raise InvalidInput("malformed cursor") from exc
-    valid_id = last_id.isascii() and last_id.isdigit() and 0 < row_id <= _MAX_INT
-    if when.tzinfo is None or when.utcoffset() is None or not valid_id:
-        raise InvalidInput("malformed cursor")
-    return row_id

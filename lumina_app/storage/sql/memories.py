@@ -4,6 +4,7 @@ owner, so another owner's id finds nothing. Vectors are base64 text, as for mess
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 from collections.abc import Collection, Sequence
 from datetime import datetime
@@ -18,41 +19,13 @@ from lumina_app.storage.sql.models import memories as T
 from lumina_app.storage.sql.models import messages as M
 from lumina_app.storage.sql.sqlite_inline import offloaded
 
-_COLUMNS = (
-    T.c.id,
-    T.c.owner,
-    T.c.agent_id,
-    T.c.text,
-    T.c.status,
-    T.c.pinned,
-    T.c.conversation_uuid,
-    T.c.seq,
-    T.c.created_at,
-    T.c.updated_at,
-    T.c.superseded_by,
-    T.c.valid_from,
-    T.c.valid_until,
-    T.c.origin,
-)
+# A memory's columns in ``Memory``'s field order: ``_memory`` reads them by position.
+_COLUMNS = tuple(T.c[field.name] for field in dataclasses.fields(Memory))
 
 
 def _memory(r: sa.Row) -> Memory:
-    return Memory(
-        r.id,
-        r.owner,
-        r.agent_id,
-        r.text,
-        MemoryStatus(r.status),
-        bool(r.pinned),
-        r.conversation_uuid,
-        r.seq,
-        r.created_at,
-        r.updated_at,
-        r.superseded_by,
-        r.valid_from,
-        r.valid_until,
-        r.origin,
-    )
+    """A row that starts with ``_COLUMNS`` as a memory."""
+    return Memory(*r[:4], MemoryStatus(r.status), bool(r.pinned), *r[6 : len(_COLUMNS)])
 
 
 def _scope(owner: str, agent_id: str | None) -> sa.ColumnElement[bool]:

@@ -27,6 +27,12 @@ def _ref(
     return Field(sa_column=sa.Column(sa.Integer, key, **column))
 
 
+def _utc(nullable: bool | None = None, **field: Any) -> Any:
+    """A ``UTCDateTime`` column (``nullable`` passed on only where it is given)."""
+    column = {} if nullable is None else {"nullable": nullable}
+    return Field(sa_column=sa.Column(UTCDateTime(), **column), **field)
+
+
 class ConversationRow(SQLModel, table=True):
     __tablename__ = "lumina_conversation"
     __table_args__ = (
@@ -48,12 +54,8 @@ class ConversationRow(SQLModel, table=True):
     tool_call_count: int = Field(default=0, nullable=False)
     last_seq: int = Field(default=0, nullable=False)
     owner: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False))
-    created_at: datetime = Field(
-        default_factory=utcnow, sa_column=sa.Column(UTCDateTime(), nullable=False)
-    )
-    updated_at: datetime = Field(
-        default_factory=utcnow, sa_column=sa.Column(UTCDateTime(), nullable=False)
-    )
+    created_at: datetime = _utc(nullable=False, default_factory=utcnow)
+    updated_at: datetime = _utc(nullable=False, default_factory=utcnow)
     parent_uuid: str | None = Field(
         default=None, sa_column=sa.Column(sa.String(36), nullable=True, index=True)
     )
@@ -69,9 +71,7 @@ class ConversationRow(SQLModel, table=True):
         default=False,
         sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false()),
     )
-    archived_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(UTCDateTime(), nullable=True)
-    )
+    archived_at: datetime | None = _utc(nullable=True, default=None)
 
 
 class MessageRow(SQLModel, table=True):
@@ -89,12 +89,8 @@ class MessageRow(SQLModel, table=True):
     role: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     content: str = Field(default="", sa_column=sa.Column(long_text_column_type(), nullable=False))
     status: str = Field(default="complete", sa_column=sa.Column(sa.String(16), nullable=False))
-    created_at: datetime = Field(
-        default_factory=utcnow, sa_column=sa.Column(UTCDateTime(), nullable=False)
-    )
-    updated_at: datetime = Field(
-        default_factory=utcnow, sa_column=sa.Column(UTCDateTime(), nullable=False)
-    )
+    created_at: datetime = _utc(nullable=False, default_factory=utcnow)
+    updated_at: datetime = _utc(nullable=False, default_factory=utcnow)
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=sa.Column(sa.JSON, nullable=False))
 
 
@@ -117,8 +113,8 @@ class RunRow(SQLModel, table=True):
     context_messages: int = Field(default=0, nullable=False)
     user_message_id: int | None = Field(default=None)
     assistant_message_id: int | None = Field(default=None)
-    started_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
-    finished_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+    started_at: datetime = _utc(nullable=False)
+    finished_at: datetime | None = _utc(default=None)
     error: str | None = Field(default=None, sa_column=sa.Column(sa.Text()))
     # What the run's context was made of (prompt hash, summary, message ids, trims): enough
     # to rebuild exactly what the provider was sent (GET /api/v1/runs/{id}/context).
@@ -151,7 +147,7 @@ class SummaryRow(SQLModel, table=True):
     covered_to_seq: int = Field(nullable=False)
     text: str = Field(sa_column=sa.Column(long_text_column_type(), nullable=False))
     model: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    created_at: datetime = _utc(nullable=False)
 
 
 class PromptRow(SQLModel, table=True):
@@ -162,7 +158,7 @@ class PromptRow(SQLModel, table=True):
 
     hash: str = Field(sa_column=sa.Column(sa.String(64), primary_key=True))
     text: str = Field(sa_column=sa.Column(long_text_column_type(), nullable=False))
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    created_at: datetime = _utc(nullable=False)
 
 
 class IdempotencyRow(SQLModel, table=True):
@@ -180,7 +176,7 @@ class IdempotencyRow(SQLModel, table=True):
     fingerprint: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     response: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON))
     created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False, index=True))
-    alive_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+    alive_at: datetime | None = _utc(default=None)
     claimed_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(32)))
 
 
@@ -199,7 +195,7 @@ class MessageVectorRow(SQLModel, table=True):
     conversation_id: int = Field(nullable=False)
     model: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
     vector: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    created_at: datetime = _utc(nullable=False)
 
 
 conversations: sa.Table = ConversationRow.__table__  # type: ignore[attr-defined]
@@ -230,12 +226,12 @@ class SessionRow(SQLModel, table=True):
         ),
     )
     method: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
-    expires_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
-    last_seen_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    created_at: datetime = _utc(nullable=False)
+    expires_at: datetime = _utc(nullable=False)
+    last_seen_at: datetime = _utc(nullable=False)
     user_agent: str = Field(default="", sa_column=sa.Column(sa.String(255), nullable=False))
     client_ip: str = Field(default="", sa_column=sa.Column(sa.String(64), nullable=False))
-    revoked_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+    revoked_at: datetime | None = _utc(default=None)
 
 
 sessions: sa.Table = SessionRow.__table__  # type: ignore[attr-defined]
@@ -255,9 +251,9 @@ class UserRow(SQLModel, table=True):
     must_change_password: bool = Field(
         default=False, sa_column=sa.Column(sa.Boolean, nullable=False)
     )
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
-    password_changed_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
-    disabled_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+    created_at: datetime = _utc(nullable=False)
+    password_changed_at: datetime = _utc(nullable=False)
+    disabled_at: datetime | None = _utc(default=None)
 
 
 class ApiKeyRow(SQLModel, table=True):
@@ -271,9 +267,9 @@ class ApiKeyRow(SQLModel, table=True):
     name: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     prefix: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     key_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
-    last_used_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
-    revoked_at: datetime | None = Field(default=None, sa_column=sa.Column(UTCDateTime()))
+    created_at: datetime = _utc(nullable=False)
+    last_used_at: datetime | None = _utc(default=None)
+    revoked_at: datetime | None = _utc(default=None)
 
 
 class AuditRow(SQLModel, table=True):
@@ -322,16 +318,14 @@ class MemoryRow(SQLModel, table=True):
     )
     seq: int | None = Field(default=None, nullable=True)
     superseded_by: int | None = Field(default=None, nullable=True)
-    valid_from: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
-    valid_until: datetime | None = Field(
-        default=None, sa_column=sa.Column(UTCDateTime(), nullable=True)
-    )
+    valid_from: datetime = _utc(nullable=False)
+    valid_until: datetime | None = _utc(nullable=True, default=None)
     model: str | None = Field(default=None, sa_column=sa.Column(sa.String(128), nullable=True))
     vector: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     # who added it outside a conversation, e.g. "added over MCP by Claude Code" (0016)
     origin: str | None = Field(default=None, sa_column=sa.Column(sa.String(128), nullable=True))
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
-    updated_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    created_at: datetime = _utc(nullable=False)
+    updated_at: datetime = _utc(nullable=False)
 
 
 memories: sa.Table = MemoryRow.__table__  # type: ignore[attr-defined]
@@ -351,7 +345,7 @@ class FileBlobRow(SQLModel, table=True):
     owner: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
     sha256: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     size: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    created_at: datetime = _utc(nullable=False)
 
 
 class FileChunkRow(SQLModel, table=True):
@@ -386,7 +380,7 @@ class FileRow(SQLModel, table=True):
     media_type: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     size: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
     sha256: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    created_at: datetime = _utc(nullable=False)
 
 
 class MessageFileRow(SQLModel, table=True):
@@ -433,7 +427,7 @@ class FileTextRow(SQLModel, table=True):
     chars: int = Field(nullable=False)
     pages: int | None = Field(default=None, nullable=True)
     note: str | None = Field(default=None, sa_column=sa.Column(sa.String(255), nullable=True))
-    created_at: datetime = Field(sa_column=sa.Column(UTCDateTime(), nullable=False))
+    created_at: datetime = _utc(nullable=False)
 
 
 file_blobs: sa.Table = FileBlobRow.__table__  # type: ignore[attr-defined]

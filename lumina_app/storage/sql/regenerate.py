@@ -21,10 +21,9 @@ from sqlalchemy.engine import Connection
 from lumina_app.domain import MessageStatus, Msg, MsgRole, RunRecord
 from lumina_app.domain.ids import ConversationPk
 from lumina_app.domain.versions import AnswerRow
-from lumina_app.storage.sql import writes
+from lumina_app.storage.sql import summaries, writes
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import messages as M
-from lumina_app.storage.sql.models import summaries as S
 
 _SUPERSEDE = (
     sa.update(M)
@@ -34,9 +33,6 @@ _SUPERSEDE = (
         M.c.status != MessageStatus.SUPERSEDED.value,
     )
     .values(status=MessageStatus.SUPERSEDED.value)
-)
-_DROP_SUMMARIES = sa.delete(S).where(
-    S.c.conversation_id == sa.bindparam("_cid"), S.c.covered_to_seq >= sa.bindparam("_from")
 )
 
 
@@ -57,7 +53,7 @@ def answer_again(
     superseded = conn.execute(
         _SUPERSEDE, {"_cid": conversation_pk, "_after": question.seq, "updated_at": now}
     ).rowcount
-    conn.execute(_DROP_SUMMARIES, {"_cid": conversation_pk, "_from": question.seq})
+    conn.execute(summaries.DROP_FROM, {"_cid": conversation_pk, "_from": question.seq})
     writes.number([answer], last, now)
     writes.insert_messages(conn, conversation_pk, [answer])
     writes.insert_run(conn, run, conversation_pk, [question, answer], now)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import sqlalchemy as sa
 
 from lumina_app.domain import Summary, utcnow
@@ -10,15 +12,16 @@ from lumina_app.domain.ids import ConversationPk
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import summaries as S
 
+_FIELDS = [field.name for field in dataclasses.fields(Summary)]  # each one a column's name
+# The summaries reaching seq ``_from`` of conversation ``_cid`` (what an edit, a regenerate
+# or a switch of branch changed there must not live on in them).
+DROP_FROM = sa.delete(S).where(
+    S.c.conversation_id == sa.bindparam("_cid"), S.c.covered_to_seq >= sa.bindparam("_from")
+)
+
 
 def _summary(row: sa.Row) -> Summary:
-    return Summary(
-        covered_to_seq=row.covered_to_seq,
-        text=row.text,
-        model=row.model,
-        id=row.id,
-        created_at=row.created_at,
-    )
+    return Summary(**{name: getattr(row, name) for name in _FIELDS})
 
 
 async def latest(

@@ -3,6 +3,8 @@ transaction, so no request that starts after it commits gets in with them."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
@@ -18,14 +20,7 @@ from lumina_app.storage.sql.models import users as U
 # mark is committed before anything goes, and only the last transaction removes the row).
 DELETING = "!deleting"
 
-_USER_COLUMNS = (
-    U.c.id,
-    U.c.username,
-    U.c.role,
-    U.c.created_at,
-    U.c.disabled_at,
-    U.c.must_change_password,
-)
+_USER_COLUMNS = tuple(U.c[field.name] for field in dataclasses.fields(User))
 
 
 def user_of(row: sa.Row) -> User:

@@ -9,6 +9,7 @@ and says what the rows it returns mean (a :class:`OneStatement`); it sends nothi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -92,6 +93,29 @@ _FINAL_WRITE = _final_write()
 _MESSAGE_FIELDS = ("turn_id", "role", "content", "status", "created_at", "updated_at", "meta")
 
 
+def _inserted(keys: Sequence[tuple[Any, Any]], *returning: sa.Column) -> sa.CTE:
+    """The INSERT of one message row per (conversation id, seq) of ``keys`` (row i's fields
+    bound as ``m<i>_<field>``: :func:`_message_params`) as the CTE ``inserted``."""
+    selects = [
+        sa.select(key, seq, *(_bind(f"m{i}_{name}", M.c[name]) for name in _MESSAGE_FIELDS))
+        for i, (key, seq) in enumerate(keys)
+    ]
+    columns = ["conversation_id", "seq", *_MESSAGE_FIELDS]
+    insert = sa.insert(M).from_select(columns, sa.union_all(*selects))
+    return insert.returning(*returning).cte("inserted")
+
+
+def _message_params(msgs: Sequence[Msg], now: datetime) -> dict[str, Any]:
+    """The rows' bound values (``m<i>_<field>``), their times as ``writes.number`` sets them."""
+    params: dict[str, Any] = {}
+    for i, msg in enumerate(msgs):
+        created = msg.created_at or now
+        params.update({f"m{i}_{name}": getattr(msg, name) for name in _MESSAGE_FIELDS})
+        params[f"m{i}_role"], params[f"m{i}_status"] = msg.role.value, msg.status.value
+        params[f"m{i}_created_at"], params[f"m{i}_updated_at"] = created, msg.updated_at or created
+    return params
+
+
 def _accept(count: int) -> sa.Select:
     """PostgreSQL's ``append_messages`` with a run as one statement, for ``count`` rows:
     the conversation's seq bump (its row lock orders concurrent writers as before), the
@@ -103,20 +127,11 @@ def _accept(count: int) -> sa.Select:
         .returning(C.c.last_seq)
         .cte("bumped")
     )
-    selects = [
-        sa.select(
-            _bind("_cid", M.c.conversation_id),
-            bumped.c.last_seq - (count - 1 - i),
-            *(_bind(f"m{i}_{name}", M.c[name]) for name in _MESSAGE_FIELDS),
-        )
+    keys = [
+        (_bind("_cid", M.c.conversation_id), bumped.c.last_seq - (count - 1 - i))
         for i in range(count)
     ]
-    rows = (
-        sa.insert(M)
-        .from_select(["conversation_id", "seq", *_MESSAGE_FIELDS], sa.union_all(*selects))
-        .returning(M.c.seq, M.c.id)
-        .cte("inserted")
-    )
+    rows = _inserted(keys, M.c.seq, M.c.id)
 
     def row_id(offset: int) -> sa.ScalarSelect:
         return (
@@ -143,20 +158,8 @@ def _start_statement(count: int) -> sa.Select:
         .returning(C.c.id)
         .cte("created")
     )
-    selects = [
-        sa.select(
-            created.c.id,
-            sa.literal(i + 1, M.c.seq.type),
-            *(_bind(f"m{i}_{name}", M.c[name]) for name in _MESSAGE_FIELDS),
-        )
-        for i in range(count)
-    ]
-    rows = (
-        sa.insert(M)
-        .from_select(["conversation_id", "seq", *_MESSAGE_FIELDS], sa.union_all(*selects))
-        .returning(M.c.conversation_id, M.c.seq, M.c.id)
-        .cte("inserted")
-    )
+    keys = [(created.c.id, sa.literal(i + 1, M.c.seq.type)) for i in range(count)]
+    rows = _inserted(keys, M.c.conversation_id, M.c.seq, M.c.id)
 
     def row_id(seq: int) -> sa.ScalarSelect:
         return sa.select(rows.c.id).where(rows.c.seq == seq).scalar_subquery()
@@ -185,9 +188,7 @@ def start_conversation(
         f"c_{name}": getattr(conversation, name) for name in CONVERSATION_FIELDS
     }
     params["c_status"] = conversation.status.value
-    for i, msg in enumerate(msgs):
-        params.update({f"m{i}_{name}": getattr(msg, name) for name in _MESSAGE_FIELDS})
-        params[f"m{i}_role"], params[f"m{i}_status"] = msg.role.value, msg.status.value
+    params.update(_message_params(msgs, now))
     run.started_at = run.started_at or now
     params.update({f"r_{name}": value for name, value in run_values(run).items()})
 
@@ -231,19 +232,7 @@ def accept(
         "c_status": bump["status"],
         "c_now": now,
     }
-    for i, msg in enumerate(msgs):
-        created = msg.created_at or now
-        params.update(
-            {
-                f"m{i}_turn_id": msg.turn_id,
-                f"m{i}_role": msg.role.value,
-                f"m{i}_content": msg.content,
-                f"m{i}_status": msg.status.value,
-                f"m{i}_created_at": created,
-                f"m{i}_updated_at": msg.updated_at or created,
-                f"m{i}_meta": msg.meta,
-            }
-        )
+    params.update(_message_params(msgs, now))
     params.update({f"r_{name}": value for name, value in run_values(run).items()})
 
     def accepted(rows: list[tuple]) -> None:
