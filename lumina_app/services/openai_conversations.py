@@ -7,7 +7,7 @@ its message, as a question's are (docs/FILES.md)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lumina_app.domain import (
     ConversationBusy,
@@ -82,25 +82,20 @@ class ItemPage:
     has_more: bool
 
 
+@dataclass(eq=False)
 class OpenAIConversations:
-    def __init__(
-        self,
-        memory: MemoryManager,
-        lookup: ConversationLookup,
-        agents: AgentService,
-        runs: RunService,
-        reads: ConversationReads,
-        gateway: GatewayHistory,
-        caps: InputCaps | None = None,
-    ) -> None:
-        self.memory = memory
-        self.lookup = lookup
-        self.agents = agents
-        self.runs = runs
-        self.reads = reads
-        self.gateway = gateway
-        self.caps = caps or InputCaps()  # the gateway's: one set of caps for every door
-        self.files: GatewayFiles | None = None  # the items' images and files (#48)
+    memory: MemoryManager
+    lookup: ConversationLookup
+    agents: AgentService
+    runs: RunService
+    reads: ConversationReads
+    gateway: GatewayHistory
+    caps: InputCaps | None = None  # the gateway's: one set of caps for every door
+    # the items' images and files (#48)
+    files: GatewayFiles | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.caps = self.caps or InputCaps()
 
     def _default_agent(self) -> str:
         available = [view.id for view in self.agents.list() if view.available]

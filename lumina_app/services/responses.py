@@ -188,24 +188,18 @@ class ImageLimits:
     max_chars: int = 200_000
 
 
+@dataclass(eq=False)
 class ResponsesService:
-    def __init__(
-        self,
-        gateway: OpenAIGateway,
-        runs: RunService,
-        memory: MemoryManager,
-        lookup: ConversationLookup,
-        inspection: RunInspection,
-        conversations: ConversationReads,
-        images: ImageLimits | None = None,
-    ) -> None:
-        self.gateway = gateway
-        self.runs = runs
-        self.memory = memory
-        self.lookup = lookup
-        self.inspection = inspection
-        self.conversations = conversations
-        self.images = images or ImageLimits()
+    gateway: OpenAIGateway
+    runs: RunService
+    memory: MemoryManager
+    lookup: ConversationLookup
+    inspection: RunInspection
+    conversations: ConversationReads
+    images: ImageLimits | None = None
+
+    def __post_init__(self) -> None:
+        self.images = self.images or ImageLimits()
 
     async def start_response(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
         """Find the conversation, store the input's earlier items, start the run (the
