@@ -101,6 +101,12 @@ class StrictBody(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class OpenBody(BaseModel):
+    """An OpenAI wire object: fields Lumina does not read are kept, not refused."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class CreateConversation(StrictBody):
     agent_id: str = Field(alias="agentId", min_length=1, max_length=64)
     title: Annotated[str | None, NoNul] = Field(default=None, max_length=255)
