@@ -162,12 +162,12 @@ class ResponseView:
     conversation_uuid: str
     agent_id: str
     status: RunStatus
-    content: str
-    message_id: int | None
     created_at: datetime | None
-    completed_at: datetime | None
-    input_tokens: int
-    output_tokens: int
+    content: str = ""  # none yet: an opening response, or one answered without a run
+    message_id: int | None = None
+    completed_at: datetime | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
     error: str | None = None
     previous_response_id: str | None = None
     calls: tuple[ClientCall, ...] = ()  # the client's tools the model called
@@ -410,7 +410,6 @@ class ResponsesService:
             content=result.content,
             message_id=result.message_id,
             created_at=record.started_at,
-            completed_at=None,
             input_tokens=result.usage.get("promptTokens")
             or (record.context or {}).get("tokens", 0),
             output_tokens=result.usage.get("completionTokens") or estimate_text(result.content),
