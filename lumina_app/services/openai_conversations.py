@@ -32,7 +32,6 @@ from lumina_app.services.responses import uuid_of
 from lumina_app.services.runs import RunService
 
 ITEM_PREFIX = "msg_"
-DEFAULT_AGENT = "assistant"
 AGENT_KEY = "agent"
 # ``metadata: {"temporary": "true"}`` (metadata values are strings in the OpenAI shape):
 # a temporary conversation, which neither reads nor writes long-term memory (#27).
@@ -97,12 +96,6 @@ class OpenAIConversations:
     def __post_init__(self) -> None:
         self.caps = self.caps or InputCaps()
 
-    def _default_agent(self) -> str:
-        available = [view.id for view in self.agents.list() if view.available]
-        if DEFAULT_AGENT in available or not available:
-            return DEFAULT_AGENT
-        return available[0]
-
     async def create(
         self,
         principal: Principal,
@@ -113,7 +106,7 @@ class OpenAIConversations:
     ) -> tuple[ConversationView, list[Msg]]:
         """``files``: each item's images and files, in the items' order."""
         self.caps.check(items, field="items")
-        agent = self.agents.definition(metadata.get(AGENT_KEY) or self._default_agent())
+        agent = self.agents.definition(metadata.get(AGENT_KEY) or self.agents.default_id())
         temporary = _temporary(metadata, default=False)
         first = next((line.text for line in items if line.role == "user"), "")
         rows, uploaded = await self._rows(principal, items, files)
