@@ -64,7 +64,7 @@ class DeletionReport:
         )
 
 
-@dataclass(eq=False, kw_only=True)
+@dataclass(eq=False, repr=False, kw_only=True)
 class AccountDeletion:
     users: UserRecords
     auth: AuthService

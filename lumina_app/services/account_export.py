@@ -65,7 +65,7 @@ def _write(archive: zipfile.ZipFile, rendered: dict[PurePosixPath, bytes]) -> No
         archive.writestr(str(rel), rendered[rel])
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class AccountExport:
     reads: ConversationReads
     archive: ArchiveService

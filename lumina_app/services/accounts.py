@@ -54,7 +54,7 @@ class CreatedKey:
     info: ApiKeyInfo
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class AccountService:
     auth: AuthService
     users: UserRecords

@@ -49,7 +49,7 @@ class Export:
     filename: str
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ConversationService:
     memory: MemoryManager
     lookup: ConversationLookup

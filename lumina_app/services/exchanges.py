@@ -32,7 +32,7 @@ class Logged:
     messages: list[Msg]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ExchangeLog:
     memory: MemoryManager
     conversations: ConversationService

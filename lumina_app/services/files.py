@@ -47,7 +47,7 @@ class Upload(Protocol):
     async def seek(self, offset: int) -> None: ...
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class FileService:
     records: FileRecords
     _: KW_ONLY

@@ -127,7 +127,7 @@ def to_messages(
     return msgs
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ImportService:
     archive: ArchiveService
     agents: AgentService

@@ -81,7 +81,7 @@ class ItemPage:
     has_more: bool
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class OpenAIConversations:
     memory: MemoryManager
     lookup: ConversationLookup

@@ -87,7 +87,7 @@ class GatewayRun:
         return self.run.conversation.uuid
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class OpenAIGateway:
     agents: AgentService
     runs: RunService

@@ -31,7 +31,7 @@ class Purged:
     runs: int = 0
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ConversationPurge:
     memory: MemoryManager
     reads: ConversationReads

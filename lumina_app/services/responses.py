@@ -188,7 +188,7 @@ class ImageLimits:
     max_chars: int = 200_000
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ResponsesService:
     gateway: OpenAIGateway
     runs: RunService

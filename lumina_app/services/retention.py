@@ -19,7 +19,7 @@ from lumina_app.services.purge import ConversationPurge
 log = logging.getLogger(__name__)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Retention:
     purge: ConversationPurge
     reads: ConversationReads

@@ -102,7 +102,7 @@ class RecalledFrom:
     created_at: datetime | None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class RunService:
     engine: ChatEngine
     records: RunRecords

@@ -48,7 +48,7 @@ class SignedIn:
     user: User | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class SignInService:
     settings: Settings
     auth: AuthService

@@ -56,7 +56,7 @@ class Disabled:
     keys_revoked: int
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class UserAdminService:
     auth: AuthService
     users: UserRecords
