@@ -10,13 +10,10 @@ from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import (
     AgentsDep,
     ConversationsDep,
-    IdempotencyDep,
     LastEventId,
-    RunsDep,
-    SettingsDep,
 )
 from lumina_app.api.idempotency import IdempotencyKey
-from lumina_app.api.run_stream import Once
+from lumina_app.api.run_stream import AnsweringDep, Once
 from lumina_app.api.schemas import (
     MAX_SEQ,
     AgentConversations,
@@ -31,7 +28,6 @@ from lumina_app.api.schemas import (
     error_responses,
 )
 from lumina_app.api.sse import named_frames
-from lumina_app.api.stream_slots import StreamSlotDep
 
 router = APIRouter(prefix="/api/agent", tags=["agents"], route_class=AuthenticatedRoute)
 
@@ -100,11 +96,7 @@ async def agent_conversation(
 async def chat(
     agent_id: str,
     body: ChatBody,
-    runs: RunsDep,
-    idempotency: IdempotencyDep,
-    settings: SettingsDep,
-    caller: Caller,
-    slot: StreamSlotDep,
+    asked: AnsweringDep,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
 ) -> Response:
@@ -113,13 +105,9 @@ async def chat(
 
     once = Once(idempotency_key, f"chat:{agent_id}", body, last_event_id)
     return await once.answer(
-        runs,
-        idempotency,
-        settings,
-        caller,
-        slot,
-        lambda: runs.start_run(
-            caller,
+        asked,
+        lambda: asked.runs.start_run(
+            asked.caller,
             agent_id=agent_id,
             message=body.message,
             conversation_uuid=body.conversation_id or None,

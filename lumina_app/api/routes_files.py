@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import FilesDep
-from lumina_app.api.schemas import Cursor, error_responses
+from lumina_app.api.schemas import Cursor, copied, error_responses
 from lumina_app.services.files import RASTER_IMAGES, StoredFile
 
 router = APIRouter(prefix="/api/v1", tags=["files"], route_class=AuthenticatedRoute)
@@ -50,15 +50,7 @@ class FileOut(BaseModel):
     @classmethod
     def of(cls, f: StoredFile) -> FileOut:
         text = f.text and TextOut(status=f.text.status, chars=f.text.chars, pages=f.text.pages)
-        return cls(
-            id=f.id,
-            name=f.name,
-            type=f.media_type,
-            size=f.size,
-            sha256=f.sha256,
-            createdAt=f.created_at,
-            text=text,
-        )
+        return copied(cls, f, type=f.media_type, text=text)
 
 
 class FilePage(BaseModel):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from lumina_app.api.auth import Caller
 from lumina_app.api.deps import ImportsDep
+from lumina_app.api.schemas import copied
 from lumina_app.domain import InvalidInput
 from lumina_app.services.imports import ImportJob, ImportSource, Preview
 
@@ -31,16 +32,7 @@ class PreviewOut(BaseModel):
 
     @classmethod
     def of(cls, p: Preview) -> PreviewOut:
-        return cls(
-            source=p.source,
-            conversations=p.conversations,
-            messages=p.messages,
-            branchesSkipped=p.branches_skipped,
-            facts=p.facts,
-            first=p.first,
-            last=p.last,
-            titles=p.titles,
-        )
+        return copied(cls, p)
 
 
 class ImportOut(BaseModel):
@@ -64,25 +56,7 @@ class ImportOut(BaseModel):
 
     @classmethod
     def of(cls, job: ImportJob) -> ImportOut:
-        return cls(
-            importId=job.id,
-            status=job.status,
-            source=job.source,
-            agentId=job.agent_id,
-            extractMemories=job.extract_memories,
-            total=job.total,
-            done=job.done,
-            conversationsAdded=job.conversations_added,
-            conversationsSkipped=job.conversations_skipped,
-            messagesAdded=job.messages_added,
-            branchesSkipped=job.branches_skipped,
-            leftOut=job.left_out,
-            memoriesAdded=job.memories_added,
-            errors=job.errors,
-            conversationIds=job.conversation_ids,
-            createdAt=job.created_at,
-            finishedAt=job.finished_at,
-        )
+        return copied(cls, job, importId=job.id)
 
 
 async def _content(file: UploadFile | None, text: str | None, limit: int) -> bytes:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import MemoriesDep
-from lumina_app.api.schemas import NoNul, StrictBody
+from lumina_app.api.schemas import NoNul, StrictBody, copied
 from lumina_app.domain.memories import MAX_MEMORY_CHARS, Memory
 from lumina_app.domain.views import iso_us
 from lumina_app.services.memories import statuses_of
@@ -45,16 +45,11 @@ class MemoryOut(BaseModel):
 
     @classmethod
     def of(cls, m: Memory, history: list[Memory] | None = None) -> MemoryOut:
-        return cls(
-            id=m.id,
-            agentId=m.agent_id,
-            text=m.text,
+        return copied(
+            cls,
+            m,
             status=m.status.value,
-            pinned=m.pinned,
             conversationId=m.conversation_uuid,
-            seq=m.seq,
-            origin=m.origin,
-            supersededBy=m.superseded_by,
             replacedBy=m.superseded_by,
             validFrom=iso_us(m.valid_from or m.created_at),
             validUntil=iso_us(m.valid_until) if m.valid_until else None,

@@ -168,12 +168,8 @@ async def _opened(
         conversation_uuid=started.conversation_uuid,
         agent_id=record.agent_id,
         status=RunStatus.RUNNING,
-        content="",
         message_id=started.run.assistant.id,
         created_at=record.started_at,
-        completed_at=None,
-        input_tokens=0,
-        output_tokens=0,
         previous_response_id=body.previous_response_id,
     )
 
@@ -247,12 +243,9 @@ async def _compacted(
         conversation_uuid=compacted_conversation(handle),
         agent_id=turn.agent_id,
         status=RunStatus.COMPLETE,
-        content="",
-        message_id=None,
         created_at=now,
         completed_at=now,
         input_tokens=_input_tokens(turn),
-        output_tokens=0,
         previous_response_id=turn.previous_response_id,
     )
     final = {**response_object(view, **shown), "output": [compaction_item(handle)]}

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import SearchDep
-from lumina_app.api.schemas import NoNul
+from lumina_app.api.schemas import NoNul, copied
 from lumina_app.domain.views import iso_us
 from lumina_app.services.search import MAX_QUERY_CHARS, SearchHit
 
@@ -38,13 +38,10 @@ class HitOut(BaseModel):
     @classmethod
     def of(cls, hit: SearchHit) -> HitOut:
         file = hit.file and FileRefOut(id=hit.file.id, name=hit.file.name)
-        return cls(
+        return copied(
+            cls,
+            hit,
             conversationId=hit.conversation_uuid,
-            title=hit.title,
-            seq=hit.seq,
-            role=hit.role,
-            snippet=hit.snippet,
-            score=hit.score,
             createdAt=iso_us(hit.created_at),
             file=file,
         )

@@ -13,10 +13,9 @@ from lumina_app.api.deps import (
     IdempotencyDep,
     LastEventId,
     RunsDep,
-    SettingsDep,
 )
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
-from lumina_app.api.run_stream import Once
+from lumina_app.api.run_stream import AnsweringDep, Once
 from lumina_app.api.schemas import (
     MAX_SEQ,
     BranchBody,
@@ -38,7 +37,6 @@ from lumina_app.api.schemas import (
     TaskText,
     error_responses,
 )
-from lumina_app.api.stream_slots import StreamSlotDep
 from lumina_app.domain import InvalidInput
 
 router = APIRouter(prefix="/api/v1", tags=["v1"], route_class=AuthenticatedRoute)
@@ -152,11 +150,7 @@ async def fork_conversation(
 )
 async def regenerate(
     conversation_id: str,
-    runs: RunsDep,
-    idempotency: IdempotencyDep,
-    settings: SettingsDep,
-    caller: Caller,
-    slot: StreamSlotDep,
+    asked: AnsweringDep,
     body: Annotated[RegenerateBody | None, Body()] = None,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
@@ -168,13 +162,7 @@ async def regenerate(
     request = {"conversation": conversation_id, "stream": body.stream}
     once = Once(idempotency_key, "regenerate", request, last_event_id)
     return await once.answer(
-        runs,
-        idempotency,
-        settings,
-        caller,
-        slot,
-        lambda: runs.regenerate(caller, conversation_id),
-        stream=body.stream,
+        asked, lambda: asked.runs.regenerate(asked.caller, conversation_id), stream=body.stream
     )
 
 
@@ -190,11 +178,7 @@ async def edit_message(
     conversation_id: str,
     seq: Seq,
     body: EditBody,
-    runs: RunsDep,
-    idempotency: IdempotencyDep,
-    settings: SettingsDep,
-    caller: Caller,
-    slot: StreamSlotDep,
+    asked: AnsweringDep,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
 ) -> Response:
@@ -205,12 +189,8 @@ async def edit_message(
     request = {"conversation": conversation_id, "seq": seq, **body.model_dump()}
     once = Once(idempotency_key, "edit", request, last_event_id)
     return await once.answer(
-        runs,
-        idempotency,
-        settings,
-        caller,
-        slot,
-        lambda: runs.edit(caller, conversation_id, seq, body.message),
+        asked,
+        lambda: asked.runs.edit(asked.caller, conversation_id, seq, body.message),
         stream=body.stream,
     )
 
@@ -335,11 +315,7 @@ ExecutionDep = Annotated[Execution, Depends(execution)]
 )
 async def execute_stream(
     job: ExecutionDep,
-    runs: RunsDep,
-    idempotency: IdempotencyDep,
-    settings: SettingsDep,
-    caller: Caller,
-    slot: StreamSlotDep,
+    asked: AnsweringDep,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = 0,
 ) -> Response:
@@ -348,12 +324,7 @@ async def execute_stream(
 
     once = Once(idempotency_key, "execute-stream", job.fingerprint(), last_event_id)
     return await once.answer(
-        runs,
-        idempotency,
-        settings,
-        caller,
-        slot,
-        lambda: runs.start_run(caller, **job.run_keywords()),
+        asked, lambda: asked.runs.start_run(asked.caller, **job.run_keywords())
     )
 
 

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Response
+from fastapi import Depends, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from lumina_app.api.deps import stream_response
+from lumina_app.api.auth import Caller
+from lumina_app.api.deps import IdempotencyDep, RunsDep, SettingsDep, stream_response
 from lumina_app.api.idempotency import idempotent, idempotent_run
 from lumina_app.api.schemas import SyncResult
 from lumina_app.api.sse import EventStream, Framer, v1_frames
-from lumina_app.api.stream_slots import StreamSlot
+from lumina_app.api.stream_slots import StreamSlot, StreamSlotDep
 from lumina_app.composition import IdempotencyStore
 from lumina_app.domain import Principal
 from lumina_app.services.runs import ActiveRun, RunService
@@ -60,6 +61,31 @@ async def stream_run(
 
 
 @dataclass(frozen=True, slots=True)
+class Answering:
+    """What :meth:`Once.answer` needs of the request, as one route dependency (resolved in
+    this order: the caller's stream slot is taken last, as when each was the route's own)."""
+
+    runs: RunService
+    idempotency: IdempotencyStore
+    settings: Settings
+    caller: Principal
+    slot: StreamSlot
+
+
+async def _answering(
+    runs: RunsDep,
+    idempotency: IdempotencyDep,
+    settings: SettingsDep,
+    caller: Caller,
+    slot: StreamSlotDep,
+) -> Answering:
+    return Answering(runs, idempotency, settings, caller, slot)
+
+
+AnsweringDep = Annotated[Answering, Depends(_answering)]
+
+
+@dataclass(frozen=True, slots=True)
 class Once:
     """A run started at most once per Idempotency-Key (``key`` None: every time); a retry
     of the request that started it gets its stream after ``last_event_id``."""
@@ -85,11 +111,7 @@ class Once:
 
     async def answer(
         self,
-        runs: RunService,
-        idempotency: IdempotencyStore,
-        settings: Settings,
-        caller: Principal,
-        slot: StreamSlot,
+        asked: Answering,
         begin: Callable[[], Awaitable[ActiveRun]],
         *,
         framer: Framer = v1_frames,
@@ -98,19 +120,20 @@ class Once:
         """The run ``begin`` starts, answered as its SSE stream (a retry with this key
         resumes after its Last-Event-ID) or, ``stream`` false, as the finished run's JSON
         (a retry gets the same JSON): the block every route that starts a run shares."""
+        runs, caller = asked.runs, asked.caller
         if not stream:
-            slot.release()  # nothing streams
+            asked.slot.release()  # nothing streams
 
             async def finished() -> dict[str, Any]:
                 return SyncResult.of(await runs.result(await begin())).model_dump()
 
             key, scope, request = self.key, self.scope, self.request
             return JSONResponse(
-                await idempotent(idempotency, caller.owner, key, scope, request, finished)
+                await idempotent(asked.idempotency, caller.owner, key, scope, request, finished)
             )
 
         async def run_id() -> str:
             return (await begin()).run_id
 
-        started = self.start_run(runs, idempotency, caller, run_id, framer)
-        return await stream_run(runs, settings, caller, slot, started)
+        started = self.start_run(runs, asked.idempotency, caller, run_id, framer)
+        return await stream_run(runs, asked.settings, caller, asked.slot, started)

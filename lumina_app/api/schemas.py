@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+import re
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -21,6 +22,19 @@ from lumina_app.domain.views import conversation_meta, history_entry, iso_us
 from lumina_app.services.agents import AgentView
 from lumina_app.services.health import Health as HealthReport
 from lumina_app.services.runs import RunContext, RunView
+
+Out = TypeVar("Out", bound=BaseModel)
+_CAPITAL = re.compile(r"(?=[A-Z])")
+
+
+def copied(model: type[Out], source: object, **given: Any) -> Out:
+    """``model`` from ``source``: each field not ``given`` is ``source``'s attribute of the
+    same name in snake_case (``agentId``: ``agent_id``), which each converter would otherwise
+    spell out field by field; ``given`` are the fields that are not a plain copy."""
+    names = (name for name in model.model_fields if name not in given)
+    return model(
+        **{name: getattr(source, _CAPITAL.sub("_", name).lower()) for name in names}, **given
+    )
 
 
 def _no_nul(value: str | None) -> str | None:
@@ -85,6 +99,12 @@ MAX_SEQ = 2**31 - 1
 
 class StrictBody(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class OpenBody(BaseModel):
+    """An OpenAI wire object: fields Lumina does not read are kept, not refused."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class CreateConversation(StrictBody):
@@ -211,18 +231,12 @@ class ConversationOut(BaseModel):
 
     @classmethod
     def of(cls, conv: ConversationInfo) -> ConversationOut:
-        return cls(
-            uuid=conv.uuid,
-            agentId=conv.agent_id,
-            title=conv.title,
+        return copied(
+            cls,
+            conv,
             status=conv.status.value,
-            messageCount=conv.message_count,
-            toolCallCount=conv.tool_call_count,
-            lastSeq=conv.last_seq,
             createdAt=iso_us(conv.created_at),
             updatedAt=iso_us(conv.updated_at),
-            parentUuid=conv.parent_uuid,
-            forkedAtSeq=conv.forked_at_seq,
             temporary=True if conv.temporary else None,
             pinned=True if conv.pinned else None,
             archivedAt=iso_us(conv.archived_at) if conv.archived_at else None,
@@ -263,20 +277,18 @@ class MessageOut(BaseModel):
         version: tuple[int, int] | None = None,
         branch: tuple[int, int] | None = None,
     ) -> MessageOut:
-        return cls(
+        return copied(
+            cls,
+            msg,
             version=version[0] if version else None,
             versions=version[1] if version else None,
             branch=branch[0] if branch else None,
             branches=branch[1] if branch else None,
             id=msg.id or 0,
-            seq=msg.seq,
-            turnId=msg.turn_id,
             role=msg.role.value,
-            content=msg.content,
             status=msg.status.value,
             createdAt=iso_us(msg.created_at),
             updatedAt=iso_us(msg.updated_at or msg.created_at),
-            meta=msg.meta,
             files=[FileOnMessage.of(f) for f in msg.files] or None,
         )
 
@@ -311,20 +323,14 @@ class RunOut(BaseModel):
 
     @classmethod
     def of(cls, run: RunView) -> RunOut:
-        return cls(
-            runId=run.run_id,
+        return copied(
+            cls,
+            run,
             conversationId=run.conversation_uuid,
-            agentId=run.agent_id,
             status=run.status.value,
             scenario=run.scenario.value,
-            model=run.model,
-            messageId=run.message_id,
-            turnId=run.turn_id,
-            content=run.content,
-            error=run.error,
             startedAt=iso_us(run.started_at) if run.started_at else None,
             finishedAt=iso_us(run.finished_at) if run.finished_at else None,
-            trimmed=run.trimmed,
         )
 
 
@@ -462,15 +468,14 @@ class SyncResult(BaseModel):
 
     @classmethod
     def of(cls, result: RunFinished) -> SyncResult:
-        return cls(
-            runId=result.run_id,
+        return copied(
+            cls,
+            result,
             conversationId=result.conversation_uuid,
-            messageId=result.message_id,
             status=result.status.value,
             answer=result.content,
             scenario=result.scenario.value,
             error=result.error or None,
-            usage=result.usage,
         )
 
 
@@ -563,13 +568,7 @@ class Health(BaseModel):
 
     @classmethod
     def of(cls, health: HealthReport, version: str) -> Health:
-        return cls(
-            status=health.overall.value,
-            database=health.database,
-            hotWindow=health.hot_window,
-            hotWindowBackend=health.hot_window_backend,
-            version=version,
-        )
+        return copied(cls, health, status=health.overall.value, version=version)
 
 
 class ErrorDetail(BaseModel):

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import Path
 from pydantic import BaseModel, Field, StrictBool
 
-from lumina_app.api.schemas import NoNul, StrictBody, Unicode
+from lumina_app.api.schemas import NoNul, StrictBody, Unicode, copied
 from lumina_app.domain import ApiKeyInfo, AuditEntry, Role, User
 from lumina_app.domain.accounts import MAX_KEY_NAME_CHARS, MAX_PASSWORD_CHARS
 from lumina_app.domain.views import iso_us
@@ -61,13 +61,7 @@ class MeOut(BaseModel):
 
     @classmethod
     def of(cls, me: Me) -> MeOut:
-        return cls(
-            owner=me.owner,
-            username=me.username,
-            role=me.role,
-            via=me.via,
-            mustChangePassword=me.must_change_password,
-        )
+        return copied(cls, me)
 
 
 # -- one's own account -------------------------------------------------------------------
@@ -95,13 +89,12 @@ class SessionOut(BaseModel):
     @classmethod
     def of(cls, view: SessionView) -> SessionOut:
         s = view.session
-        return cls(
-            id=s.id,
-            method=s.method,
+        return copied(
+            cls,
+            s,
             createdAt=iso_us(s.created_at),
             lastSeenAt=iso_us(s.last_seen_at),
             expiresAt=iso_us(s.expires_at),
-            userAgent=s.user_agent,
             address=s.client_ip,
             current=view.current,
         )
@@ -124,13 +117,7 @@ class KeyOut(BaseModel):
 
     @classmethod
     def of(cls, key: ApiKeyInfo) -> KeyOut:
-        return cls(
-            id=key.id,
-            name=key.name,
-            prefix=key.prefix,
-            createdAt=iso_us(key.created_at),
-            lastUsedAt=_at(key.last_used_at),
-        )
+        return copied(cls, key, createdAt=iso_us(key.created_at), lastUsedAt=_at(key.last_used_at))
 
 
 class CreatedKeyOut(KeyOut):
@@ -170,13 +157,12 @@ class UserOut(BaseModel):
 
     @classmethod
     def of(cls, user: User) -> UserOut:
-        return cls(
-            username=user.username,
+        return copied(
+            cls,
+            user,
             role=user.role.value,
             createdAt=iso_us(user.created_at),
             disabledAt=_at(user.disabled_at),
-            disabled=user.disabled,
-            mustChangePassword=user.must_change_password,
         )
 
 

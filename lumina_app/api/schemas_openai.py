@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, field_validator
 
-from lumina_app.api.schemas import NoNul
+from lumina_app.api.schemas import NoNul, OpenBody
 from lumina_app.domain.transcript import Line
 from lumina_app.services.gateway_files import IMAGE_URL_PATTERN
 
@@ -42,26 +42,20 @@ def _refuse_if_given(message: str) -> Callable[[object], object]:
     return check
 
 
-class TextPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class TextPart(OpenBody):
     type: Literal["text"]
     text: Annotated[str, NoNul]
 
 
-class ImageUrl(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class ImageUrl(OpenBody):
     url: str = Field(pattern=IMAGE_URL_PATTERN)
     detail: Literal["auto", "low", "high"] | None = None
 
 
-class ImageUrlPart(BaseModel):
+class ImageUrlPart(OpenBody):
     """An image: a ``data:image/…;base64,`` URL is stored as the owner's file and attached
     to the question; an http(s) URL is passed to a vision agent's model for this run only
     (Lumina never fetches it), as the Responses API does."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: Literal["image_url"]
     image_url: ImageUrl
@@ -85,9 +79,7 @@ Part = Annotated[
 ]
 
 
-class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class ChatMessage(OpenBody):
     role: Literal["system", "developer", "user", "assistant"]
     content: Annotated[str, NoNul] | list[Part] | None = None
     name: str | None = Field(default=None, max_length=256)
@@ -117,17 +109,13 @@ class ChatMessage(BaseModel):
         return Line(role, text, files=bool(self.images()))
 
 
-class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class StreamOptions(OpenBody):
     include_usage: bool = False
 
 
-class ChatCompletionRequest(BaseModel):
+class ChatCompletionRequest(OpenBody):
     """``model`` names the agent. ``metadata.conversation_id`` (or the
     ``X-Lumina-Conversation-Id`` header) names the conversation to continue."""
-
-    model_config = ConfigDict(extra="allow")
 
     model: Annotated[str, NoNul] = Field(min_length=1, max_length=128)
     messages: list[ChatMessage] = Field(min_length=1, max_length=10_000)

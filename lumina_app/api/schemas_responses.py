@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from lumina_app.api.schemas import NoNul
+from lumina_app.api.schemas import NoNul, OpenBody
 from lumina_app.domain import InvalidInput
 from lumina_app.domain.transcript import Line
 from lumina_app.services.file_types import clean_name
@@ -47,9 +47,7 @@ TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 Text = Annotated[str, NoNul]
 
 
-class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class ContentPart(OpenBody):
     type: Literal["input_text", "output_text", "text"]
     text: Text
 
@@ -181,10 +179,8 @@ Part = Annotated[
 ]
 
 
-class MessageItem(BaseModel):
+class MessageItem(OpenBody):
     """A message in ``input`` or a conversation's items; ``type`` may be left out."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: Literal["message"] = "message"
     role: Literal["user", "assistant", "system", "developer"]
@@ -232,11 +228,9 @@ def inline_files(parts: list[ImagePart | FilePart]) -> tuple[InlineFile, ...]:
     return tuple(found)
 
 
-class FunctionCallItem(BaseModel):
+class FunctionCallItem(OpenBody):
     """A call the model made, resent by clients that send their whole history: Lumina
     stored it when it was made, so it is read and left."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: Literal["function_call"]
     call_id: str = Field(min_length=1, max_length=128)
@@ -244,10 +238,8 @@ class FunctionCallItem(BaseModel):
     arguments: Text = ""
 
 
-class FunctionCallOutputItem(BaseModel):
+class FunctionCallOutputItem(OpenBody):
     """What a client's tool answered to the call ``call_id``."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: Literal["function_call_output"]
     call_id: str = Field(min_length=1, max_length=128)
@@ -260,31 +252,25 @@ class FunctionCallOutputItem(BaseModel):
         return "".join(part.text for part in self.output)
 
 
-class ReasoningItem(BaseModel):
+class ReasoningItem(OpenBody):
     """A reasoning item a client resends: accepted and ignored (its summary is the
     model's, its encrypted content no provider of Lumina's reads)."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: Literal["reasoning"]
 
 
-class CompactionItem(BaseModel):
+class CompactionItem(OpenBody):
     """What ``POST /v1/responses/compact`` answered: its ``encrypted_content`` is Lumina's
     handle to the conversation (whose memory holds what was compacted)."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: Literal["compaction"]
     encrypted_content: str = Field(min_length=1, max_length=1024)
     id: str | None = Field(default=None, max_length=128)
 
 
-class CompactionTriggerItem(BaseModel):
+class CompactionTriggerItem(OpenBody):
     """Codex's ``{"type": "compaction_trigger"}`` at the end of an input: compact instead
     of answering (the response's output is the ``compaction`` item ``/compact`` returns)."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: Literal["compaction_trigger"]
 
@@ -343,10 +329,8 @@ def input_compaction(input_: str | list[Any] | None) -> str | None:
     return handles[-1] if handles else None
 
 
-class FunctionTool(BaseModel):
+class FunctionTool(OpenBody):
     """A function the client runs: offered to the model beside the agent's own tools."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: Literal["function"]
     name: str = Field(pattern=TOOL_NAME)
@@ -406,17 +390,13 @@ def _functions(tools: list[dict[str, Any]] | None) -> list[FunctionTool]:
     return found
 
 
-class ConversationRef(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class ConversationRef(OpenBody):
     id: str = Field(min_length=1, max_length=128)
 
 
-class CreateResponse(BaseModel):
+class CreateResponse(OpenBody):
     """``model`` names the agent; ``previous_response_id`` or ``conversation`` names the
     conversation to continue (then ``input`` holds only what is new)."""
-
-    model_config = ConfigDict(extra="allow")
 
     model: Text = Field(min_length=1, max_length=128)
     input: (
@@ -495,10 +475,8 @@ class CreateResponse(BaseModel):
         return self.conversation
 
 
-class CreateConversation(BaseModel):
+class CreateConversation(OpenBody):
     """``metadata.agent`` picks the agent the conversation is with (else the default)."""
-
-    model_config = ConfigDict(extra="allow")
 
     items: list[MessageItem] | None = Field(default=None, max_length=20)
     metadata: dict[str, Annotated[str, NoNul, Field(max_length=512)]] | None = Field(
@@ -506,23 +484,17 @@ class CreateConversation(BaseModel):
     )
 
 
-class UpdateConversation(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class UpdateConversation(OpenBody):
     metadata: dict[str, Annotated[str, NoNul, Field(max_length=512)]] = Field(max_length=16)
 
 
-class CreateItems(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class CreateItems(OpenBody):
     items: list[MessageItem] = Field(min_length=1, max_length=20)
 
 
-class CompactRequest(BaseModel):
+class CompactRequest(OpenBody):
     """``POST /v1/responses/compact``: the conversation so far (``input``, or
     ``previous_response_id``), for a compaction item naming it."""
-
-    model_config = ConfigDict(extra="allow")
 
     model: Text = Field(min_length=1, max_length=128)
     input: (

@@ -64,30 +64,21 @@ class DeletionReport:
         )
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class AccountDeletion:
-    def __init__(
-        self,
-        *,
-        users: UserRecords,
-        auth: AuthService,
-        passwords: Passwords,
-        audit: AuditLog,
-        purge: ConversationPurge,
-        archive: ArchiveService,
-        live: LiveHub | None = None,
-        files: FileService | None = None,
-        forget_owner: Sequence[ForgetOwner] = (),
-    ) -> None:
-        self.users = users
-        self.auth = auth
-        self.passwords = passwords
-        self.audit = audit
-        self.purge = purge
-        self.archive = archive
-        self.live = live
-        self.files = files
-        self.forget_owner = list(forget_owner)  # Redis counters kept per owner
-        self._lock = asyncio.Lock()
+    users: UserRecords
+    auth: AuthService
+    passwords: Passwords
+    audit: AuditLog
+    purge: ConversationPurge
+    archive: ArchiveService
+    live: LiveHub | None = None
+    files: FileService | None = None
+    forget_owner: Sequence[ForgetOwner] = ()  # Redis counters kept per owner
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        self.forget_owner = list(self.forget_owner)
 
     async def delete_own(self, principal: Principal, password: str, confirm: str) -> DeletionReport:
         """The caller's own account, given its password and its username typed again."""

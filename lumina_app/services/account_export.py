@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import zipfile
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -64,20 +65,13 @@ def _write(archive: zipfile.ZipFile, rendered: dict[PurePosixPath, bytes]) -> No
         archive.writestr(str(rel), rendered[rel])
 
 
+@dataclass(eq=False, repr=False)
 class AccountExport:
-    def __init__(
-        self,
-        reads: ConversationReads,
-        archive: ArchiveService,
-        accounts: AccountService,
-        memories: LongTermMemory | None,
-        uploads: FileService | None = None,
-    ) -> None:
-        self.reads = reads
-        self.archive = archive
-        self.accounts = accounts
-        self.memories = memories
-        self.uploads = uploads
+    reads: ConversationReads
+    archive: ArchiveService
+    accounts: AccountService
+    memories: LongTermMemory | None
+    uploads: FileService | None = None
 
     @staticmethod
     def filename(principal: Principal) -> str:

@@ -54,22 +54,14 @@ class CreatedKey:
     info: ApiKeyInfo
 
 
+@dataclass(eq=False, repr=False)
 class AccountService:
-    def __init__(
-        self,
-        auth: AuthService,
-        users: UserRecords,
-        sessions: SessionRecords,
-        keys: ApiKeyRecords,
-        passwords: Passwords,
-        audit: AuditLog,
-    ) -> None:
-        self.auth = auth
-        self.users = users
-        self.sessions = sessions
-        self.keys = keys
-        self.passwords = passwords
-        self.audit = audit
+    auth: AuthService
+    users: UserRecords
+    sessions: SessionRecords
+    keys: ApiKeyRecords
+    passwords: Passwords
+    audit: AuditLog
 
     async def me(self, principal: Principal) -> Me:
         user = await self._user_or_none(principal)

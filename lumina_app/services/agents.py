@@ -12,6 +12,8 @@ from lumina_app.agents.tools.spec import ToolInfo
 from lumina_app.domain import AgentNotFound
 from lumina_app.settings import Settings
 
+DEFAULT_AGENT = "assistant"
+
 
 @dataclass(frozen=True, slots=True)
 class AgentView:
@@ -33,6 +35,12 @@ class AgentService:
 
     def list(self) -> list[AgentView]:
         return [self._view(agent) for agent in self.registry.list()]
+
+    def default_id(self) -> str:
+        """The agent of a request that names none: the default one if it is available (or
+        none is), else the first available."""
+        available = [view.id for view in self.list() if view.available]
+        return DEFAULT_AGENT if DEFAULT_AGENT in available or not available else available[0]
 
     def get(self, agent_id: str) -> AgentView:
         return self._view(self.definition(agent_id))

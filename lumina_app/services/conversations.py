@@ -49,22 +49,14 @@ class Export:
     filename: str
 
 
+@dataclass(eq=False, repr=False)
 class ConversationService:
-    def __init__(
-        self,
-        memory: MemoryManager,
-        lookup: ConversationLookup,
-        agents: AgentService,
-        archive: ArchiveService,
-        reads: ConversationReads,
-        live: LiveHub | None = None,
-    ) -> None:
-        self.memory = memory
-        self.lookup = lookup
-        self.agents = agents
-        self.archive = archive
-        self.reads = reads
-        self.live = live  # tells the owner's open pages of each change
+    memory: MemoryManager
+    lookup: ConversationLookup
+    agents: AgentService
+    archive: ArchiveService
+    reads: ConversationReads
+    live: LiveHub | None = None  # tells the owner's open pages of each change
 
     async def _announce(self, owner: str, kind: str, conversation: ConversationInfo) -> None:
         if self.live is not None:

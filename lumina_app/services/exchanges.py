@@ -32,20 +32,13 @@ class Logged:
     messages: list[Msg]
 
 
+@dataclass(eq=False, repr=False)
 class ExchangeLog:
-    def __init__(
-        self,
-        memory: MemoryManager,
-        conversations: ConversationService,
-        runs: RunService,
-        extractor: MemoryExtractor | None,
-        caps: InputCaps,
-    ) -> None:
-        self.memory = memory
-        self.conversations = conversations
-        self.runs = runs
-        self.extractor = extractor
-        self.caps = caps  # the gateway's: one set of caps for every door
+    memory: MemoryManager
+    conversations: ConversationService
+    runs: RunService
+    extractor: MemoryExtractor | None
+    caps: InputCaps  # the gateway's: one set of caps for every door
 
     async def append(
         self,

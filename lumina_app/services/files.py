@@ -8,7 +8,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Protocol
 
 from lumina_app.domain import (
@@ -47,19 +47,13 @@ class Upload(Protocol):
     async def seek(self, offset: int) -> None: ...
 
 
+@dataclass(eq=False, repr=False)
 class FileService:
-    def __init__(
-        self,
-        records: FileRecords,
-        *,
-        max_bytes: int,
-        max_bytes_per_owner: int,
-        reader: TextReader,
-    ) -> None:
-        self.records = records
-        self.max_bytes = max_bytes
-        self.max_bytes_per_owner = max_bytes_per_owner  # 0: no limit
-        self.reader = reader
+    records: FileRecords
+    _: KW_ONLY
+    max_bytes: int
+    max_bytes_per_owner: int  # 0: no limit
+    reader: TextReader
 
     async def upload(self, principal: Principal, *, name: str, source: Upload) -> StoredFile:
         """Read once to hash, size and sniff it (one chunk in memory at a time); refused

@@ -17,7 +17,7 @@ import secrets
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -127,25 +127,18 @@ def to_messages(
     return msgs
 
 
+@dataclass(eq=False, repr=False)
 class ImportService:
-    def __init__(
-        self,
-        archive: ArchiveService,
-        agents: AgentService,
-        memories: LongTermMemory,
-        *,
-        max_bytes: int,
-        extractor: MemoryExtractor | None = None,
-        on_stored: Callable[[ConversationInfo], None] | None = None,
-    ) -> None:
-        self.archive = archive
-        self.agents = agents
-        self.memories = memories
-        self.max_bytes = max_bytes
-        self.extractor = extractor
-        self.on_stored = on_stored  # the embed worker: vectors for the new rows
-        self._jobs: OrderedDict[str, ImportJob] = OrderedDict()
-        self._tasks: set[asyncio.Task] = set()
+    archive: ArchiveService
+    agents: AgentService
+    memories: LongTermMemory
+    _: KW_ONLY
+    max_bytes: int
+    extractor: MemoryExtractor | None = None
+    # the embed worker: vectors for the new rows
+    on_stored: Callable[[ConversationInfo], None] | None = None
+    _jobs: OrderedDict[str, ImportJob] = field(default_factory=OrderedDict, init=False)
+    _tasks: set[asyncio.Task] = field(default_factory=set, init=False)
 
     async def parse(self, source: ImportSource, data: bytes) -> ParsedExport:
         """The whole upload read and checked, off the event loop; raises a 4xx error."""

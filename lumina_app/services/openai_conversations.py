@@ -7,7 +7,7 @@ its message, as a question's are (docs/FILES.md)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lumina_app.domain import (
     ConversationBusy,
@@ -32,7 +32,6 @@ from lumina_app.services.responses import uuid_of
 from lumina_app.services.runs import RunService
 
 ITEM_PREFIX = "msg_"
-DEFAULT_AGENT = "assistant"
 AGENT_KEY = "agent"
 # ``metadata: {"temporary": "true"}`` (metadata values are strings in the OpenAI shape):
 # a temporary conversation, which neither reads nor writes long-term memory (#27).
@@ -82,31 +81,20 @@ class ItemPage:
     has_more: bool
 
 
+@dataclass(eq=False, repr=False)
 class OpenAIConversations:
-    def __init__(
-        self,
-        memory: MemoryManager,
-        lookup: ConversationLookup,
-        agents: AgentService,
-        runs: RunService,
-        reads: ConversationReads,
-        gateway: GatewayHistory,
-        caps: InputCaps | None = None,
-    ) -> None:
-        self.memory = memory
-        self.lookup = lookup
-        self.agents = agents
-        self.runs = runs
-        self.reads = reads
-        self.gateway = gateway
-        self.caps = caps or InputCaps()  # the gateway's: one set of caps for every door
-        self.files: GatewayFiles | None = None  # the items' images and files (#48)
+    memory: MemoryManager
+    lookup: ConversationLookup
+    agents: AgentService
+    runs: RunService
+    reads: ConversationReads
+    gateway: GatewayHistory
+    caps: InputCaps | None = None  # the gateway's: one set of caps for every door
+    # the items' images and files (#48)
+    files: GatewayFiles | None = field(default=None, init=False)
 
-    def _default_agent(self) -> str:
-        available = [view.id for view in self.agents.list() if view.available]
-        if DEFAULT_AGENT in available or not available:
-            return DEFAULT_AGENT
-        return available[0]
+    def __post_init__(self) -> None:
+        self.caps = self.caps or InputCaps()
 
     async def create(
         self,
@@ -118,7 +106,7 @@ class OpenAIConversations:
     ) -> tuple[ConversationView, list[Msg]]:
         """``files``: each item's images and files, in the items' order."""
         self.caps.check(items, field="items")
-        agent = self.agents.definition(metadata.get(AGENT_KEY) or self._default_agent())
+        agent = self.agents.definition(metadata.get(AGENT_KEY) or self.agents.default_id())
         temporary = _temporary(metadata, default=False)
         first = next((line.text for line in items if line.role == "user"), "")
         rows, uploaded = await self._rows(principal, items, files)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -87,25 +87,19 @@ class GatewayRun:
         return self.run.conversation.uuid
 
 
+@dataclass(eq=False, repr=False)
 class OpenAIGateway:
-    def __init__(
-        self,
-        agents: AgentService,
-        runs: RunService,
-        memory: MemoryManager,
-        lookup: ConversationLookup,
-        history: GatewayHistory,
-        *,
-        caps: InputCaps | None = None,
-        files: GatewayFiles | None = None,
-    ) -> None:
-        self.files = files  # files and images on a question (#48)
-        self.agents = agents
-        self.runs = runs
-        self.memory = memory
-        self.lookup = lookup
-        self.history = history
-        self.caps = caps or InputCaps()  # shared with the Responses and Conversations doors
+    agents: AgentService
+    runs: RunService
+    memory: MemoryManager
+    lookup: ConversationLookup
+    history: GatewayHistory
+    _: KW_ONLY
+    caps: InputCaps | None = None  # shared with the Responses and Conversations doors
+    files: GatewayFiles | None = None  # files and images on a question (#48)
+
+    def __post_init__(self) -> None:
+        self.caps = self.caps or InputCaps()
 
     def models(self) -> list[tuple[AgentView, int]]:
         """The agents a client may name as ``model`` (the available ones), each with when

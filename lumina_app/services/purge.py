@@ -11,7 +11,7 @@ read again from SQL.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 
 from lumina_app.archive.service import ArchiveService
@@ -31,20 +31,15 @@ class Purged:
     runs: int = 0
 
 
+@dataclass(eq=False, repr=False)
 class ConversationPurge:
-    def __init__(
-        self,
-        memory: MemoryManager,
-        reads: ConversationReads,
-        archive: ArchiveService,
-        *,
-        batch: int = BATCH,
-    ) -> None:
-        self.memory = memory
-        self.reads = reads
-        self.archive = archive
-        self.batch = batch
-        self.after_batch: AfterBatch | None = None  # tests interrupt a purge here
+    memory: MemoryManager
+    reads: ConversationReads
+    archive: ArchiveService
+    _: KW_ONLY
+    batch: int = BATCH
+    # tests interrupt a purge here
+    after_batch: AfterBatch | None = field(default=None, init=False)
 
     async def drain(
         self,

@@ -162,12 +162,12 @@ class ResponseView:
     conversation_uuid: str
     agent_id: str
     status: RunStatus
-    content: str
-    message_id: int | None
     created_at: datetime | None
-    completed_at: datetime | None
-    input_tokens: int
-    output_tokens: int
+    content: str = ""  # none yet: an opening response, or one answered without a run
+    message_id: int | None = None
+    completed_at: datetime | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
     error: str | None = None
     previous_response_id: str | None = None
     calls: tuple[ClientCall, ...] = ()  # the client's tools the model called
@@ -188,24 +188,18 @@ class ImageLimits:
     max_chars: int = 200_000
 
 
+@dataclass(eq=False, repr=False)
 class ResponsesService:
-    def __init__(
-        self,
-        gateway: OpenAIGateway,
-        runs: RunService,
-        memory: MemoryManager,
-        lookup: ConversationLookup,
-        inspection: RunInspection,
-        conversations: ConversationReads,
-        images: ImageLimits | None = None,
-    ) -> None:
-        self.gateway = gateway
-        self.runs = runs
-        self.memory = memory
-        self.lookup = lookup
-        self.inspection = inspection
-        self.conversations = conversations
-        self.images = images or ImageLimits()
+    gateway: OpenAIGateway
+    runs: RunService
+    memory: MemoryManager
+    lookup: ConversationLookup
+    inspection: RunInspection
+    conversations: ConversationReads
+    images: ImageLimits | None = None
+
+    def __post_init__(self) -> None:
+        self.images = self.images or ImageLimits()
 
     async def start_response(self, principal: Principal, turn: ResponseTurn) -> GatewayRun:
         """Find the conversation, store the input's earlier items, start the run (the
@@ -416,7 +410,6 @@ class ResponsesService:
             content=result.content,
             message_id=result.message_id,
             created_at=record.started_at,
-            completed_at=None,
             input_tokens=result.usage.get("promptTokens")
             or (record.context or {}).get("tokens", 0),
             output_tokens=result.usage.get("completionTokens") or estimate_text(result.content),

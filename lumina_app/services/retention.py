@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime, timedelta
 
 from lumina_app.agents.definitions.registry import AgentRegistry, is_valid_agent_id
@@ -18,21 +19,14 @@ from lumina_app.services.purge import ConversationPurge
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False, repr=False)
 class Retention:
-    def __init__(
-        self,
-        purge: ConversationPurge,
-        reads: ConversationReads,
-        registry: AgentRegistry,
-        *,
-        default_days: int,
-        clock: Callable[[], datetime] = utcnow,
-    ) -> None:
-        self.purge = purge
-        self.reads = reads
-        self.registry = registry
-        self.default_days = default_days
-        self.clock = clock
+    purge: ConversationPurge
+    reads: ConversationReads
+    registry: AgentRegistry
+    _: KW_ONLY
+    default_days: int
+    clock: Callable[[], datetime] = utcnow
 
     def days(self, agent_id: str) -> int:
         """The agent's own ``retentionDays`` if it sets one, else the server's (0: forever)."""

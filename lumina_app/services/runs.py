@@ -102,27 +102,18 @@ class RecalledFrom:
     created_at: datetime | None
 
 
+@dataclass(eq=False, repr=False)
 class RunService:
-    def __init__(
-        self,
-        engine: ChatEngine,
-        records: RunRecords,
-        lookup: ConversationLookup,
-        inspection: RunInspection,
-        live: LiveHub | None = None,
-        titles: Titles | None = None,
-        attachments: Attachments | None = None,
-    ) -> None:
-        self.engine = engine
-        self.records = records
-        self.lookup = lookup
-        self.inspection = inspection
-        # The owner's open pages are told a run started, and a new conversation is named
-        # after its first answer, by the engine's listeners (composition.py): here only a
-        # branch switch is announced, and ``titles`` is at hand for tests to wait on.
-        self.live = live
-        self.titles = titles
-        self.attachments = attachments  # the files a send names, checked
+    engine: ChatEngine
+    records: RunRecords
+    lookup: ConversationLookup
+    inspection: RunInspection
+    # The owner's open pages are told a run started, and a new conversation is named
+    # after its first answer, by the engine's listeners (composition.py): here only a
+    # branch switch is announced, and ``titles`` is at hand for tests to wait on.
+    live: LiveHub | None = None
+    titles: Titles | None = None
+    attachments: Attachments | None = None  # the files a send names, checked
 
     async def start_run(
         self,

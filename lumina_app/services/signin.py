@@ -48,24 +48,15 @@ class SignedIn:
     user: User | None = None
 
 
+@dataclass(eq=False, repr=False)
 class SignInService:
-    def __init__(
-        self,
-        settings: Settings,
-        auth: AuthService,
-        users: UserRecords,
-        sessions: SessionRecords,
-        passwords: Passwords,
-        audit: AuditLog,
-        limits: SignInLimits,
-    ) -> None:
-        self.settings = settings
-        self.auth = auth
-        self.users = users
-        self.sessions = sessions
-        self.passwords = passwords
-        self.audit = audit
-        self.limits = limits
+    settings: Settings
+    auth: AuthService
+    users: UserRecords
+    sessions: SessionRecords
+    passwords: Passwords
+    audit: AuditLog
+    limits: SignInLimits
 
     async def options(self) -> SignInOptions:
         return SignInOptions(

@@ -56,26 +56,16 @@ class Disabled:
     keys_revoked: int
 
 
+@dataclass(eq=False, repr=False)
 class UserAdminService:
-    def __init__(
-        self,
-        auth: AuthService,
-        users: UserRecords,
-        sessions: SessionRecords,
-        keys: ApiKeyRecords,
-        passwords: Passwords,
-        audit: AuditLog,
-        claims: DataClaims,
-        live: LiveHub | None = None,
-    ) -> None:
-        self.live = live  # a disabled account's open pages stop following at once
-        self.auth = auth
-        self.users = users
-        self.sessions = sessions
-        self.keys = keys
-        self.passwords = passwords
-        self.audit = audit
-        self.claims = claims
+    auth: AuthService
+    users: UserRecords
+    sessions: SessionRecords
+    keys: ApiKeyRecords
+    passwords: Passwords
+    audit: AuditLog
+    claims: DataClaims
+    live: LiveHub | None = None  # a disabled account's open pages stop following at once
 
     async def list(self, principal: Principal) -> list[User]:
         _admin(principal)

@@ -23,7 +23,6 @@ from lumina_app.services.conversations import ExportFormat
 
 PRINCIPAL_KEY = "lumina.principal"
 RESOURCE = "lumina://conversations/{uuid}"
-DEFAULT_AGENT = "assistant"
 INSTRUCTIONS = (
     "Lumina keeps this person's conversations with their agents and what it has learnt "
     "about them. Search before asking them to repeat themselves; remember durable facts "
@@ -76,11 +75,6 @@ def lumina_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 
 def _services() -> Services:
     return current()
-
-
-def _default_agent(services: Services) -> str:
-    available = [view.id for view in services.agents.list() if view.available]
-    return DEFAULT_AGENT if DEFAULT_AGENT in available or not available else available[0]
 
 
 def _memory(m: Memory) -> dict[str, Any]:
@@ -234,7 +228,7 @@ async def remember(ctx: Context, text: MemoryText, agent: AgentArg = None) -> di
     assert services.memories is not None
     memory, new = await services.memories.create(
         caller(ctx),
-        agent_id=agent or _default_agent(services),
+        agent_id=agent or services.agents.default_id(),
         text=text,
         origin=f"added over MCP by {client_name(ctx)}",
     )
