@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any, Literal, Self, TypeVar
 
@@ -31,10 +32,14 @@ def copied(model: type[Out], source: object, **given: Any) -> Out:
     """``model`` from ``source``: each field not ``given`` is ``source``'s attribute of the
     same name in snake_case (``agentId``: ``agent_id``), which each converter would otherwise
     spell out field by field; ``given`` are the fields that are not a plain copy."""
-    names = (name for name in model.model_fields if name not in given)
-    return model(
-        **{name: getattr(source, _CAPITAL.sub("_", name).lower()) for name in names}, **given
-    )
+    plain = _attributes(model)
+    return model(**{f: getattr(source, a) for f, a in plain if f not in given}, **given)
+
+
+@functools.cache
+def _attributes(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """Each field of ``model`` with its snake_case attribute name (once per model)."""
+    return tuple((name, _CAPITAL.sub("_", name).lower()) for name in model.model_fields)
 
 
 def _no_nul(value: str | None) -> str | None:
