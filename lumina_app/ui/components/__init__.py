@@ -1,6 +1,19 @@
 """Small presentational components; each reads the states it shows, nothing else."""
 
+from __future__ import annotations
+
+from typing import Any
+
+import reflex as rx
+
 
 def testid(name: str) -> dict:
     """The ``data-testid`` attribute the tests and the page's scripts find an element by."""
     return {"data-testid": name}
+
+
+def cancel_button(on_click: Any, **props: Any) -> rx.Component:
+    """A form's or a dialog's grey "Cancel" (a plain button: it never submits the form)."""
+    return rx.button(
+        "Cancel", type="button", variant="soft", color_scheme="gray", on_click=on_click, **props
+    )

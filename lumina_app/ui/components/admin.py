@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import cancel_button
 from lumina_app.ui.components.secrets import reveal_dialog
 from lumina_app.ui.components.shell import data_table, notice, section, shell
 from lumina_app.ui.routes import ADMIN
@@ -206,13 +207,7 @@ def reset_dialog() -> rx.Component:
                     shut_out("reset-end-sessions", "Sign them out of every browser"),
                     shut_out("reset-revoke-keys", "Revoke all their API keys"),
                     rx.flex(
-                        rx.button(
-                            "Cancel",
-                            type="button",
-                            variant="soft",
-                            color_scheme="gray",
-                            on_click=AdminState.close_reset,
-                        ),
+                        cancel_button(AdminState.close_reset),
                         rx.button(
                             "Reset", type="submit", custom_attrs={"data-testid": "confirm-reset"}
                         ),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.components import testid
+from lumina_app.ui.components import cancel_button, testid
 from lumina_app.ui.components.shell import notice, section, shell
 from lumina_app.ui.routes import MEMORIES
 from lumina_app.ui.state.memories import MemoriesState
@@ -53,8 +53,7 @@ def edit_form(row: dict) -> rx.Component:
                 ),
                 rx.button("Save", type="submit", size="1",
                           custom_attrs=testid("memory-save")),
-                rx.button("Cancel", type="button", size="1", variant="soft",
-                          color_scheme="gray", on_click=MemoriesState.cancel),
+                cancel_button(MemoriesState.cancel, size="1"),
                 align="center",
             ),
             wrap="wrap",
