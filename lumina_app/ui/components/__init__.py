@@ -17,3 +17,8 @@ def cancel_button(on_click: Any, **props: Any) -> rx.Component:
     return rx.button(
         "Cancel", type="button", variant="soft", color_scheme="gray", on_click=on_click, **props
     )
+
+
+def said(text: rx.Var[str], icon: str, color: str, **props: Any) -> rx.Component:
+    """A small callout of ``text`` (an outcome, an error, a warning), shown while there is one."""
+    return rx.cond(text != "", rx.callout(text, icon=icon, color_scheme=color, size="1", **props))

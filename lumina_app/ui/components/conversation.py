@@ -6,6 +6,7 @@ from typing import Any
 
 import reflex as rx
 
+from lumina_app.ui.components import said, testid
 from lumina_app.ui.components.attach import drop_hint
 from lumina_app.ui.components.composer import composer
 from lumina_app.ui.components.message import (
@@ -115,26 +116,8 @@ def forked_from() -> rx.Component:
 
 def banners() -> rx.Component:
     return rx.fragment(
-        rx.cond(
-            HealthState.banner != "",
-            rx.callout(
-                HealthState.banner,
-                icon="info",
-                color_scheme="amber",
-                size="1",
-                custom_attrs={"data-testid": "health-banner"},
-            ),
-        ),
-        rx.cond(
-            ChatState.error != "",
-            rx.callout(
-                ChatState.error,
-                icon="triangle_alert",
-                color_scheme="red",
-                size="1",
-                custom_attrs={"data-testid": "chat-error"},
-            ),
-        ),
+        said(HealthState.banner, "info", "amber", custom_attrs=testid("health-banner")),
+        said(ChatState.error, "triangle_alert", "red", custom_attrs=testid("chat-error")),
     )
 
 
