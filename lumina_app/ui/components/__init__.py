@@ -19,6 +19,12 @@ def cancel_button(on_click: Any, **props: Any) -> rx.Component:
     )
 
 
+def row_button(label: str, name: str, **props: Any) -> rx.Component:
+    """A table row's small soft button (enable, disable, sign out, revoke...); ``name`` is
+    its test id."""
+    return rx.button(label, size="1", variant="soft", **props, custom_attrs=testid(name))
+
+
 def said(text: rx.Var[str], icon: str, color: str, **props: Any) -> rx.Component:
     """A small callout of ``text`` (an outcome, an error, a warning), shown while there is one."""
     return rx.cond(text != "", rx.callout(text, icon=icon, color_scheme=color, size="1", **props))

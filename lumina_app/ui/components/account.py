@@ -7,7 +7,7 @@ from typing import Any
 
 import reflex as rx
 
-from lumina_app.ui.components import testid
+from lumina_app.ui.components import row_button, testid
 from lumina_app.ui.components.shell import data_table, no_account, notice, section, shell
 from lumina_app.ui.routes import ACCOUNT
 from lumina_app.ui.state.account import AccountState
@@ -82,13 +82,11 @@ def session_item(row: SessionRow) -> rx.Component:
             rx.cond(
                 row["current"],
                 rx.badge("This browser", color_scheme="green"),
-                rx.button(
+                row_button(
                     "Sign out",
-                    size="1",
-                    variant="soft",
+                    "revoke-session",
                     color_scheme="red",
                     on_click=AccountState.revoke(row["id"]),
-                    custom_attrs={"data-testid": "revoke-session"},
                 ),
             )
         ),
