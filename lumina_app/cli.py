@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -27,8 +27,6 @@ from lumina_app.domain import ImportOutcome, Principal, StoreUnavailable, Via
 from lumina_app.services.health import Health
 from lumina_app.services.imports import ImportJob, ImportSource
 from lumina_app.settings import Settings
-
-T = TypeVar("T")
 
 app = typer.Typer(
     name="lumina",

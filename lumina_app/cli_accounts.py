@@ -50,22 +50,17 @@ def add_user(
     password = _password(password_stdin)
     role = Role.ADMIN if admin else Role.MEMBER
 
-    async def work(services: Services):
-        return await services.users.create(OPERATOR, name, role=role, password=password)
-
-    made = run_with_services(work)
+    made = run_with_services(
+        lambda services: services.users.create(OPERATOR, name, role=role, password=password)
+    )
     out.print(f"Created {made.user.role.value} {made.user.username}", markup=False)
 
 
 @users_app.command("list")
 def list_users() -> None:
     """Every account: role, state, when it was made."""
-
-    async def work(services: Services):
-        return await services.users.list(OPERATOR)
-
     table = Table("username", "role", "state", "created", "note")
-    for user in run_with_services(work):
+    for user in run_with_services(lambda services: services.users.list(OPERATOR)):
         state = f"disabled {_when(user.disabled_at)}" if user.disabled else "active"
         note = "must change password" if user.must_change_password else ""
         table.add_row(user.username, user.role.value, state, _when(user.created_at), note)
@@ -94,11 +89,7 @@ def delete_user(
 @users_app.command("disable")
 def disable_user(name: str) -> None:
     """Stop an account signing in; its sessions end and its keys are revoked now."""
-
-    async def work(services: Services):
-        return await services.users.disable(OPERATOR, name)
-
-    done = run_with_services(work)
+    done = run_with_services(lambda services: services.users.disable(OPERATOR, name))
     out.print(
         f"Disabled {done.user.username}: {done.sessions_ended} session(s) ended, "
         f"{done.keys_revoked} key(s) revoked",
@@ -109,11 +100,8 @@ def disable_user(name: str) -> None:
 @users_app.command("enable")
 def enable_user(name: str) -> None:
     """Let a disabled account sign in again (its old sessions and keys stay ended)."""
-
-    async def work(services: Services):
-        return await services.users.enable(OPERATOR, name)
-
-    out.print(f"Enabled {run_with_services(work).username}", markup=False)
+    user = run_with_services(lambda services: services.users.enable(OPERATOR, name))
+    out.print(f"Enabled {user.username}", markup=False)
 
 
 @users_app.command("reset-password")
@@ -131,12 +119,11 @@ def reset_password(
     (unless kept with --keep-sessions / --keep-keys)."""
     password = _password(password_stdin)
 
-    async def work(services: Services):
-        return await services.users.reset_password(
+    done = run_with_services(
+        lambda services: services.users.reset_password(
             OPERATOR, name, password, end_sessions=not keep_sessions, revoke_keys=not keep_keys
         )
-
-    done = run_with_services(work)
+    )
     sessions = "sessions kept" if keep_sessions else f"{done.sessions_ended} session(s) ended"
     keys = "keys kept" if keep_keys else f"{done.keys_revoked} key(s) revoked"
     out.print(f"Set a new password for {done.user.username}: {sessions}, {keys}", markup=False)
@@ -146,11 +133,7 @@ def reset_password(
 def claim(name: str) -> None:
     """Give the local operator's data (made in local mode, before any account) to an
     account: its conversations, runs, idempotency keys and sessions, in one transaction."""
-
-    async def work(services: Services):
-        return await services.users.claim_local_data(OPERATOR, name)
-
-    counts = run_with_services(work)
+    counts = run_with_services(lambda services: services.users.claim_local_data(OPERATOR, name))
     dropped = (
         f" ({counts.idempotency_dropped} already used by the account, dropped)"
         if counts.idempotency_dropped
@@ -173,11 +156,7 @@ def create_key(
     name: Annotated[str, typer.Option(help="What the key is for, shown in lists.")] = "cli",
 ) -> None:
     """Make an API key for an account and print it: this is the only time it is shown."""
-
-    async def work(services: Services):
-        return await services.users.issue_key(OPERATOR, user, name)
-
-    key, info = run_with_services(work)
+    key, info = run_with_services(lambda services: services.users.issue_key(OPERATOR, user, name))
     err.print(f"Key {info.id} ({info.name}) for {info.username}; store it now:", markup=False)
     out.print(key, markup=False)
 
@@ -187,12 +166,8 @@ def list_keys(
     user: Annotated[str | None, typer.Option(help="Only this account's keys.")] = None,
 ) -> None:
     """Live keys, newest first: never the key, only its first characters."""
-
-    async def work(services: Services):
-        return await services.users.list_keys(OPERATOR, user)
-
     table = Table("id", "user", "name", "prefix", "created", "last used")
-    for key in run_with_services(work):
+    for key in run_with_services(lambda services: services.users.list_keys(OPERATOR, user)):
         table.add_row(
             str(key.id),
             key.username,
@@ -208,9 +183,5 @@ def list_keys(
 def revoke_key(key_id: Annotated[int, typer.Argument(metavar="ID")]) -> None:
     """Revoke a key; requests with it are refused from now on (other running servers:
     within 5 s)."""
-
-    async def work(services: Services):
-        return await services.users.revoke_key(OPERATOR, key_id)
-
-    key = run_with_services(work)
+    key = run_with_services(lambda services: services.users.revoke_key(OPERATOR, key_id))
     out.print(f"Revoked key {key.id} ({key.name}) of {key.username}", markup=False)

@@ -16,7 +16,6 @@ class NotFound(LuminaError):
 class ConversationNotFound(NotFound):
     def __init__(self, conversation_uuid: str) -> None:
         super().__init__(f"conversation {conversation_uuid!r} not found")
-        self.conversation_uuid = conversation_uuid
 
 
 class MessageNotFound(NotFound):
@@ -26,13 +25,11 @@ class MessageNotFound(NotFound):
 class AgentNotFound(NotFound):
     def __init__(self, agent_id: str) -> None:
         super().__init__(f"agent {agent_id!r} not found")
-        self.agent_id = agent_id
 
 
 class RunNotFound(NotFound):
     def __init__(self, run_id: str) -> None:
         super().__init__(f"run {run_id!r} not found")
-        self.run_id = run_id
 
 
 class AgentUnavailable(LuminaError):
@@ -48,7 +45,6 @@ class ConversationBusy(LuminaError):
 
     def __init__(self, conversation_uuid: str, run_id: str) -> None:
         super().__init__(f"conversation {conversation_uuid!r} is busy with run {run_id!r}")
-        self.conversation_uuid = conversation_uuid
         self.run_id = run_id
 
 
@@ -117,7 +113,6 @@ class TooManyStreams(LuminaError):
         super().__init__(
             f"at most {limit} streams may be open at once per caller; close one or retry later"
         )
-        self.limit = limit
 
 
 class TooManyRuns(LuminaError):
@@ -130,7 +125,6 @@ class TooManyRuns(LuminaError):
         super().__init__(
             f"at most {limit} runs may go at once per owner; wait for one to end and retry"
         )
-        self.limit = limit
 
 
 class QuotaExceeded(LuminaError):
@@ -140,8 +134,6 @@ class QuotaExceeded(LuminaError):
 
     def __init__(self, message: str, *, setting: str, limit: int, retry_after: int | None) -> None:
         super().__init__(f"{message}; the limit is {limit} ({setting})")
-        self.setting = setting
-        self.limit = limit
         self.retry_after = retry_after
 
 
@@ -157,22 +149,18 @@ class UsernameTaken(LuminaError):
 
     def __init__(self, username: str) -> None:
         super().__init__(f"the username {username!r} is taken")
-        self.username = username
 
 
 class UserNotFound(NotFound):
     def __init__(self, username: str) -> None:
         super().__init__(f"user {username!r} not found")
-        self.username = username
 
 
 class KeyNotFound(NotFound):
     def __init__(self, key_id: int) -> None:
         super().__init__(f"API key {key_id} not found")
-        self.key_id = key_id
 
 
 class SessionNotFound(NotFound):
     def __init__(self, session_id: int) -> None:
         super().__init__(f"session {session_id} not found")
-        self.session_id = session_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, get_args
 
 # -- provider output -----------------------------------------------------------------------
 
@@ -311,18 +311,7 @@ RunPayload = (
     | RunFailed
     | RunFinished
 )
-_PAYLOADS: dict[EventType, Any] = {
-    p.kind: p
-    for p in (
-        SessionStarted,
-        AnswerChunk,
-        ThinkingChunk,
-        ToolCallRequested,
-        ToolCallFinished,
-        RunFailed,
-        RunFinished,
-    )
-}
+_PAYLOADS: dict[EventType, Any] = {p.kind: p for p in get_args(RunPayload)}
 
 
 @dataclass(slots=True)

@@ -106,7 +106,6 @@ class ChatEngine:
         self.lookup = lookup
         self.runs = runs
         self.registry = registry
-        self.providers = providers
         self.sessions = sessions
         self.events = events
         self.turns = TurnPreparer(

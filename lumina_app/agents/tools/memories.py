@@ -20,7 +20,6 @@ from lumina_app.memory.long_term import LongTermMemory, memory_id
 from lumina_app.memory.memory_rules import MemoryProtected
 
 REMEMBER, FORGET, UPDATE, SEARCH = "remember", "forget", "update_memory", "memories"
-NAMES = (REMEMBER, FORGET, UPDATE, SEARCH)
 _TEXT = {
     "type": "string",
     "maxLength": MAX_MEMORY_CHARS,

@@ -10,15 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from lumina_app.agents.tools.spec import ToolError
-
-log = logging.getLogger(__name__)
 
 WORKER_MODULE = "lumina_app.agents.tools.compute_worker"
 WORKER_MEMORY_BYTES = 512 * 1024**2

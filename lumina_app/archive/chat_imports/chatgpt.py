@@ -60,15 +60,11 @@ def _conversation(raw: Any, n: int) -> ParsedConversation:
     )
     children = {k: v.get("children") or [] for k, v in mapping.items()}
     conversation.branches_skipped = branch_count(children)
-    last = created
     for node_id in path:
         message = mapping[node_id].get("message")
-        kept = _message(message, node_id, f"{where}, node {node_id!r}", last)
-        if kept is None:
-            conversation.left_out += message is not None
-            continue
-        conversation.messages.append(kept)
-        last = kept.created_at
+        if message is not None:  # a node without one (the root) is not counted as left out
+            where_node = f"{where}, node {node_id!r}"
+            conversation.keep(_message(message, node_id, where_node, conversation.last_time))
     return conversation
 
 
@@ -79,8 +75,6 @@ def _node_time(node: dict) -> float:
 
 
 def _message(message: Any, node_id: str, where: str, previous: datetime) -> ParsedMessage | None:
-    if message is None:
-        return None
     expect(isinstance(message, dict), f"{where}: 'message' is not an object")
     author = message.get("author") or {}
     role = _ROLES.get(author.get("role") if isinstance(author, dict) else None)

@@ -48,14 +48,8 @@ def _conversation(raw: Any, n: int) -> ParsedConversation:
     for m, message in enumerate(messages):
         expect(isinstance(message, dict), f"{where}, message {m + 1}: expected an object")
     chosen = _branch(raw, messages, conversation)
-    last = created
     for m, message in chosen:
-        kept = _message(message, f"{where}, message {m + 1}", last)
-        if kept is None:
-            conversation.left_out += 1
-            continue
-        conversation.messages.append(kept)
-        last = kept.created_at
+        conversation.keep(_message(message, f"{where}, message {m + 1}", conversation.last_time))
     return conversation
 
 

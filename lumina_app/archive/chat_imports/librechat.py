@@ -71,11 +71,7 @@ def _conversation(raw: Any, n: int) -> ParsedConversation:
     conversation.branches_skipped = branch_count(children)
     leaf = max(nodes, key=lambda k: times[k], default=None)
     for key in active_branch(nodes, leaf, lambda m: m.get("parentMessageId")):
-        kept = _message(nodes[key], key, times[key])
-        if kept is None:
-            conversation.left_out += 1
-            continue
-        conversation.messages.append(kept)
+        conversation.keep(_message(nodes[key], key, times[key]))
     return conversation
 
 

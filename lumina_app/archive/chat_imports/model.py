@@ -59,6 +59,19 @@ class ParsedConversation:
     branches_skipped: int = 0  # other branches of the tree, left out
     left_out: int = 0  # system / tool / empty nodes on the branch, left out
 
+    @property
+    def last_time(self) -> datetime:
+        """The latest kept message's time (before any, the conversation's start): what a
+        message without a time of its own is given."""
+        return self.messages[-1].created_at if self.messages else self.created_at
+
+    def keep(self, message: ParsedMessage | None) -> None:
+        """The branch's next message: kept, or (``None``) counted as left out."""
+        if message is None:
+            self.left_out += 1
+        else:
+            self.messages.append(message)
+
 
 @dataclass(slots=True)
 class ParsedExport:

@@ -47,15 +47,9 @@ def _conversation(raw: Any, n: int) -> ParsedConversation:
         source_id, title_of(raw.get("title") or chat.get("title")), created, max(created, updated)
     )
     chosen = _branch(chat, where, conversation)
-    last = created
     for m, message in enumerate(chosen):
         expect(isinstance(message, dict), f"{where}, message {m + 1}: expected an object")
-        kept = _message(message, f"{where}, message {m + 1}", last)
-        if kept is None:
-            conversation.left_out += 1
-            continue
-        conversation.messages.append(kept)
-        last = kept.created_at
+        conversation.keep(_message(message, f"{where}, message {m + 1}", conversation.last_time))
     return conversation
 
 

@@ -3,8 +3,11 @@ download everything, delete the account with all it owns."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import reflex as rx
 
+from lumina_app.ui.components import row_button, testid
 from lumina_app.ui.components.shell import data_table, no_account, notice, section, shell
 from lumina_app.ui.routes import ACCOUNT
 from lumina_app.ui.state.account import AccountState
@@ -16,20 +19,18 @@ DELETE_ACCOUNT = rx.call_script("luminaDeleteAccount()", callback=AccountState.d
 EXPORT_URL = "/api/v1/account/export"
 
 
-def password_field(id_: str, label: str, complete: str) -> rx.Component:
+def field(id_: str, label: str, **props: Any) -> rx.Component:
+    """A required input under its label; its id is its test id too."""
     return rx.vstack(
         rx.text(label, size="2", weight="medium", as_="label", html_for=id_),
-        rx.input(
-            id=id_,
-            type="password",
-            auto_complete=complete,
-            required=True,
-            width="100%",
-            custom_attrs={"data-testid": id_},
-        ),
+        rx.input(id=id_, **props, required=True, width="100%", custom_attrs=testid(id_)),
         spacing="1",
         width="100%",
     )
+
+
+def password_field(id_: str, label: str, complete: str) -> rx.Component:
+    return field(id_, label, type="password", auto_complete=complete)
 
 
 def password_form() -> rx.Component:
@@ -81,13 +82,11 @@ def session_item(row: SessionRow) -> rx.Component:
             rx.cond(
                 row["current"],
                 rx.badge("This browser", color_scheme="green"),
-                rx.button(
+                row_button(
                     "Sign out",
-                    size="1",
-                    variant="soft",
+                    "revoke-session",
                     color_scheme="red",
                     on_click=AccountState.revoke(row["id"]),
-                    custom_attrs={"data-testid": "revoke-session"},
                 ),
             )
         ),
@@ -146,24 +145,11 @@ def delete_section() -> rx.Component:
         rx.form(
             rx.vstack(
                 password_field("delete-password", "Your password", "current-password"),
-                rx.vstack(
-                    rx.text(
-                        "Type your username to confirm",
-                        size="2",
-                        weight="medium",
-                        as_="label",
-                        html_for="delete-confirm",
-                    ),
-                    rx.input(
-                        id="delete-confirm",
-                        auto_complete="off",
-                        placeholder=AppState.signed_in_as,
-                        required=True,
-                        width="100%",
-                        custom_attrs={"data-testid": "delete-confirm"},
-                    ),
-                    spacing="1",
-                    width="100%",
+                field(
+                    "delete-confirm",
+                    "Type your username to confirm",
+                    auto_complete="off",
+                    placeholder=AppState.signed_in_as,
                 ),
                 rx.button(
                     "Delete my account and everything it owns",

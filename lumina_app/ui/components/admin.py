@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import cancel_button, row_button
 from lumina_app.ui.components.secrets import reveal_dialog
 from lumina_app.ui.components.shell import data_table, notice, section, shell
 from lumina_app.ui.routes import ADMIN
@@ -89,30 +90,20 @@ def user_item(row: UserRow) -> rx.Component:
             rx.hstack(
                 rx.cond(
                     row["disabled"],
-                    rx.button(
-                        "Enable",
-                        size="1",
-                        variant="soft",
-                        on_click=AdminState.enable(name),
-                        custom_attrs={"data-testid": "enable-user"},
-                    ),
-                    rx.button(
+                    row_button("Enable", "enable-user", on_click=AdminState.enable(name)),
+                    row_button(
                         "Disable",
-                        size="1",
-                        variant="soft",
+                        "disable-user",
                         color_scheme="red",
                         disabled=name == AppState.signed_in_as,
                         on_click=AdminState.disable(name),
-                        custom_attrs={"data-testid": "disable-user"},
                     ),
                 ),
-                rx.button(
+                row_button(
                     "Reset password",
-                    size="1",
-                    variant="soft",
+                    "reset-password",
                     disabled=name == AppState.signed_in_as,
                     on_click=AdminState.open_reset(name),
-                    custom_attrs={"data-testid": "reset-password"},
                 ),
                 delete_button(name),
                 spacing="2",
@@ -126,13 +117,8 @@ def delete_button(name: rx.Var[str]) -> rx.Component:
     """Delete, after a second "yes" naming what goes."""
     return rx.alert_dialog.root(
         rx.alert_dialog.trigger(
-            rx.button(
-                "Delete",
-                size="1",
-                variant="soft",
-                color_scheme="red",
-                disabled=name == AppState.signed_in_as,
-                custom_attrs={"data-testid": "delete-user"},
+            row_button(
+                "Delete", "delete-user", color_scheme="red", disabled=name == AppState.signed_in_as
             )
         ),
         rx.alert_dialog.content(
@@ -206,13 +192,7 @@ def reset_dialog() -> rx.Component:
                     shut_out("reset-end-sessions", "Sign them out of every browser"),
                     shut_out("reset-revoke-keys", "Revoke all their API keys"),
                     rx.flex(
-                        rx.button(
-                            "Cancel",
-                            type="button",
-                            variant="soft",
-                            color_scheme="gray",
-                            on_click=AdminState.close_reset,
-                        ),
+                        cancel_button(AdminState.close_reset),
                         rx.button(
                             "Reset", type="submit", custom_attrs={"data-testid": "confirm-reset"}
                         ),

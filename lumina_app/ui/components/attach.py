@@ -14,12 +14,9 @@ import reflex as rx
 from reflex.vars import ArrayVar, ObjectVar, Var
 
 from lumina_app.settings import get_settings
+from lumina_app.ui.components import testid
 from lumina_app.ui.state.attach import UPLOAD_ID, AttachState, max_files
 from lumina_app.ui.view_models.file_views import FileView
-
-
-def _testid(name: str) -> dict:
-    return {"data-testid": name}
 
 
 def _x_button(label: str | Var, on_click: Any, **props: Any) -> rx.Component:
@@ -65,7 +62,7 @@ def paperclip() -> rx.Component:
                 color_scheme="gray",
                 size="3",
                 aria_label="Attach files",
-                custom_attrs=_testid("attach-button"),
+                custom_attrs=testid("attach-button"),
             ),
             content="Attach files (or drop or paste them here)",
         ),
@@ -77,7 +74,7 @@ def paperclip() -> rx.Component:
         on_drop=[AttachState.begin(), upload],
         on_drop_rejected=_held_back,
         class_name="lumina-attach",
-        custom_attrs=_testid("attach-zone"),
+        custom_attrs=testid("attach-zone"),
     )
 
 
@@ -88,7 +85,7 @@ def _thumbnail(chip: FileView) -> rx.Component:
             src=chip["src"],
             alt=chip["name"],
             class_name="lumina-chip-thumb",
-            custom_attrs=_testid("chip-thumbnail"),
+            custom_attrs=testid("chip-thumbnail"),
         ),
         rx.icon("file-text", size=18, class_name="lumina-chip-icon"),
     )
@@ -106,7 +103,7 @@ def chip(file: FileView) -> rx.Component:
         _x_button(
             f"Remove {file['name']}",
             AttachState.remove(file["id"]),
-            custom_attrs=_testid("chip-remove"),
+            custom_attrs=testid("chip-remove"),
         ),
         align="center",
         spacing="2",
@@ -122,11 +119,11 @@ def uploading_chip() -> rx.Component:
             rx.spinner(size="1"),
             rx.text("Uploading… ", AttachState.percent, "%", size="1"),
             rx.progress(value=AttachState.percent, max=100, size="1", width="4em"),
-            _x_button("Stop the upload", AttachState.cancel, custom_attrs=_testid("upload-cancel")),
+            _x_button("Stop the upload", AttachState.cancel, custom_attrs=testid("upload-cancel")),
             align="center",
             spacing="2",
             class_name="lumina-chip",
-            custom_attrs=_testid("attach-uploading"),
+            custom_attrs=testid("attach-uploading"),
         ),
     )
 
@@ -137,7 +134,7 @@ def refused() -> rx.Component:
         AttachState.refused != "",
         rx.hstack(
             rx.icon("circle-alert", size=14, color="var(--red-11)"),
-            rx.text(AttachState.refused, size="1", custom_attrs=_testid("attach-refused")),
+            rx.text(AttachState.refused, size="1", custom_attrs=testid("attach-refused")),
             rx.spacer(),
             _x_button("Dismiss", AttachState.dismiss),
             align="center",
@@ -145,7 +142,7 @@ def refused() -> rx.Component:
             padding="0.3em 0.6em",
             border_radius="var(--radius-2)",
             background="var(--red-a3)",
-            custom_attrs=_testid("attach-refused-box"),
+            custom_attrs=testid("attach-refused-box"),
         ),
     )
 
@@ -157,7 +154,7 @@ def wait_note() -> rx.Component:
         size="1",
         color="var(--amber-11)",
         class_name="lumina-hidden",
-        custom_attrs=_testid("wait-upload"),
+        custom_attrs=testid("wait-upload"),
     )
 
 
@@ -173,14 +170,14 @@ def chips() -> rx.Component:
                 wrap="wrap",
                 gap="0.4em",
                 width="100%",
-                custom_attrs=_testid("chips"),
+                custom_attrs=testid("chips"),
             ),
         ),
         rx.el.input(
             type="hidden",
             name="files",
             value=AttachState.chips.map(lambda c: c["id"]).join(","),
-            custom_attrs=_testid("chip-ids"),
+            custom_attrs=testid("chip-ids"),
         ),
     )
 
@@ -194,5 +191,5 @@ def drop_hint() -> rx.Component:
             align="center",
         ),
         class_name="lumina-drop-hint lumina-hidden",
-        custom_attrs=_testid("drop-hint"),
+        custom_attrs=testid("drop-hint"),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import said
 from lumina_app.ui.components.memories import used_memories
 from lumina_app.ui.state.context import ContextState
 
@@ -54,10 +55,7 @@ def context_dialog() -> rx.Component:
     return rx.dialog.root(
         rx.dialog.content(
             rx.dialog.title("What the model was given"),
-            rx.cond(
-                ContextState.error != "",
-                rx.callout(ContextState.error, icon="info", color_scheme="amber", size="1"),
-            ),
+            said(ContextState.error, "info", "amber"),
             rx.flex(
                 rx.foreach(ContextState.facts, lambda f: rx.badge(f, variant="outline")),
                 rx.cond(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import reflex as rx
 
+from lumina_app.ui.components import said, testid
 from lumina_app.ui.components.attach import drop_hint
 from lumina_app.ui.components.composer import composer
 from lumina_app.ui.components.message import (
@@ -113,26 +116,8 @@ def forked_from() -> rx.Component:
 
 def banners() -> rx.Component:
     return rx.fragment(
-        rx.cond(
-            HealthState.banner != "",
-            rx.callout(
-                HealthState.banner,
-                icon="info",
-                color_scheme="amber",
-                size="1",
-                custom_attrs={"data-testid": "health-banner"},
-            ),
-        ),
-        rx.cond(
-            ChatState.error != "",
-            rx.callout(
-                ChatState.error,
-                icon="triangle_alert",
-                color_scheme="red",
-                size="1",
-                custom_attrs={"data-testid": "chat-error"},
-            ),
-        ),
+        said(HealthState.banner, "info", "amber", custom_attrs=testid("health-banner")),
+        said(ChatState.error, "triangle_alert", "red", custom_attrs=testid("chat-error")),
     )
 
 
@@ -205,37 +190,31 @@ def empty_state() -> rx.Component:
     )
 
 
+def _load_more(shown: rx.Var, label: str, on_click: Any, **attrs: Any) -> rx.Component:
+    """The button that pages the list (older rows above it, newer below)."""
+    return rx.cond(
+        shown,
+        rx.center(
+            rx.button(label, variant="soft", size="1", on_click=on_click, **attrs),
+            padding_y="0.5em",
+        ),
+    )
+
+
 def message_list() -> rx.Component:
     # column-reverse keeps the view pinned to the newest message as text streams in.
     return rx.box(
         rx.box(
-            rx.cond(
-                ChatState.has_older,
-                rx.center(
-                    rx.button(
-                        "Load older messages",
-                        variant="soft",
-                        size="1",
-                        on_click=ChatState.load_older,
-                        id="load-older",
-                    ),
-                    padding_y="0.5em",
-                ),
+            _load_more(
+                ChatState.has_older, "Load older messages", ChatState.load_older, id="load-older"
             ),
             empty_state(),
             rx.foreach(ChatState.messages, message_item),
-            rx.cond(
+            _load_more(
                 ChatState.has_newer,
-                rx.center(
-                    rx.button(
-                        "Load newer messages",
-                        variant="soft",
-                        size="1",
-                        on_click=ChatState.load_newer,
-                        custom_attrs={"data-testid": "load-newer"},
-                    ),
-                    padding_y="0.5em",
-                ),
+                "Load newer messages",
+                ChatState.load_newer,
+                custom_attrs={"data-testid": "load-newer"},
             ),
             live_turn(),
             max_width="52em",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import cancel_button, testid
 from lumina_app.ui.state.actions import MessageActions
 
 EDIT_SCRIPT = "/lumina-edit.js"
@@ -39,14 +40,8 @@ def edit_box() -> rx.Component:
                     class_name="lumina-hint",
                 ),
                 rx.spacer(),
-                rx.button(
-                    "Cancel",
-                    type="button",
-                    size="1",
-                    variant="soft",
-                    color_scheme="gray",
-                    on_click=MessageActions.cancel_edit,
-                    custom_attrs={"data-testid": "edit-cancel"},
+                cancel_button(
+                    MessageActions.cancel_edit, size="1", custom_attrs=testid("edit-cancel")
                 ),
                 rx.button(
                     "Save & send",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import testid
 from lumina_app.ui.components.shell import notice, section, shell
 from lumina_app.ui.routes import IMPORT
 from lumina_app.ui.state.imports import SOURCES, ImportState
@@ -16,10 +17,6 @@ LABELS = {
     "openwebui": "Open WebUI (chat export .json)",
     "librechat": "LibreChat (conversation export .json)",
 }
-
-
-def _testid(name: str) -> dict:
-    return {"data-testid": name}
 
 
 def _picker() -> rx.Component:
@@ -39,7 +36,7 @@ def _picker() -> rx.Component:
         border_radius="var(--radius-3)",
         padding="1.2em",
         width="100%",
-        custom_attrs=_testid("import-picker"),
+        custom_attrs=testid("import-picker"),
     )
 
 
@@ -47,7 +44,7 @@ def _preview() -> rx.Component:
     return rx.cond(
         ImportState.summary != "",
         rx.box(
-            rx.text(ImportState.summary, weight="medium", custom_attrs=_testid("import-preview")),
+            rx.text(ImportState.summary, weight="medium", custom_attrs=testid("import-preview")),
             rx.foreach(ImportState.titles, lambda t: rx.text("• ", t, size="2", color="gray")),
             width="100%",
         ),
@@ -61,7 +58,7 @@ def chats_form() -> rx.Component:
             SOURCES,
             value=ImportState.source,
             on_change=ImportState.set_source,
-            custom_attrs=_testid("import-source"),
+            custom_attrs=testid("import-source"),
         ),
         rx.text(rx.match(ImportState.source, *LABELS.items(), ""), size="1", color="gray"),
         _picker(),
@@ -70,13 +67,13 @@ def chats_form() -> rx.Component:
                 "Preview",
                 variant="soft",
                 on_click=ImportState.preview(rx.upload_files(upload_id=UPLOAD_ID)),
-                custom_attrs=_testid("import-preview-button"),
+                custom_attrs=testid("import-preview-button"),
             ),
             rx.checkbox(
                 "Learn memories from these",
                 checked=ImportState.learn,
                 on_change=ImportState.set_learn,
-                custom_attrs=_testid("import-learn"),
+                custom_attrs=testid("import-learn"),
             ),
             align="center",
             spacing="4",
@@ -87,11 +84,11 @@ def chats_form() -> rx.Component:
             rx.cond(ImportState.importing, "Importing…", "Import"),
             disabled=ImportState.importing,
             on_click=ImportState.start_import(rx.upload_files(upload_id=UPLOAD_ID)),
-            custom_attrs=_testid("import-start"),
+            custom_attrs=testid("import-start"),
         ),
         rx.cond(
             ImportState.progress != "",
-            rx.text(ImportState.progress, size="2", custom_attrs=_testid("import-progress")),
+            rx.text(ImportState.progress, size="2", custom_attrs=testid("import-progress")),
         ),
     )
 
@@ -112,12 +109,12 @@ def memories_form() -> rx.Component:
                     placeholder="- Prefers metric units\n- Lives in Lyon",
                     rows="5",
                     width="100%",
-                    custom_attrs=_testid("import-facts"),
+                    custom_attrs=testid("import-facts"),
                 ),
                 rx.hstack(
                     rx.select(["chatgpt", "claude"], name="origin", default_value="chatgpt"),
                     rx.button(
-                        "Add to memory", type="submit", custom_attrs=_testid("import-remember")
+                        "Add to memory", type="submit", custom_attrs=testid("import-remember")
                     ),
                     spacing="3",
                 ),
@@ -127,16 +124,6 @@ def memories_form() -> rx.Component:
             reset_on_submit=True,
             width="100%",
         ),
-    )
-
-
-def import_link() -> rx.Component:
-    """The sidebar's way to the Import page."""
-    return rx.link(
-        rx.hstack(rx.icon("download", size=14), rx.text("Import", size="2"), align="center"),
-        href=IMPORT,
-        underline="none",
-        custom_attrs=_testid("link-import"),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import row_button
 from lumina_app.ui.components.secrets import reveal_dialog
 from lumina_app.ui.components.shell import data_table, no_account, notice, section, shell
 from lumina_app.ui.routes import KEYS
@@ -47,15 +48,7 @@ def key_item(row: KeyRow) -> rx.Component:
         ),
         rx.table.cell(
             rx.alert_dialog.root(
-                rx.alert_dialog.trigger(
-                    rx.button(
-                        "Revoke",
-                        size="1",
-                        variant="soft",
-                        color_scheme="red",
-                        custom_attrs={"data-testid": "revoke-key"},
-                    )
-                ),
+                rx.alert_dialog.trigger(row_button("Revoke", "revoke-key", color_scheme="red")),
                 rx.alert_dialog.content(
                     rx.alert_dialog.title("Revoke “" + row["name"] + "”?"),
                     rx.alert_dialog.description(

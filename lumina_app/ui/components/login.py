@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import said, testid
 from lumina_app.ui.state.login import LoginState
 
 # Signs in over HTTP (so the server can set an HttpOnly cookie), then loads the page it was
@@ -103,16 +104,12 @@ def switch() -> rx.Component:
 
 
 def error() -> rx.Component:
-    return rx.cond(
-        LoginState.error != "",
-        rx.callout(
-            LoginState.error,
-            icon="triangle_alert",
-            color_scheme="red",
-            size="1",
-            width="100%",
-            custom_attrs={"data-testid": "sign-in-error"},
-        ),
+    return said(
+        LoginState.error,
+        "triangle_alert",
+        "red",
+        width="100%",
+        custom_attrs=testid("sign-in-error"),
     )
 
 

@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import cancel_button, testid
 from lumina_app.ui.components.shell import notice, section, shell
 from lumina_app.ui.routes import MEMORIES
 from lumina_app.ui.state.memories import MemoriesState
-
-
-def _testid(name: str) -> dict:
-    return {"data-testid": name}
 
 
 def search_form() -> rx.Component:
     return rx.form(
         rx.hstack(
             rx.input(name="q", placeholder="Search what is known…", flex="1",
-                     custom_attrs=_testid("memory-search")),
+                     custom_attrs=testid("memory-search")),
             rx.button("Search", type="submit", variant="soft"),
             width="100%",
         ),
@@ -32,8 +29,8 @@ def add_form() -> rx.Component:
     return rx.form(
         rx.hstack(
             rx.input(name="text", placeholder="Tell the assistant a fact about you", flex="1",
-                     max_length=500, required=True, custom_attrs=_testid("memory-new")),
-            rx.button("Remember", type="submit", custom_attrs=_testid("memory-add")),
+                     max_length=500, required=True, custom_attrs=testid("memory-new")),
+            rx.button("Remember", type="submit", custom_attrs=testid("memory-add")),
             width="100%",
         ),
         on_submit=MemoriesState.add,
@@ -46,18 +43,17 @@ def edit_form(row: dict) -> rx.Component:
     return rx.form(
         rx.flex(
             rx.input(name="text", default_value=row["text"], flex="1 1 14em", max_length=500,
-                     required=True, custom_attrs=_testid("memory-edit-text")),
+                     required=True, custom_attrs=testid("memory-edit-text")),
             rx.hstack(
                 rx.el.label(
                     rx.el.input(type="checkbox", name="supersede",
-                                custom_attrs=_testid("memory-edit-supersede")),
+                                custom_attrs=testid("memory-edit-supersede")),
                     rx.text("it changed: keep the old as history", size="1", as_="span"),
                     style={"display": "flex", "gap": "0.3em", "alignItems": "center"},
                 ),
                 rx.button("Save", type="submit", size="1",
-                          custom_attrs=_testid("memory-save")),
-                rx.button("Cancel", type="button", size="1", variant="soft",
-                          color_scheme="gray", on_click=MemoriesState.cancel),
+                          custom_attrs=testid("memory-save")),
+                cancel_button(MemoriesState.cancel, size="1"),
                 align="center",
             ),
             wrap="wrap",
@@ -74,9 +70,9 @@ def _source(row: dict) -> rx.Component:
     return rx.cond(
         row["source"] != "",
         rx.link("from a conversation (message " + row["seq"] + ")", href=row["source"],
-                size="1", custom_attrs=_testid("memory-source")),
+                size="1", custom_attrs=testid("memory-source")),
         rx.text(rx.cond(row["origin"] != "", row["origin"], "added by hand"), size="1",
-                color="gray", custom_attrs=_testid("memory-origin")),
+                color="gray", custom_attrs=testid("memory-origin")),
     )  # fmt: skip
 
 
@@ -85,12 +81,12 @@ def _actions(row: dict) -> rx.Component:
     return rx.hstack(
         rx.button(rx.cond(pinned, "Unpin", "Pin"), size="1", variant="ghost",
                   on_click=MemoriesState.pin(row["id"], ~pinned),
-                  custom_attrs=_testid("memory-pin")),
+                  custom_attrs=testid("memory-pin")),
         rx.button("Edit", size="1", variant="ghost", on_click=MemoriesState.edit(row["id"]),
-                  custom_attrs=_testid("memory-edit")),
+                  custom_attrs=testid("memory-edit")),
         rx.button("Forget", size="1", variant="ghost", color_scheme="red",
                   on_click=MemoriesState.delete(row["id"]),
-                  custom_attrs=_testid("memory-delete")),
+                  custom_attrs=testid("memory-delete")),
         spacing="3",
     )  # fmt: skip
 
@@ -100,7 +96,7 @@ def _version(version: dict) -> rx.Component:
         rx.text(version["text"], size="1", color="var(--gray-11)"),
         rx.text("from " + version["since"] + " until " + version["until"], size="1",
                 color="gray"),
-        custom_attrs=_testid("memory-version"),
+        custom_attrs=testid("memory-version"),
     )  # fmt: skip
 
 
@@ -113,11 +109,11 @@ def _history(row: dict) -> rx.Component:
                 rx.text("history: ", row["history"].length(), " earlier", as_="span",
                         size="1", color="gray"),
                 cursor="pointer",
-                custom_attrs=_testid("memory-history-toggle"),
+                custom_attrs=testid("memory-history-toggle"),
             ),
             rx.vstack(rx.foreach(row["history"], _version), spacing="1",
                       padding_left="1em", border_left="2px solid var(--gray-a5)"),
-            custom_attrs=_testid("memory-history"),
+            custom_attrs=testid("memory-history"),
         ),
     )  # fmt: skip
 
@@ -129,7 +125,7 @@ def memory_item(row: dict) -> rx.Component:
             edit_form(row),
             rx.hstack(
                 rx.cond(row["pinned"] != "", rx.icon("pin", size=14, color="var(--accent-9)")),
-                rx.text(row["text"], size="2", flex="1", custom_attrs=_testid("memory-text")),
+                rx.text(row["text"], size="2", flex="1", custom_attrs=testid("memory-text")),
                 _actions(row),
                 align="center",
                 width="100%",
@@ -161,14 +157,14 @@ def memory_list() -> rx.Component:
             MemoriesState.items.length() == 0,
             rx.text(rx.cond(MemoriesState.query != "", "Nothing matches.", "Nothing yet: "
                             "tell the assistant your name, and it is remembered here."),
-                    color="gray", size="2", custom_attrs=_testid("memory-empty")),
+                    color="gray", size="2", custom_attrs=testid("memory-empty")),
             rx.box(rx.foreach(MemoriesState.items, memory_item), width="100%"),
         ),
         add_form(),
         rx.alert_dialog.root(
             rx.alert_dialog.trigger(
                 rx.button("Forget everything", variant="soft", color_scheme="red", size="1",
-                          custom_attrs=_testid("memory-forget-all")),
+                          custom_attrs=testid("memory-forget-all")),
             ),
             rx.alert_dialog.content(
                 rx.alert_dialog.title("Forget everything?"),
@@ -178,7 +174,7 @@ def memory_list() -> rx.Component:
                     rx.alert_dialog.action(rx.button(
                         "Forget everything", color_scheme="red",
                         on_click=MemoriesState.forget_all,
-                        custom_attrs=_testid("memory-confirm-forget-all"))),
+                        custom_attrs=testid("memory-confirm-forget-all"))),
                     spacing="3", justify="end", margin_top="1em",
                 ),
             ),
@@ -202,18 +198,8 @@ def used_memories(texts: rx.Var) -> rx.Component:
             border_radius="var(--radius-3)",
             padding="0.6em 0.8em",
             margin_bottom="0.5em",
-            custom_attrs=_testid("used-memories"),
+            custom_attrs=testid("used-memories"),
         ),
-    )
-
-
-def memory_link() -> rx.Component:
-    """The sidebar's way to the Memory page."""
-    return rx.link(
-        rx.hstack(rx.icon("brain", size=14), rx.text("Memory", size="2"), align="center"),
-        href=MEMORIES,
-        underline="none",
-        custom_attrs=_testid("link-memories"),
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import reflex as rx
 
+from lumina_app.ui.components import said, testid
 from lumina_app.ui.components.heartbeat import heartbeat
 from lumina_app.ui.components.login import AUTH_SCRIPT
 from lumina_app.ui.components.secrets import secrets_script
@@ -114,28 +115,8 @@ def no_account(what: str) -> rx.Component:
 def notice(message: rx.Var[str], error: rx.Var[str]) -> rx.Component:
     """The outcome of the last action: green, or red."""
     return rx.fragment(
-        rx.cond(
-            message != "",
-            rx.callout(
-                message,
-                icon="check",
-                color_scheme="green",
-                size="1",
-                width="100%",
-                custom_attrs={"data-testid": "notice"},
-            ),
-        ),
-        rx.cond(
-            error != "",
-            rx.callout(
-                error,
-                icon="triangle_alert",
-                color_scheme="red",
-                size="1",
-                width="100%",
-                custom_attrs={"data-testid": "error"},
-            ),
-        ),
+        said(message, "check", "green", width="100%", custom_attrs=testid("notice")),
+        said(error, "triangle_alert", "red", width="100%", custom_attrs=testid("error")),
     )
 
 

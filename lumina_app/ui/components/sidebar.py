@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import testid
 from lumina_app.ui.components.conversation_list import conversation_list
 from lumina_app.ui.components.identity import identity
-from lumina_app.ui.components.imports import import_link
-from lumina_app.ui.components.memories import memory_link
 from lumina_app.ui.components.sidebar_search import agent_filter, search_box
+from lumina_app.ui.routes import IMPORT, MEMORIES
 from lumina_app.ui.state.chat import ChatState
 from lumina_app.ui.state.sidebar import SidebarState
+
+
+def page_link(icon: str, label: str, href: str, name: str) -> rx.Component:
+    """The sidebar's way to a page of its own (Memory, Import)."""
+    return rx.link(
+        rx.hstack(rx.icon(icon, size=14), rx.text(label, size="2"), align="center"),
+        href=href,
+        underline="none",
+        custom_attrs=testid(name),
+    )
 
 
 def agent_picker() -> rx.Component:
@@ -49,7 +59,11 @@ def sidebar_content() -> rx.Component:
         search_box(),
         agent_filter(),
         conversation_list(),
-        rx.hstack(memory_link(), import_link(), spacing="4"),
+        rx.hstack(
+            page_link("brain", "Memory", MEMORIES, "link-memories"),
+            page_link("download", "Import", IMPORT, "link-import"),
+            spacing="4",
+        ),
         identity(),
         spacing="3",
         height="100%",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from lumina_app.ui.components import cancel_button
 from lumina_app.ui.state.sidebar import SidebarState
 
 
@@ -22,13 +23,7 @@ def rename_dialog() -> rx.Component:
                         custom_attrs={"data-testid": "rename-input"},
                     ),
                     rx.hstack(
-                        rx.button(
-                            "Cancel",
-                            type="button",
-                            variant="soft",
-                            color_scheme="gray",
-                            on_click=SidebarState.cancel_rename,
-                        ),
+                        cancel_button(SidebarState.cancel_rename),
                         rx.button(
                             "Save", type="submit", custom_attrs={"data-testid": "rename-save"}
                         ),

@@ -60,7 +60,6 @@ class AcpShareFull(TooManyRuns):
             f"at most {limit} agent processes may be busy at once per owner "
             "(LUMINA_ACP_MAX_PER_OWNER); wait for one of your runs to end and retry",
         )
-        self.limit = limit
 
 
 @dataclass(eq=False)
