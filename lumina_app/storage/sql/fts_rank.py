@@ -141,14 +141,14 @@ async def weights(conn: AsyncConnection, words: Sequence[Word]) -> Weights:
     return Weights(rows, tokens / rows if rows else 0.0, tuple(idf), tuple(counts), exact)
 
 
-def score(text: str, words: Sequence[Word], w: Weights) -> float:
-    """bm25() of one row, negated (higher is better), as the ranked query's ``score``."""
-    tokens = words_of(text)
-    row = " " + "  ".join(tokens) + " "  # as spaced() has it
-    norm = 1 - _B + _B * len(tokens) / w.mean_length if w.mean_length else 1.0
+def score(row_words: str, words: Sequence[Word], w: Weights) -> float:
+    """bm25() of one row (``row_words``: :func:`spaced` of its text), negated (higher is
+    better), as the ranked query's ``score``."""
+    length = row_words.count("  ") + 1 if len(row_words) > 2 else 0  # words two spaces apart
+    norm = 1 - _B + _B * length / w.mean_length if w.mean_length else 1.0
     total = 0.0
     for word, idf in zip(words, w.idf, strict=True):
-        f = word.count_in(row)
+        f = word.count_in(row_words)
         total += idf * f * (_K1 + 1) / (f + _K1 * norm)
     return total
 

@@ -304,9 +304,10 @@ async def _sqlite_ranked(
         for i, w in enumerate(indexed)
     ]
     weights = await fts_rank.weights(conn, fts_words)
+    split: dict[int, str] = {}  # rows already split into their words (fts_rank.spaced)
     if scope.conversation_pk is not None:
         found = await _in_conversation(
-            conn, words, indexed, scanned, scope, size, (fts_words, weights)
+            conn, words, indexed, scanned, scope, size, (fts_words, weights), split
         )
     else:
         candidates = (
@@ -318,8 +319,11 @@ async def _sqlite_ranked(
         found = (await conn.execute(candidates)).all()
     if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
         return (await conn.execute(_ranked("sqlite", words, scope, limit))).all()
+    for row in found[:size]:
+        if row.id not in split:  # read from the index: not split yet
+            split[row.id] = fts_rank.spaced(row.content)
     scored = sorted(
-        ((fts_rank.score(r.content, fts_words, weights), r.id) for r in found[:size]),
+        ((fts_rank.score(split[r.id], fts_words, weights), r.id) for r in found[:size]),
         reverse=True,
     )[:limit]
     query = sa.select(*_COLUMNS).join(C, C.c.id == M.c.conversation_id)
@@ -343,12 +347,13 @@ async def _in_conversation(
     scope: _Scope,
     size: int,
     weighed: tuple[Sequence[fts_rank.Word], fts_rank.Weights],
+    split: dict[int, str],
 ) -> list[sa.Row]:
     """A conversation's newest matches (at most ``size`` + 1), by whichever reads fewer
     rows: FTS5 between the conversation's lowest and highest ids (the index entries of its
     rarest word there, other conversations' among them when they were written at the same
     time), or the conversation's own rows, newest first, each matched here as FTS5 matches
-    it (its words as the index splits and folds them, ). A
+    it (its words as the index splits and folds them, kept in ``split``). A
     word in most messages, in one of many conversations written side by side, no longer
     reads the whole index's entries."""
     fts_words, weights = weighed
@@ -364,8 +369,8 @@ async def _in_conversation(
     share = min(weights.counts) / max(weights.rows, 1)
     entries = share * (highest - lowest + 1) * max(word.lists for word in fts_words)
     taken = min(size + 1, rows * share)
-    split = rows if share <= 0 else min(rows, (size + 1) / share)
-    if entries * _US_ENTRY + taken * _US_JOINED <= split * _US_SPLIT:
+    to_split = rows if share <= 0 else min(rows, (size + 1) / share)
+    if entries * _US_ENTRY + taken * _US_JOINED <= to_split * _US_SPLIT:
         candidates = (
             sa.select(M.c.id, M.c.content)
             .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
@@ -376,7 +381,7 @@ async def _in_conversation(
         return list((await conn.execute(candidates)).all())
     found: list[sa.Row] = []
     before: int | None = None  # pages by seq: the conversation's index, newest first
-    limit = min(_PAGE, int(split * 1.25) + 16)  # first what the window likely needs
+    limit = min(_PAGE, int(to_split * 1.1) + 16)  # first what the window likely needs
     while True:
         page = sa.select(M.c.id, M.c.content, M.c.seq).where(*_likes(words, scanned))
         if before is not None:
@@ -387,6 +392,7 @@ async def _in_conversation(
             row_words = fts_rank.spaced(row.content)
             if all(word.in_row(row_words) for word in fts_words):
                 found.append(row)
+                split[row.id] = row_words
                 if len(found) > size:
                     return found
         if len(page_rows) < limit:
