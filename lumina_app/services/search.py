@@ -54,11 +54,11 @@ class SearchService:
         words = _words(query)
         if not words:
             return []
-        hits = await self.reads.search(
-            words, owner=principal.owner, conversation=conversation, limit=limit
-        )
-        in_files = await self.reads.in_files(
-            words, owner=principal.owner, conversation=conversation, limit=limit
+        hits, in_files = await asyncio.gather(  # each on its own connection, side by side
+            self.reads.search(words, owner=principal.owner, conversation=conversation, limit=limit),
+            self.reads.in_files(
+                words, owner=principal.owner, conversation=conversation, limit=limit
+            ),
         )
         return await _with_files([_hit(h, words) for h in hits], in_files, words, limit)
 
@@ -68,9 +68,9 @@ class SearchService:
         words = _words(query)
         if not words:
             return []
-        hits = await self.reads.search(words, owner=principal.owner, agent_id=agent_id, limit=limit)
-        in_files = await self.reads.in_files(
-            words, owner=principal.owner, agent_id=agent_id, limit=limit
+        hits, in_files = await asyncio.gather(
+            self.reads.search(words, owner=principal.owner, agent_id=agent_id, limit=limit),
+            self.reads.in_files(words, owner=principal.owner, agent_id=agent_id, limit=limit),
         )
         return await _with_files([_hit(h, words) for h in hits], in_files, words, limit)
 
