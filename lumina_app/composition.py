@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
@@ -163,62 +164,34 @@ class Services:
 
     def start_background(self) -> None:
         """Listen for stops sent to this instance's runs; close runs of lost instances;
-        checkpoint SQLite's write-ahead log."""
-        self._tasks = [
-            asyncio.create_task(self.chat.locks.listen_for_stops(self.chat.on_stop_request)),
-            asyncio.create_task(self._sweep_orphans_forever()),
-            asyncio.create_task(self._checkpoint_forever()),
-            asyncio.create_task(self._sweep_idempotency_forever()),
+        checkpoint SQLite's write-ahead log; sweep idempotency records past their time
+        (owners who come back sweep their own)."""
+        away = (StoreUnavailable, RedisError, OSError)
+        loops = [
+            _every(3600.0, self.idempotency.sweep, "idempotency sweep", (StoreUnavailable,)),
         ]
+        if self.chat.locks.shared:  # a lone process closed everything at start-up
+            lease = self.settings.run_lease_seconds
+            loops.append(_every(lease / 2, self.chat.sweep_orphans, "orphan sweep", away))
+        if self.db.is_sqlite:  # checkpointed here, off the event loop's thread
+            loops.append(_every(1.0, self.db.checkpoint, "SQLite checkpoint", (StoreUnavailable,)))
         if self.sweeps:
-            self._tasks.append(asyncio.create_task(self._sweep_retention_forever()))
+            every = self.settings.retention_sweep_seconds
+            loops.append(_every(every, self._sweep_retention, "retention sweep", away, now=True))
         if self.embeddings is not None:
-            self._tasks.append(asyncio.create_task(self.embeddings.run_forever()))
+            loops.append(self.embeddings.run_forever())
         if self.live is not None:
-            self._tasks.append(asyncio.create_task(self.live.run_forever()))
+            loops.append(self.live.run_forever())
+        listening = self.chat.locks.listen_for_stops(self.chat.on_stop_request)
+        self._tasks = [asyncio.create_task(loop) for loop in (listening, *loops)]
 
-    async def _checkpoint_forever(self, every: float = 1.0) -> None:
-        """SQLite's write-ahead log is checkpointed here, off the event loop's thread."""
-        if not self.db.is_sqlite:
-            return
-        while True:
-            await asyncio.sleep(every)
-            try:
-                await self.db.checkpoint()
-            except StoreUnavailable as exc:
-                log.warning("SQLite checkpoint skipped: %s", exc)
-
-    async def _sweep_idempotency_forever(self, every: float = 3600.0) -> None:
-        """Idempotency records past their time go (owners who come back sweep their own)."""
-        while True:
-            await asyncio.sleep(every)
-            try:
-                await self.idempotency.sweep()
-            except StoreUnavailable as exc:
-                log.warning("idempotency sweep skipped: %s", exc)
-
-    async def _sweep_retention_forever(self) -> None:
+    async def _sweep_retention(self) -> None:
         """Account deletions an interruption left half done are finished at start-up;
         conversations past their retention go then and every sweep interval."""
-        while True:
-            try:
-                if self.deletion is not None:
-                    await self.deletion.finish_pending()
-                if self.retention is not None:
-                    await self.retention.sweep()
-            except (StoreUnavailable, RedisError, OSError) as exc:
-                log.warning("retention sweep skipped: %s", exc)
-            await asyncio.sleep(self.settings.retention_sweep_seconds)
-
-    async def _sweep_orphans_forever(self) -> None:
-        if not self.chat.locks.shared:
-            return  # a lone process closed everything at start-up
-        while True:
-            await asyncio.sleep(self.settings.run_lease_seconds / 2)
-            try:
-                await self.chat.sweep_orphans()
-            except (StoreUnavailable, RedisError, OSError) as exc:
-                log.warning("orphan sweep skipped: %s", exc)
+        if self.deletion is not None:
+            await self.deletion.finish_pending()
+        if self.retention is not None:
+            await self.retention.sweep()
 
     async def close(self) -> None:
         """Stop the background tasks, then close every part in the reverse of the order it
@@ -227,6 +200,26 @@ class Services:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._stack.aclose()
+
+
+async def _every(
+    seconds: float,
+    action: Callable[[], Awaitable[object]],
+    what: str,
+    skipped: tuple[type[BaseException], ...],
+    *,
+    now: bool = False,
+) -> None:
+    """``action`` every ``seconds`` (first at once with ``now``), for good; a failure of
+    one of the ``skipped`` kinds is logged as a skipped round."""
+    if not now:
+        await asyncio.sleep(seconds)
+    while True:
+        try:
+            await action()
+        except skipped as exc:
+            log.warning("%s skipped: %s", what, exc)
+        await asyncio.sleep(seconds)
 
 
 _SLOTS_REDIS_TIMEOUT = 2.0  # seconds
