@@ -110,10 +110,10 @@ def install(
     breaker_listeners: list | None,
     summary_hooks: list,
     engines: Iterable[sa.Engine],
-    agents: Iterable[str] = (),
-    tools: Iterable[str] = (),
-    memory_hooks: list | None = None,
-    extraction_failure_hooks: list | None = None,
+    agents: Iterable[str],
+    tools: Iterable[str],
+    memory_hooks: list,
+    extraction_failure_hooks: list,
 ) -> None:
     """Attach every metric; the lists are the callbacks the parts call. ``agents`` and
     ``tools``: the label values known now, whose series start at 0."""
@@ -124,8 +124,6 @@ def install(
         breaker_listeners.append(breaker_changed)
         breaker_changed(False)
     summary_hooks.append(summary_written)
-    if memory_hooks is not None:
-        memory_hooks.append(memory_changed)
-    if extraction_failure_hooks is not None:
-        extraction_failure_hooks.append(extraction_failed)
+    memory_hooks.append(memory_changed)
+    extraction_failure_hooks.append(extraction_failed)
     watch_sql(engines)
