@@ -145,7 +145,6 @@ class Services:
     chat: ChatEngine
     events: RunEventLog
     tools: ToolCatalog
-    signin_slots: Slots  # sign-in attempts (runs and streams count through the hot window)
     streams: StreamCap  # open SSE streams per owner
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
@@ -572,7 +571,7 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
         memory, reads.lookup, agents, archive, reads.conversations, live
     )
     runs = _runs(settings, stack, store, chat, conversations)
-    doors = _openai_doors(settings, store, agents, runs)
+    gateway, responses, openai_conversations = _openai_doors(settings, store, agents, runs)
     streams = StreamCap(
         store.shared.run_slots,
         limit=settings.max_streams_per_owner,
@@ -594,9 +593,9 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
         users=users,
         archive=archive,
         idempotency=store.idempotency,
-        gateway=doors.gateway,
-        responses=doors.responses,
-        openai_conversations=doors.conversations,
+        gateway=gateway,
+        responses=responses,
+        openai_conversations=openai_conversations,
         db=db,
         memory=memory,
         reads=reads,
@@ -605,7 +604,6 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
         chat=chat,
         events=store.shared.events,
         tools=chat.tools,
-        signin_slots=store.shared.signin_slots,
         streams=streams,
         mirror=mirror,
         embeddings=recall.embeddings,
@@ -660,18 +658,10 @@ def _archive(
     return archive, mirror
 
 
-@dataclass(frozen=True)
-class _Doors:
-    """The OpenAI-compatible doors: chat completions, Responses, Conversations."""
-
-    gateway: OpenAIGateway
-    responses: ResponsesService
-    conversations: OpenAIConversations
-
-
 def _openai_doors(
     settings: Settings, store: _Store, agents: AgentService, runs: RunService
-) -> _Doors:
+) -> tuple[OpenAIGateway, ResponsesService, OpenAIConversations]:
+    """The OpenAI-compatible doors: chat completions, Responses, Conversations."""
     memory, reads = store.memory, store.reads
     gateway = OpenAIGateway(
         agents,
@@ -684,7 +674,7 @@ def _openai_doors(
     images = ImageLimits(
         settings.llm_provider, settings.responses_max_images, settings.responses_max_image_chars
     )
-    return _Doors(
+    return (
         gateway,
         ResponsesService(
             gateway, runs, memory, reads.lookup, reads.runs, reads.conversations, images
