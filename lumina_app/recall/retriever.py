@@ -185,13 +185,6 @@ class UnitIndex:
         self.vectors = np.concatenate([earlier.vectors[:taken], fresh])[order]
         return True
 
-    def terms_by_id(self, start: int = 0) -> dict[int, tuple[str, list[str]]]:
-        """Each row's text and its own terms, by message id (from row ``start`` on)."""
-        return {
-            r.message_id: (r.content, t)
-            for r, t in zip(self.rows[start:], self.own_terms[start:], strict=True)
-        }
-
     def _extends(self, later: UnitIndex) -> bool:
         """Whether ``later`` may take this index's leading documents as they are: both
         index every term of a conversation's rows in order, each unit made the same way."""
@@ -452,7 +445,9 @@ def _own_terms(rows: Sequence[RecallRow], reuse: UnitIndex | None, kept: int) ->
     from it where its text is unchanged, the rest stemmed."""
     if reuse is None:
         return [text.terms(r.content) for r in rows]
-    known = reuse.terms_by_id(start=kept)
+    # each later row's text and its own terms, by message id
+    later = zip(reuse.rows[kept:], reuse.own_terms[kept:], strict=True)
+    known = {r.message_id: (r.content, t) for r, t in later}
     out = reuse.own_terms[:kept]
     for r in rows[kept:]:
         found = known.get(r.message_id)
