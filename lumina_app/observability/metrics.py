@@ -110,14 +110,9 @@ def initialise(*, agents: Iterable[str], tools: Iterable[str]) -> None:
         MEMORIES.labels(change)
 
 
-def multiprocess_dir() -> str | None:
-    """The shared directory of a multi-process server, if this is one."""
-    return os.environ.get(MULTIPROC_ENV) or None
-
-
 def exposition() -> tuple[bytes, str]:
     """The text format of every metric of every worker process, and its content type."""
-    if multiprocess_dir():
+    if os.environ.get(MULTIPROC_ENV):  # a multi-process server: its shared directory
         registry = CollectorRegistry()
         _multiprocess.MultiProcessCollector(registry)
     else:
