@@ -283,10 +283,7 @@ class Settings(BaseSettings):
     def api_key_map(self) -> dict[str, str]:
         """``{key: owner}`` from ``owner:key,owner:key``."""
         pairs: dict[str, str] = {}
-        for item in (self.api_keys or "").split(","):
-            item = item.strip()
-            if not item:
-                continue
+        for item in _split(self.api_keys):
             owner, _, key = item.partition(":")
             if not owner or not key:
                 raise SettingsError("LUMINA_API_KEYS: each entry must be owner:key")
