@@ -146,17 +146,18 @@ class Services:
     events: RunEventLog
     tools: ToolCatalog
     streams: StreamCap  # open SSE streams per owner
+    memories: MemoryService  # long-term memories (what agents know of people)
+    permissions: AgentPermissions  # acp agents' permission requests
+    live: LiveHub
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
-    memories: MemoryService | None = None  # long-term memories (what agents know of people)
-    permissions: AgentPermissions | None = None  # acp agents' permission requests
-    live: LiveHub | None = None
-    deletion: AccountDeletion | None = None  # an account and all it owns
-    account_export: AccountExport | None = None  # all an account has, as one zip
-    retention: Retention | None = None  # conversations past their time
-    imports: ImportService | None = None  # other products' chat exports (#47)
-    exchanges: ExchangeLog | None = None  # turns had elsewhere, stored without a run (MCP)
-    files: FileService | None = None  # uploaded files (#48)
+    # the data's life cycle, set by _lifecycle once the services above are built
+    deletion: AccountDeletion = field(init=False)  # an account and all it owns
+    account_export: AccountExport = field(init=False)  # all an account has, as one zip
+    retention: Retention = field(init=False)  # conversations past their time
+    imports: ImportService = field(init=False)  # other products' chat exports (#47)
+    exchanges: ExchangeLog = field(init=False)  # turns had elsewhere, stored without a run (MCP)
+    files: FileService = field(init=False)  # uploaded files (#48)
     sweeps: bool = True  # the server's periodic sweeps (a CLI command runs its own)
     _tasks: list[asyncio.Task] = field(default_factory=list)
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
@@ -179,18 +180,15 @@ class Services:
             loops.append(_every(every, self._sweep_retention, "retention sweep", away, now=True))
         if self.embeddings is not None:
             loops.append(self.embeddings.run_forever())
-        if self.live is not None:
-            loops.append(self.live.run_forever())
+        loops.append(self.live.run_forever())
         listening = self.chat.locks.listen_for_stops(self.chat.on_stop_request)
         self._tasks = [asyncio.create_task(loop) for loop in (listening, *loops)]
 
     async def _sweep_retention(self) -> None:
         """Account deletions an interruption left half done are finished at start-up;
         conversations past their retention go then and every sweep interval."""
-        if self.deletion is not None:
-            await self.deletion.finish_pending()
-        if self.retention is not None:
-            await self.retention.sweep()
+        await self.deletion.finish_pending()
+        await self.retention.sweep()
 
     async def close(self) -> None:
         """Stop the background tasks, then close every part in the reverse of the order it
