@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
@@ -144,81 +145,50 @@ class Services:
     chat: ChatEngine
     events: RunEventLog
     tools: ToolCatalog
-    signin_slots: Slots  # sign-in attempts (runs and streams count through the hot window)
     streams: StreamCap  # open SSE streams per owner
+    memories: MemoryService  # long-term memories (what agents know of people)
+    permissions: AgentPermissions  # acp agents' permission requests
+    live: LiveHub
     mirror: ArchiveMirror | None = None
     embeddings: EmbedWorker | None = None
-    memories: MemoryService | None = None  # long-term memories (what agents know of people)
-    permissions: AgentPermissions | None = None  # acp agents' permission requests
-    live: LiveHub | None = None
-    deletion: AccountDeletion | None = None  # an account and all it owns
-    account_export: AccountExport | None = None  # all an account has, as one zip
-    retention: Retention | None = None  # conversations past their time
-    imports: ImportService | None = None  # other products' chat exports (#47)
-    exchanges: ExchangeLog | None = None  # turns had elsewhere, stored without a run (MCP)
-    files: FileService | None = None  # uploaded files (#48)
+    # the data's life cycle, set by _lifecycle once the services above are built
+    deletion: AccountDeletion = field(init=False)  # an account and all it owns
+    account_export: AccountExport = field(init=False)  # all an account has, as one zip
+    retention: Retention = field(init=False)  # conversations past their time
+    imports: ImportService = field(init=False)  # other products' chat exports (#47)
+    exchanges: ExchangeLog = field(init=False)  # turns had elsewhere, stored without a run (MCP)
+    files: FileService = field(init=False)  # uploaded files (#48)
     sweeps: bool = True  # the server's periodic sweeps (a CLI command runs its own)
     _tasks: list[asyncio.Task] = field(default_factory=list)
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     def start_background(self) -> None:
         """Listen for stops sent to this instance's runs; close runs of lost instances;
-        checkpoint SQLite's write-ahead log."""
-        self._tasks = [
-            asyncio.create_task(self.chat.locks.listen_for_stops(self.chat.on_stop_request)),
-            asyncio.create_task(self._sweep_orphans_forever()),
-            asyncio.create_task(self._checkpoint_forever()),
-            asyncio.create_task(self._sweep_idempotency_forever()),
+        checkpoint SQLite's write-ahead log; sweep idempotency records past their time
+        (owners who come back sweep their own)."""
+        away = (StoreUnavailable, RedisError, OSError)
+        loops = [
+            _every(3600.0, self.idempotency.sweep, "idempotency sweep", (StoreUnavailable,)),
         ]
+        if self.chat.locks.shared:  # a lone process closed everything at start-up
+            lease = self.settings.run_lease_seconds
+            loops.append(_every(lease / 2, self.chat.sweep_orphans, "orphan sweep", away))
+        if self.db.is_sqlite:  # checkpointed here, off the event loop's thread
+            loops.append(_every(1.0, self.db.checkpoint, "SQLite checkpoint", (StoreUnavailable,)))
         if self.sweeps:
-            self._tasks.append(asyncio.create_task(self._sweep_retention_forever()))
+            every = self.settings.retention_sweep_seconds
+            loops.append(_every(every, self._sweep_retention, "retention sweep", away, now=True))
         if self.embeddings is not None:
-            self._tasks.append(asyncio.create_task(self.embeddings.run_forever()))
-        if self.live is not None:
-            self._tasks.append(asyncio.create_task(self.live.run_forever()))
+            loops.append(self.embeddings.run_forever())
+        loops.append(self.live.run_forever())
+        listening = self.chat.locks.listen_for_stops(self.chat.on_stop_request)
+        self._tasks = [asyncio.create_task(loop) for loop in (listening, *loops)]
 
-    async def _checkpoint_forever(self, every: float = 1.0) -> None:
-        """SQLite's write-ahead log is checkpointed here, off the event loop's thread."""
-        if not self.db.is_sqlite:
-            return
-        while True:
-            await asyncio.sleep(every)
-            try:
-                await self.db.checkpoint()
-            except StoreUnavailable as exc:
-                log.warning("SQLite checkpoint skipped: %s", exc)
-
-    async def _sweep_idempotency_forever(self, every: float = 3600.0) -> None:
-        """Idempotency records past their time go (owners who come back sweep their own)."""
-        while True:
-            await asyncio.sleep(every)
-            try:
-                await self.idempotency.sweep()
-            except StoreUnavailable as exc:
-                log.warning("idempotency sweep skipped: %s", exc)
-
-    async def _sweep_retention_forever(self) -> None:
+    async def _sweep_retention(self) -> None:
         """Account deletions an interruption left half done are finished at start-up;
         conversations past their retention go then and every sweep interval."""
-        while True:
-            try:
-                if self.deletion is not None:
-                    await self.deletion.finish_pending()
-                if self.retention is not None:
-                    await self.retention.sweep()
-            except (StoreUnavailable, RedisError, OSError) as exc:
-                log.warning("retention sweep skipped: %s", exc)
-            await asyncio.sleep(self.settings.retention_sweep_seconds)
-
-    async def _sweep_orphans_forever(self) -> None:
-        if not self.chat.locks.shared:
-            return  # a lone process closed everything at start-up
-        while True:
-            await asyncio.sleep(self.settings.run_lease_seconds / 2)
-            try:
-                await self.chat.sweep_orphans()
-            except (StoreUnavailable, RedisError, OSError) as exc:
-                log.warning("orphan sweep skipped: %s", exc)
+        await self.deletion.finish_pending()
+        await self.retention.sweep()
 
     async def close(self) -> None:
         """Stop the background tasks, then close every part in the reverse of the order it
@@ -227,6 +197,26 @@ class Services:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._stack.aclose()
+
+
+async def _every(
+    seconds: float,
+    action: Callable[[], Awaitable[object]],
+    what: str,
+    skipped: tuple[type[BaseException], ...],
+    *,
+    now: bool = False,
+) -> None:
+    """``action`` every ``seconds`` (first at once with ``now``), for good; a failure of
+    one of the ``skipped`` kinds is logged as a skipped round."""
+    if not now:
+        await asyncio.sleep(seconds)
+    while True:
+        try:
+            await action()
+        except skipped as exc:
+            log.warning("%s skipped: %s", what, exc)
+        await asyncio.sleep(seconds)
 
 
 _SLOTS_REDIS_TIMEOUT = 2.0  # seconds
@@ -579,7 +569,7 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
         memory, reads.lookup, agents, archive, reads.conversations, live
     )
     runs = _runs(settings, stack, store, chat, conversations)
-    doors = _openai_doors(settings, store, agents, runs)
+    gateway, responses, openai_conversations = _openai_doors(settings, store, agents, runs)
     streams = StreamCap(
         store.shared.run_slots,
         limit=settings.max_streams_per_owner,
@@ -601,9 +591,9 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
         users=users,
         archive=archive,
         idempotency=store.idempotency,
-        gateway=doors.gateway,
-        responses=doors.responses,
-        openai_conversations=doors.conversations,
+        gateway=gateway,
+        responses=responses,
+        openai_conversations=openai_conversations,
         db=db,
         memory=memory,
         reads=reads,
@@ -612,7 +602,6 @@ async def _open(settings: Settings, stack: AsyncExitStack) -> Services:
         chat=chat,
         events=store.shared.events,
         tools=chat.tools,
-        signin_slots=store.shared.signin_slots,
         streams=streams,
         mirror=mirror,
         embeddings=recall.embeddings,
@@ -667,18 +656,10 @@ def _archive(
     return archive, mirror
 
 
-@dataclass(frozen=True)
-class _Doors:
-    """The OpenAI-compatible doors: chat completions, Responses, Conversations."""
-
-    gateway: OpenAIGateway
-    responses: ResponsesService
-    conversations: OpenAIConversations
-
-
 def _openai_doors(
     settings: Settings, store: _Store, agents: AgentService, runs: RunService
-) -> _Doors:
+) -> tuple[OpenAIGateway, ResponsesService, OpenAIConversations]:
+    """The OpenAI-compatible doors: chat completions, Responses, Conversations."""
     memory, reads = store.memory, store.reads
     gateway = OpenAIGateway(
         agents,
@@ -691,7 +672,7 @@ def _openai_doors(
     images = ImageLimits(
         settings.llm_provider, settings.responses_max_images, settings.responses_max_image_chars
     )
-    return _Doors(
+    return (
         gateway,
         ResponsesService(
             gateway, runs, memory, reads.lookup, reads.runs, reads.conversations, images

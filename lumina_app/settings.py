@@ -251,17 +251,13 @@ class Settings(BaseSettings):
         return is_loopback_name(self.host)
 
     @property
-    def host_is_wildcard(self) -> bool:
-        return self.host in ("0.0.0.0", "::", "[::]")
-
-    @property
     def allowed_host_names(self) -> frozenset[str] | None:
         """Host header names requests may carry (port ignored); None: any (``*``)."""
         extra = {h.lower() for h in _split(self.allowed_hosts)}
         if "*" in extra:
             return None
         names = {"localhost", "127.0.0.1", "::1"} | extra
-        if not self.host_is_wildcard:
+        if self.host not in ("0.0.0.0", "::", "[::]"):  # a wildcard listens on every name
             names.add(self.host.lower().strip("[]"))
         return frozenset(names)
 
@@ -287,10 +283,7 @@ class Settings(BaseSettings):
     def api_key_map(self) -> dict[str, str]:
         """``{key: owner}`` from ``owner:key,owner:key``."""
         pairs: dict[str, str] = {}
-        for item in (self.api_keys or "").split(","):
-            item = item.strip()
-            if not item:
-                continue
+        for item in _split(self.api_keys):
             owner, _, key = item.partition(":")
             if not owner or not key:
                 raise SettingsError("LUMINA_API_KEYS: each entry must be owner:key")

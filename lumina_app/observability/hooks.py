@@ -56,8 +56,10 @@ class RunMetrics:
                 metrics.RUN_DURATION.labels(agent).observe(self._clock() - started)
 
 
-def window_read(result: str) -> None:
-    metrics.HOT_WINDOW_READS.labels(result).inc()
+def _counting(counter: Any) -> Callable[[str], None]:
+    """A callback that counts each call under its one argument (the label value): a hot
+    window read's result, a memory change, the agent of a failed memory extraction."""
+    return lambda value: counter.labels(value).inc()
 
 
 def breaker_changed(is_open: bool) -> None:
@@ -68,14 +70,6 @@ def breaker_changed(is_open: bool) -> None:
 
 def summary_written(agent_id: str, _conversation: str, _summary: object) -> None:
     metrics.SUMMARIES.labels(agent_id).inc()
-
-
-def memory_changed(change: str) -> None:
-    metrics.MEMORIES.labels(change).inc()
-
-
-def extraction_failed(agent_id: str) -> None:
-    metrics.MEMORY_EXTRACTION_FAILURES.labels(agent_id).inc()
 
 
 def _before(conn: Any, _cursor: Any, _statement: str, *_args: Any) -> None:
@@ -95,14 +89,6 @@ def _operation(statement: str) -> str:
     return word if word in ("select", "insert", "update", "delete") else "other"
 
 
-def watch_sql(engines: Iterable[sa.Engine]) -> None:
-    """Time every statement on these engines (once per engine)."""
-    for engine in engines:
-        if not sa.event.contains(engine, "before_cursor_execute", _before):
-            sa.event.listen(engine, "before_cursor_execute", _before)
-            sa.event.listen(engine, "after_cursor_execute", _after)
-
-
 def install(
     *,
     run_observers: list,
@@ -110,22 +96,23 @@ def install(
     breaker_listeners: list | None,
     summary_hooks: list,
     engines: Iterable[sa.Engine],
-    agents: Iterable[str] = (),
-    tools: Iterable[str] = (),
-    memory_hooks: list | None = None,
-    extraction_failure_hooks: list | None = None,
+    agents: Iterable[str],
+    tools: Iterable[str],
+    memory_hooks: list,
+    extraction_failure_hooks: list,
 ) -> None:
     """Attach every metric; the lists are the callbacks the parts call. ``agents`` and
     ``tools``: the label values known now, whose series start at 0."""
     metrics.initialise(agents=agents, tools=[*tools, UNKNOWN_TOOL])
     run_observers.append(RunMetrics())
-    window_listeners.append(window_read)
+    window_listeners.append(_counting(metrics.HOT_WINDOW_READS))
     if breaker_listeners is not None:
         breaker_listeners.append(breaker_changed)
         breaker_changed(False)
     summary_hooks.append(summary_written)
-    if memory_hooks is not None:
-        memory_hooks.append(memory_changed)
-    if extraction_failure_hooks is not None:
-        extraction_failure_hooks.append(extraction_failed)
-    watch_sql(engines)
+    memory_hooks.append(_counting(metrics.MEMORIES))
+    extraction_failure_hooks.append(_counting(metrics.MEMORY_EXTRACTION_FAILURES))
+    for engine in engines:  # every statement timed, once per engine
+        if not sa.event.contains(engine, "before_cursor_execute", _before):
+            sa.event.listen(engine, "before_cursor_execute", _before)
+            sa.event.listen(engine, "after_cursor_execute", _after)

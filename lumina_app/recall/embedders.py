@@ -28,6 +28,9 @@ class EmbeddingError(RuntimeError):
 
 
 class Embedder(Protocol):
+    """What recall embeds with; the embedders below inherit its defaults (no query vector
+    without a call, nothing to load at start, nothing to close)."""
+
     name: str  # stored with each vector: a vector of another model is not compared
     # its vectors' size once known (a stored vector of another size is made again)
     dimension: int | None
@@ -39,15 +42,17 @@ class Embedder(Protocol):
         ...
 
     def embed_query(self, text: str) -> np.ndarray | None:
-        """A short query's vector at once, if this embedder can do so without I/O."""
-        ...
+        """A short query's vector at once, if this embedder can do so without I/O (local:
+        CPU work, remote: a request, so the caller awaits embed(), run in a thread)."""
+        return None
 
     async def warm(self) -> None:
         """Load what the first embedding needs (at start, off the event loop), so memory
         is taken once at start and no request pays for the load."""
-        ...
+        return None
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        return None
 
 
 class EmbedderChoice(Protocol):
@@ -88,7 +93,7 @@ def _wordllama():
     return WordLlamaInference(weights["embedding.weight"], tokenizer)
 
 
-class LocalEmbedder:
+class LocalEmbedder(Embedder):
     """WordLlama's l2_supercat (256 dims): a token-embedding table averaged, CPU-only."""
 
     name = LOCAL_MODEL
@@ -102,17 +107,11 @@ class LocalEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.embed_now, texts)
 
-    def embed_query(self, text: str) -> np.ndarray | None:
-        return None  # CPU work: the caller awaits embed(), which runs in a thread
-
     async def warm(self) -> None:
         await asyncio.to_thread(_wordllama)
 
-    async def close(self) -> None:
-        return None
 
-
-class OpenAIEmbedder:
+class OpenAIEmbedder(Embedder):
     """``POST {base_url}/embeddings`` with ``{"model", "input": [...]}``."""
 
     def __init__(
@@ -148,12 +147,6 @@ class OpenAIEmbedder:
             raise EmbeddingError("embeddings server: wrong number or size of vectors")
         self.dimension = len(vectors[0])
         return vectors
-
-    def embed_query(self, text: str) -> np.ndarray | None:
-        return None  # a request: the caller awaits embed()
-
-    async def warm(self) -> None:
-        return None
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -31,18 +31,7 @@ class Bm25:
     def __init__(self, docs: Sequence[Doc], only: Collection[str] | None = None) -> None:
         """``only``: the terms that will be asked for (one query's): postings for those
         alone, the same scores for a fraction of the cost."""
-        if only is None:
-            postings = _postings(docs, 0)
-        else:
-            postings = {}
-            counted = [_counts(doc) for doc in docs]
-            for term in set(only):
-                counts = [(i, n) for i, doc in enumerate(counted) if (n := doc.get(term))]
-                if counts:
-                    postings[term] = (
-                        np.array([i for i, _ in counts], dtype=np.int32),
-                        np.array([n for _, n in counts], dtype=np.float32),
-                    )
+        postings = _postings(docs, 0, None if only is None else set(only))
         self._set(np.array([_length(d) for d in docs], dtype=np.float32), postings)
 
     def _set(self, lengths: np.ndarray, postings: Postings) -> None:
@@ -85,11 +74,14 @@ class Bm25:
         return bm25(query, self._postings.get, self._norm, self.size)
 
 
-def _postings(docs: Sequence[Doc], first: int) -> Postings:
-    """Each term's (document index, count) pairs, the documents numbered from ``first``."""
+def _postings(docs: Sequence[Doc], first: int, only: set[str] | None = None) -> Postings:
+    """Each term's (document index, count) pairs, the documents numbered from ``first``;
+    with ``only``, those terms' alone."""
     found: dict[str, tuple[list[int], list[float]]] = {}
     for i, doc in enumerate(docs, start=first):
         for term, count in _counts(doc).items():
+            if only is not None and term not in only:
+                continue
             idx, tfs = found.setdefault(term, ([], []))
             idx.append(i)
             tfs.append(count)

@@ -143,13 +143,7 @@ class UnitIndex:
         size = sizes.most_common(1)[0][0] if sizes else 0
         with_vector = [i for i, r in enumerate(self.rows) if r.vector and len(r.vector) == size]
         self.vector_rows = np.array(with_vector, dtype=np.int64)
-        self.vectors = (
-            np.vstack(
-                [np.frombuffer(self.rows[i].vector, dtype=VECTOR_DTYPE) for i in with_vector]
-            ).astype(np.float32)
-            if with_vector
-            else None
-        )
+        self.vectors = _matrix(self.rows, with_vector) if with_vector else None
 
     def _take_vectors(self, earlier: UnitIndex, kept: int) -> bool:
         """Take ``earlier``'s matrix rows for its first ``kept`` rows, which still carry the
@@ -176,21 +170,12 @@ class UnitIndex:
             self.vector_rows = earlier.vector_rows[:taken]
             self.vectors = earlier.vectors[:taken]
             return True
-        fresh = np.vstack(
-            [np.frombuffer(mine[i].vector, dtype=VECTOR_DTYPE) for i in added]  # type: ignore[arg-type]
-        ).astype(np.float32)
+        fresh = _matrix(mine, added)
         rows = np.concatenate([earlier.vector_rows[:taken], np.array(added, dtype=np.int64)])
         order = np.argsort(rows, kind="stable")
         self.vector_rows = rows[order]
         self.vectors = np.concatenate([earlier.vectors[:taken], fresh])[order]
         return True
-
-    def terms_by_id(self, start: int = 0) -> dict[int, tuple[str, list[str]]]:
-        """Each row's text and its own terms, by message id (from row ``start`` on)."""
-        return {
-            r.message_id: (r.content, t)
-            for r, t in zip(self.rows[start:], self.own_terms[start:], strict=True)
-        }
 
     def _extends(self, later: UnitIndex) -> bool:
         """Whether ``later`` may take this index's leading documents as they are: both
@@ -234,6 +219,12 @@ class UnitIndex:
         found = np.flatnonzero(eligible)
         best_first = found[np.argsort(-fused[found], kind="stable")]
         return [(int(i), float(fused[i])) for i in best_first]
+
+
+def _matrix(rows: Sequence[RecallRow], indexes: Sequence[int]) -> np.ndarray:
+    """These rows' stored vectors, one float32 matrix (each row has a vector)."""
+    stored = [np.frombuffer(rows[i].vector, dtype=VECTOR_DTYPE) for i in indexes]  # type: ignore[arg-type]
+    return np.vstack(stored).astype(np.float32)
 
 
 def _unit(own: Sequence[str], date: Sequence[str], before: Sequence[str]) -> dict[str, float]:
@@ -452,7 +443,9 @@ def _own_terms(rows: Sequence[RecallRow], reuse: UnitIndex | None, kept: int) ->
     from it where its text is unchanged, the rest stemmed."""
     if reuse is None:
         return [text.terms(r.content) for r in rows]
-    known = reuse.terms_by_id(start=kept)
+    # each later row's text and its own terms, by message id
+    later = zip(reuse.rows[kept:], reuse.own_terms[kept:], strict=True)
+    known = {r.message_id: (r.content, t) for r, t in later}
     out = reuse.own_terms[:kept]
     for r in rows[kept:]:
         found = known.get(r.message_id)

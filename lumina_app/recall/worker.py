@@ -18,6 +18,7 @@ from lumina_app.recall.embedders import (
     Embedder,
     EmbedderChoice,
     EmbeddingError,
+    normalised,
 )
 from lumina_app.recall.retriever import VECTOR_DTYPE
 from lumina_app.storage.sql import recall_rows
@@ -36,9 +37,7 @@ GATHER_SECONDS = 0.05
 
 def unit_vectors(embedder_rows: np.ndarray, with_previous: np.ndarray) -> np.ndarray:
     """A message's stored vector: its own and with the message before, summed, normalised."""
-    mixed = embedder_rows + with_previous
-    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
-    return mixed / np.where(norms == 0, 1, norms)
+    return normalised(embedder_rows + with_previous)
 
 
 class EmbedWorker:
