@@ -177,24 +177,25 @@ async def search_messages(
     with offloaded():  # may read many index entries: off the event loop's thread on SQLite
         async with db.connect() as conn:
             if db.dialect == "sqlite" and indexed:
-                rows = await _sqlite_ranked(conn, words, indexed, scanned, scope, limit)
+                return await _sqlite_ranked(conn, words, indexed, scanned, scope, limit)
             elif db.dialect == "postgresql":
                 rows = await _pg_ranked(conn, words, scope, limit)
             else:
                 rows = (await conn.execute(_ranked(db.dialect, words, scope, limit))).all()
-    return [
-        MessageHit(
-            conversation_uuid=r.uuid,
-            conversation_title=r.title,
-            message_id=r.id,
-            seq=r.seq,
-            role=MsgRole(r.role),
-            content=r.content,
-            score=float(r.score or 0.0),
-            created_at=r.created_at,
-        )
-        for r in rows
-    ]
+    return [_hit(r, r.score) for r in rows]
+
+
+def _hit(r: sa.Row, score: float | None) -> MessageHit:
+    return MessageHit(
+        conversation_uuid=r.uuid,
+        conversation_title=r.title,
+        message_id=r.id,
+        seq=r.seq,
+        role=MsgRole(r.role),
+        content=r.content,
+        score=float(score or 0.0),
+        created_at=r.created_at,
+    )
 
 
 _COLUMNS = (C.c.uuid, C.c.title, M.c.id, M.c.seq, M.c.role, M.c.content, M.c.created_at)
@@ -292,7 +293,7 @@ async def _sqlite_ranked(
     scanned: Sequence[str],
     scope: _Scope,
     limit: int,
-) -> Sequence[sa.Row]:
+) -> list[MessageHit]:
     """The scope's newest matches, at most RANK_WINDOW, read from FTS5 newest first (in one
     conversation: from its rows, :func:`_in_conversation`); ranked by bm25() as before if
     they are all and bm25() would count few rows, else by :mod:`fts_rank`'s bm25 over those
@@ -318,7 +319,9 @@ async def _sqlite_ranked(
         candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
         found = (await conn.execute(candidates)).all()
     if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
-        return (await conn.execute(_ranked("sqlite", words, scope, limit))).all()
+        return [
+            _hit(r, r.score) for r in await conn.execute(_ranked("sqlite", words, scope, limit))
+        ]
     for row in found[:size]:
         if row.id not in split:  # read from the index: not split yet
             split[row.id] = fts_rank.spaced(row.content)
@@ -328,7 +331,7 @@ async def _sqlite_ranked(
     )[:limit]
     query = sa.select(*_COLUMNS).join(C, C.c.id == M.c.conversation_id)
     rows = {r.id: r for r in await conn.execute(query.where(M.c.id.in_([i for _, i in scored])))}
-    return [_Scored(*rows[i], score=s) for s, i in scored]
+    return [_hit(rows[i], s) for s, i in scored]
 
 
 # A conversation's rows are read in pages of this many, newest first, when it is searched
@@ -399,18 +402,6 @@ async def _in_conversation(
             break
         before, limit = page_rows[-1].seq, _PAGE
     return found
-
-
-@dataclass(frozen=True)
-class _Scored:
-    uuid: str
-    title: str | None
-    id: int
-    seq: int
-    role: str
-    content: str
-    created_at: object
-    score: float
 
 
 def _fts_match(words: Sequence[str], indexed: Sequence[str]) -> sa.TextClause:
