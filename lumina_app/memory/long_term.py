@@ -39,7 +39,7 @@ from lumina_app.memory.memory_rules import CONTEXT_PREFIX as CONTEXT_PREFIX
 from lumina_app.memory.memory_rules import check_agent_may_change, checked_text, normalised
 from lumina_app.memory.memory_rules import context_message as context_message
 from lumina_app.memory.memory_rules import memory_id as memory_id
-from lumina_app.recall.embedders import Embedder, EmbeddingError
+from lumina_app.recall.embedders import Embedder, EmbeddingError, query_vector
 from lumina_app.recall.retriever import LEXICAL_WEIGHT, SEMANTIC_WEIGHT, VECTOR_DTYPE
 from lumina_app.storage.sql import memories as rows
 from lumina_app.storage.sql.database import SQLDatabase
@@ -155,7 +155,7 @@ class LongTermMemory:
     ) -> list[tuple[Memory, float]]:
         if not len(index) or not query.strip():
             return []
-        vector = await self._vector(query)
+        vector = await query_vector(self.embedder, query, "memory search")
         minimum = self.embedder.min_similarity if self.embedder else 0.0
         ranked = index.ranked(query, vector, (LEXICAL_WEIGHT, SEMANTIC_WEIGHT), minimum)
         return ranked[:limit]
@@ -494,13 +494,3 @@ class LongTermMemory:
             log.warning("memories stored without embeddings: %s", exc)
             return [(None, None)] * len(texts)
         return [(self.model, np.asarray(v, dtype=VECTOR_DTYPE).tobytes()) for v in found]
-
-    async def _vector(self, query: str) -> np.ndarray | None:
-        if self.embedder is None:
-            return None
-        try:
-            vector = self.embedder.embed_query(query)
-            return vector if vector is not None else (await self.embedder.embed([query]))[0]
-        except EmbeddingError as exc:
-            log.warning("memory search without embeddings: %s", exc)
-            return None

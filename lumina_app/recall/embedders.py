@@ -28,8 +28,8 @@ class EmbeddingError(RuntimeError):
 
 
 class Embedder(Protocol):
-    """What recall embeds with; the embedders below inherit its defaults (no query vector
-    without a call, nothing to load at start, nothing to close)."""
+    """What recall embeds with; the embedders below inherit its defaults (nothing to load
+    at start, nothing to close)."""
 
     name: str  # stored with each vector: a vector of another model is not compared
     # its vectors' size once known (a stored vector of another size is made again)
@@ -41,17 +41,24 @@ class Embedder(Protocol):
         """One L2-normalised float32 row per text."""
         ...
 
-    def embed_query(self, text: str) -> np.ndarray | None:
-        """A short query's vector at once, if this embedder can do so without I/O (local:
-        CPU work, remote: a request, so the caller awaits embed(), run in a thread)."""
-        return None
-
     async def warm(self) -> None:
         """Load what the first embedding needs (at start, off the event loop), so memory
         is taken once at start and no request pays for the load."""
         return None
 
     async def close(self) -> None:
+        return None
+
+
+async def query_vector(embedder: Embedder | None, query: str, using: str) -> np.ndarray | None:
+    """``query``'s vector; None without an embedder, or if embedding fails (logged: what
+    ``using`` then does without it, with lexical ranking alone)."""
+    if embedder is None:
+        return None
+    try:
+        return (await embedder.embed([query]))[0]
+    except EmbeddingError as exc:
+        log.warning("%s without embeddings: %s", using, exc)
         return None
 
 

@@ -41,7 +41,7 @@ import numpy as np
 from lumina_app.domain import MsgRole
 from lumina_app.domain.ids import ConversationPk
 from lumina_app.recall import text
-from lumina_app.recall.embedders import Embedder, EmbedderChoice, EmbeddingError
+from lumina_app.recall.embedders import Embedder, EmbedderChoice, query_vector
 from lumina_app.recall.lexical import Bm25
 from lumina_app.recall.ranking import standardised
 from lumina_app.storage.sql import recall_candidates, recall_rows
@@ -347,16 +347,7 @@ class Retriever:
         return self.embedder if self.choice is None else self.choice.for_agent(agent_id)
 
     async def _query_vector(self, query: str, embedder: Embedder | None) -> np.ndarray | None:
-        if embedder is None or self.weights[1] <= 0:
-            return None
-        try:
-            vector = embedder.embed_query(query)
-            if vector is None:
-                vector = (await embedder.embed([query]))[0]
-        except EmbeddingError as exc:  # lexical ranking alone still answers
-            log.warning("recall without embeddings: %s", exc)
-            return None
-        return vector
+        return None if self.weights[1] <= 0 else await query_vector(embedder, query, "recall")
 
     async def _index(self, conversation_pk: ConversationPk, embedder: Embedder | None) -> UnitIndex:
         model = _name(embedder)
