@@ -18,10 +18,10 @@ class UntestedPlatform(RuntimeError):
 def series(version: str) -> tuple[int, ...]:
     """A version's release series: its major, or for a 0.x version its 0.y (where a 0.x
     package puts its breaking changes). ``2.8.9`` → (2,); ``0.10.1`` → (0, 10)."""
-    numbers = [int(m.group()) for m in (re.match(r"\d+", p) for p in version.split(".")) if m]
+    numbers = release(version, 2)
     if not numbers:
         raise ValueError(f"not a version: {version!r}")
-    return tuple(numbers[:2]) if numbers[0] == 0 and len(numbers) > 1 else (numbers[0],)
+    return numbers if numbers[0] == 0 and len(numbers) > 1 else numbers[:1]
 
 
 def require(distribution: str, tested: str, patch: str) -> str:
