@@ -63,6 +63,9 @@ class AppServer:
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
+        # Each server its own metrics directory (rxconfig makes one): a directory this test
+        # process inherited from an imported rxconfig would add earlier servers' counts.
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         env.update(
             PATH=f"{VENV_BIN}:{env.get('PATH', '')}",
             REFLEX_USE_NPM="1",
