@@ -201,7 +201,7 @@ def test_hostile_input_gets_fast_4xx_and_costs_no_memory(server) -> None:
     with httpx.Client(base_url=server.url, timeout=10) as client:
         for path in (SYNC, "/api/v1/conversations"):
             client.post(path, json={"task": "warm"} if path == SYNC else {"agentId": "assistant"})
-        timings: dict[str, float] = {}
+        timings: dict[str, list[float]] = {}
         before = 0
         for round_ in range(4):
             if round_ == 1:  # the first round warms what a first error allocates once
@@ -210,9 +210,9 @@ def test_hostile_input_gets_fast_4xx_and_costs_no_memory(server) -> None:
                 started = time.monotonic()
                 reply = send(client)
                 took = time.monotonic() - started
-                timings[name] = max(took, timings.get(name, 0.0))
+                timings.setdefault(name, []).append(took)
                 assert reply.status == status, (name, reply.status, reply.body[:200])
-                assert took < 1.0, f"{name}: {took:.2f}s"
+                assert took < 5.0, f"{name}: {took:.2f}s"  # never waits for a timeout
                 if from_app:
                     assert reply.content_type.startswith("application/json"), name
                     error = json.loads(reply.body)["error"]
@@ -222,11 +222,15 @@ def test_hostile_input_gets_fast_4xx_and_costs_no_memory(server) -> None:
         grown = settled_rss(server) - before
         nothing = client.get("/api/v1/conversations", params={"agentId": "assistant"}).json()
         assert len(nothing["items"]) == 2, "no abusive request created a conversation"
-    slowest = max(timings, key=timings.__getitem__)
+    # Fast in most rounds: one stall of a loaded two-core machine (a plain 404 once took
+    # 1.99 s in CI) is not the server's; a slow path is slow in every round.
+    typical = {name: sorted(took)[2] for name, took in timings.items()}  # 3 of 4 under it
+    slowest = max(typical, key=typical.__getitem__)
     print(
-        f"abuse: {len(CASES)} cases x 4 rounds, slowest {slowest!r} {timings[slowest] * 1000:.0f}"
-        f" ms, RSS {grown / MB:+.1f} MB"
+        f"abuse: {len(CASES)} cases x 4 rounds, slowest {slowest!r} {typical[slowest] * 1000:.0f}"
+        f" ms (the second slowest of 4), RSS {grown / MB:+.1f} MB"
     )
+    assert typical[slowest] < 1.0, f"{slowest}: {typical[slowest]:.2f}s in 3 of 4 rounds"
     assert grown < 5 * MB, f"RSS grew {grown / MB:.1f} MB"
 
 
