@@ -356,9 +356,9 @@ async def _in_conversation(
     rows: FTS5 between the conversation's lowest and highest ids (the index entries of its
     rarest word there, other conversations' among them when they were written at the same
     time), or the conversation's own rows, newest first, each matched here as FTS5 matches
-    it (its words as the index splits and folds them, kept in ``split``). A
-    word in most messages, in one of many conversations written side by side, no longer
-    reads the whole index's entries."""
+    it (its words as the index splits and folds them, kept in ``split``). A word in most
+    messages, in one of many conversations written side by side, no longer reads the whole
+    index's entries."""
     fts_words, weights = weighed
     ids = sa.select(sa.func.count(), sa.func.min(M.c.id), sa.func.max(M.c.id)).where(
         M.c.conversation_id == scope.conversation_pk
