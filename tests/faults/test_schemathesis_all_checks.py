@@ -292,8 +292,14 @@ def test_stateful_links_pass_every_check(api_schema: schemathesis.BaseSchema) ->
     # Not the long-term memories: they are written in the background after each turn, so
     # the list a GET returns changes between hypothesis's replays of one sequence, and the
     # DELETE drawn from it cannot be replayed (FlakyStrategyDefinition, not a finding).
+    # Nor the list of conversations, for the same reason: every sequence adds to it, so
+    # the ids a replayed GET /conversations hands its link to GET /conversations/{id}
+    # differ from the first run's (FlakyStrategyDefinition in CI, on a quiet machine).
+    # The conversations a sequence creates keep their links (POST → GET, PATCH, DELETE).
     # Their routes keep every check in ``test_every_check_passes`` and tests/api.
-    stable = api_schema.exclude(path_regex=r"^/api/v1/memories")
+    stable = api_schema.exclude(path_regex=r"^/api/v1/memories").exclude(
+        method="GET", path="/api/v1/conversations"
+    )
 
     class Machine(stable.as_state_machine()):  # type: ignore[misc]
         def before_call(self, case: schemathesis.Case) -> None:
