@@ -4,6 +4,8 @@ bm25 for the window gives FTS5's bm25() scores."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -49,6 +51,41 @@ async def test_a_frequent_word_ranks_the_newest_matches_only(api_on, database, m
     assert [h[2] for h in window] == pytest.approx([h[2] for h in expected])
 
 
+async def test_a_frequent_words_count_is_read_once_a_minute(api_factory, database, monkeypatch):
+    """Past fts_rank.COUNTED a word's count is extrapolated; that count is read once per
+    KEPT_S (per database and word), not by every search: the same hits and scores follow,
+    and a rare word's exact count is read every time."""
+    if database.backend != "sqlite":
+        pytest.skip("FTS5's word counts: SQLite's")
+    monkeypatch.setattr(fts_rank, "COUNTED", 2)
+    monkeypatch.setattr(fts_rank, "_kept", {})  # none kept from other tests, none left
+    services, api = await api_factory(database_url=database.url)
+    mine = (await say(api, "zinc plate 0"))["conversationId"]
+    for i in (1, 2):
+        await say(api, f"zinc plate {i}", mine)
+    counted: list[str] = []
+
+    def on_statement(_conn, _cursor, sql: str, params, *_rest) -> None:
+        if "ORDER BY rowid DESC LIMIT" in sql:  # fts_rank's count of one word
+            counted.append(str(params))
+
+    for engine in services.db.engines:
+        sa.event.listen(engine, "before_cursor_execute", on_statement)
+
+    async def hits(q: str) -> list[tuple[int, float]]:
+        resp = await api.get(f"/api/v1/conversations/{mine}/search", params={"q": q})
+        assert resp.status_code == 200, resp.text
+        return [(h["seq"], h["score"]) for h in resp.json()["items"]]
+
+    first = await hits("zinc plate")
+    assert [seq for seq, _ in first] and len(counted) == 2  # both words, past the cap
+    assert await hits("zinc plate") == first and len(counted) == 2  # kept: not read again
+    assert await hits("elephant") == await hits("elephant") == []
+    assert len(counted) == 4  # in no row: within the cap, read each time
+    monkeypatch.setattr(fts_rank, "KEPT_S", 0.0)
+    assert await hits("zinc plate") == first and len(counted) == 6  # expired: read again
+
+
 @pytest.mark.unit
 async def test_bm25_for_the_window_is_fts5s(tmp_path) -> None:
     engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'fts.db'}")
@@ -78,7 +115,7 @@ async def test_bm25_for_the_window_is_fts5s(tmp_path) -> None:
             ('"zebra 4417"', [fts_rank.Word("zebra 4417", False)]),  # a word of two parts
             (fts_rank.prefix_phrase("k"), [fts_rank.Word("k", True)]),  # one character
         ]:
-            weights = await fts_rank.weights(conn, words)
+            weights = await conn.run_sync(fts_rank.weights, words)
             assert weights.exact and weights.rows == len(texts)
             rows = (
                 await conn.execute(
@@ -91,9 +128,24 @@ async def test_bm25_for_the_window_is_fts5s(tmp_path) -> None:
             ).all()
             assert rows, phrase
             for content, expected in rows:
-                score = fts_rank.score(fts_rank.spaced(content), words, weights)
+                [score] = fts_rank.scores(fts_rank.spaced([content]), words, weights)
                 assert score == pytest.approx(expected), (
                     phrase,
                     content,
                 )
     await engine.dispose()
+
+
+@pytest.mark.unit
+def test_texts_split_together_split_as_each_alone() -> None:
+    """fts_rank.spaced folds and splits ASCII texts all at once; a text holding the NUL it
+    joins them with, or a non-ASCII one, sends the lot one by one: the same words either way."""
+    rng = random.Random(44)
+    alphabet = "ab Z9-_.,\t\n'" + "\0é"
+    for _ in range(300):
+        texts = [
+            "".join(rng.choices(alphabet, k=rng.randint(0, 12))) for _ in range(rng.randint(0, 6))
+        ]
+        alone = [" " + "  ".join(fts_rank.words_of(t)) + " " for t in texts]
+        assert fts_rank.spaced(texts) == alone, texts
+    assert fts_rank.spaced(["A-b", "", "c\0d"]) == [" a  b ", "  ", " c  d "]

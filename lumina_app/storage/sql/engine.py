@@ -72,11 +72,14 @@ def _ping_when_idle(engine: sa.Engine) -> None:
 
 def create_sync_sqlite_engine(engine: AsyncEngine) -> sa.Engine:
     """A plain pysqlite engine on an async SQLite engine's file, same pragmas, for the
-    write path's transactions (``sqlite_inline.SyncSQLite``). The cold store's write gate
-    lets one transaction at a time through, so a small pool is enough."""
+    write path's transactions and for reads run whole on a worker thread
+    (``sqlite_inline.SyncSQLite``). The cold store's write gate lets one transaction at a
+    time through; the reads are as many as the worker threads (asyncio's default executor:
+    at most 32), so the pool lets as many open; it keeps four (the one held for inline
+    writes, a few for reads: a new connection starts with an empty page cache)."""
     url = engine.url.set(drivername="sqlite")
     sync = sa.create_engine(
-        url, connect_args={"check_same_thread": False}, pool_size=1, max_overflow=4
+        url, connect_args={"check_same_thread": False}, pool_size=4, max_overflow=29
     )
     sa.event.listen(sync, "connect", _sqlite_on_connect)
     return sync

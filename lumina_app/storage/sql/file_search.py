@@ -9,9 +9,9 @@ owner's files, never with the messages."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from lumina_app.domain import MessageStatus, MsgRole
 from lumina_app.domain.ids import ConversationPk
@@ -22,7 +22,6 @@ from lumina_app.storage.sql.models import file_texts as T
 from lumina_app.storage.sql.models import files as F
 from lumina_app.storage.sql.models import message_files as L
 from lumina_app.storage.sql.models import messages as M
-from lumina_app.storage.sql.sqlite_inline import offloaded
 
 _UNSEARCHED = (MessageStatus.STREAMING.value, "superseded")  # as search.py
 MAX_WORDS = 16  # words a query filters texts by, at most
@@ -49,15 +48,20 @@ async def matching_file_texts(
     found = [w for w in dict.fromkeys(words) if w][:MAX_WORDS]
     if not found:
         return []
-    with offloaded():
-        async with db.connect() as conn:
-            links = (await conn.execute(_links(owner, conversation_pk, agent_id))).all()
-            if not links:
-                return []
-            blobs = _within_budget(links)
-            holding = await _holding(conn, blobs, found, every)
-            chosen = [r for r in links if r.blob_id in holding][:limit]
-            texts = await _texts(conn, {r.blob_id for r in chosen})
+    links = _links(owner, conversation_pk, agent_id)
+    return await db.read(partial(_matching, links, found, every, limit))
+
+
+def _matching(
+    links_query: sa.Select, words: Sequence[str], every: bool, limit: int, conn: sa.Connection
+) -> list[FileTextMatch]:
+    """The three steps, as one read (``SQLDatabase.read``: on SQLite off the loop)."""
+    links = conn.execute(links_query).all()
+    if not links:
+        return []
+    holding = _holding(conn, _within_budget(links), words, every)
+    chosen = [r for r in links if r.blob_id in holding][:limit]
+    texts = _texts(conn, {r.blob_id for r in chosen})
     return [_match(r, texts.get(r.blob_id, "")) for r in chosen]
 
 
@@ -105,8 +109,8 @@ def _links(owner: str, conversation_pk: ConversationPk | None, agent_id: str | N
     return query.order_by(M.c.id.desc(), L.c.position).limit(MAX_LINKS)
 
 
-async def _holding(
-    conn: AsyncConnection, blobs: Sequence[int], words: Sequence[str], every: bool
+def _holding(
+    conn: sa.Connection, blobs: Sequence[int], words: Sequence[str], every: bool
 ) -> set[int]:
     """Which of these blobs have a text (``ok``) containing the words."""
     likes = [T.c.text.ilike("%" + _escaped(w) + "%", escape="\\") for w in words]
@@ -115,14 +119,14 @@ async def _holding(
         T.c.status == "ok",
         sa.and_(*likes) if every else sa.or_(*likes),
     )
-    return set((await conn.execute(query)).scalars().all())
+    return set(conn.execute(query).scalars().all())
 
 
-async def _texts(conn: AsyncConnection, blobs: set[int]) -> dict[int, str]:
+def _texts(conn: sa.Connection, blobs: set[int]) -> dict[int, str]:
     if not blobs:
         return {}
     query = sa.select(T.c.blob_id, T.c.text).where(T.c.blob_id.in_(sorted(blobs)))
-    return {r.blob_id: r.text or "" for r in (await conn.execute(query)).all()}
+    return {r.blob_id: r.text or "" for r in conn.execute(query).all()}
 
 
 def _escaped(word: str) -> str:

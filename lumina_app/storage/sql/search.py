@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match as mysql_match
@@ -174,11 +175,11 @@ async def search_messages(
         return []
     scope = _Scope(owner, conversation_pk, agent_id)
     indexed, scanned = _split(db.dialect, words)
+    if db.dialect == "sqlite" and indexed:  # its statements, all on one worker thread
+        return await db.read(partial(_sqlite_ranked, words, indexed, scanned, scope, limit))
     with offloaded():  # may read many index entries: off the event loop's thread on SQLite
         async with db.connect() as conn:
-            if db.dialect == "sqlite" and indexed:
-                return await _sqlite_ranked(conn, words, indexed, scanned, scope, limit)
-            elif db.dialect == "postgresql":
+            if db.dialect == "postgresql":
                 rows = await _pg_ranked(conn, words, scope, limit)
             else:
                 rows = (await conn.execute(_ranked(db.dialect, words, scope, limit))).all()
@@ -286,13 +287,13 @@ def _pg_query_window(
     return query.order_by(sa.desc("score"), M.c.id.desc()).limit(limit)
 
 
-async def _sqlite_ranked(
-    conn: AsyncConnection,
+def _sqlite_ranked(
     words: Sequence[str],
     indexed: Sequence[str],
     scanned: Sequence[str],
     scope: _Scope,
     limit: int,
+    conn: sa.Connection,
 ) -> list[MessageHit]:
     """The scope's newest matches, at most RANK_WINDOW, read from FTS5 newest first (in one
     conversation: from its rows, :func:`_in_conversation`); ranked by bm25() as before if
@@ -304,10 +305,10 @@ async def _sqlite_ranked(
         fts_rank.Word(" ".join(fts_rank.words_of(w)) or w, prefix and i == len(indexed) - 1)
         for i, w in enumerate(indexed)
     ]
-    weights = await fts_rank.weights(conn, fts_words)
+    weights = fts_rank.weights(conn, fts_words)
     split: dict[int, str] = {}  # rows already split into their words (fts_rank.spaced)
     if scope.conversation_pk is not None:
-        found = await _in_conversation(
+        found = _in_conversation(
             conn, words, indexed, scanned, scope, size, (fts_words, weights), split
         )
     else:
@@ -317,20 +318,17 @@ async def _sqlite_ranked(
             .where(_fts_match(words, indexed), *_likes(words, scanned))
         )
         candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
-        found = (await conn.execute(candidates)).all()
+        found = conn.execute(candidates).all()
     if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
-        return [
-            _hit(r, r.score) for r in await conn.execute(_ranked("sqlite", words, scope, limit))
-        ]
-    for row in found[:size]:
-        if row.id not in split:  # read from the index: not split yet
-            split[row.id] = fts_rank.spaced(row.content)
-    scored = sorted(
-        ((fts_rank.score(split[r.id], fts_words, weights), r.id) for r in found[:size]),
-        reverse=True,
-    )[:limit]
+        return [_hit(r, r.score) for r in conn.execute(_ranked("sqlite", words, scope, limit))]
+    fresh = [r for r in found[:size] if r.id not in split]  # read from the index
+    texts = fts_rank.spaced([r.content for r in fresh])
+    split.update(zip((r.id for r in fresh), texts, strict=True))
+    window = [r.id for r in found[:size]]
+    scores = fts_rank.scores([split[i] for i in window], fts_words, weights)
+    scored = sorted(zip(scores, window, strict=True), reverse=True)[:limit]
     query = sa.select(*_COLUMNS).join(C, C.c.id == M.c.conversation_id)
-    rows = {r.id: r for r in await conn.execute(query.where(M.c.id.in_([i for _, i in scored])))}
+    rows = {r.id: r for r in conn.execute(query.where(M.c.id.in_([i for _, i in scored])))}
     return [_hit(rows[i], s) for s, i in scored]
 
 
@@ -342,8 +340,8 @@ _PAGE = 2_000
 _US_ENTRY, _US_JOINED, _US_SPLIT = 0.3, 3.0, 5.0
 
 
-async def _in_conversation(
-    conn: AsyncConnection,
+def _in_conversation(
+    conn: sa.Connection,
     words: Sequence[str],
     indexed: Sequence[str],
     scanned: Sequence[str],
@@ -363,7 +361,7 @@ async def _in_conversation(
     ids = sa.select(sa.func.count(), sa.func.min(M.c.id), sa.func.max(M.c.id)).where(
         M.c.conversation_id == scope.conversation_pk
     )
-    rows, lowest, highest = (await conn.execute(ids)).one()
+    rows, lowest, highest = conn.execute(ids).one()
     if not rows:
         return []
     # Expected costs, if the rarest word's rows are spread evenly: FTS5 reads its index
@@ -381,7 +379,7 @@ async def _in_conversation(
             .where(_FTS.c.rowid.between(lowest, highest))
         )
         candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
-        return list((await conn.execute(candidates)).all())
+        return list(conn.execute(candidates).all())
     found: list[sa.Row] = []
     before: int | None = None  # pages by seq: the conversation's index, newest first
     limit = min(_PAGE, int(to_split * 1.1) + 16)  # first what the window likely needs
@@ -390,9 +388,9 @@ async def _in_conversation(
         if before is not None:
             page = page.where(M.c.seq < before)
         page = scope.where(page).order_by(M.c.seq.desc()).limit(limit)
-        page_rows = (await conn.execute(page)).all()
-        for row in page_rows:
-            row_words = fts_rank.spaced(row.content)
+        page_rows = conn.execute(page).all()
+        texts = fts_rank.spaced([r.content for r in page_rows])
+        for row, row_words in zip(page_rows, texts, strict=True):
             if all(word.in_row(row_words) for word in fts_words):
                 found.append(row)
                 split[row.id] = row_words

@@ -110,6 +110,12 @@ class SyncSQLite:
             driver = conn.connection.driver_connection
             return _waiting(driver, partial(body, RawWrites(conn)), args, kwargs)
 
+    def read(self, body: Callable[[Connection], Any]) -> Any:
+        """On a worker thread: ``body(conn)``, reads only, on a connection of its own
+        (waiting for a lock another process holds, as a write on the thread does)."""
+        with self.engine.connect() as conn:
+            return _waiting(conn.connection.driver_connection, body, (conn,), {})
+
     def checkpoint(self) -> None:
         """Copy the WAL into the database without waiting for anyone (PASSIVE); for a
         worker thread. A checkpoint already running elsewhere just makes this a no-op."""
