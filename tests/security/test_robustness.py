@@ -329,8 +329,7 @@ async def test_a_live_request_keeps_its_key_past_the_lease(api_factory, database
     # the retries begin once the first run holds the key and reached the model: on a
     # loaded machine a retry sent 0.1 s after could claim the key before the first did
     # (it then ran the answer itself and no 409 was seen)
-    while not fake_llm.requests and not first.done():
-        await asyncio.sleep(0.02)
+    await wait_until(lambda: fake_llm.requests or first.done(), "the first run at the model")
     started = loop.time()
     last_refused = started
     while not first.done():
