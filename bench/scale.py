@@ -164,7 +164,7 @@ async def search_ops(store, loader, engine, n, budget, out: dict, hits: dict) ->
     reads = store.reads
     target = await reads.lookup.get_conversation(loader.uuids[len(loader.uuids) // 2])
     for kind, words in QUERIES.items():
-        found = await reads.search.search(words, owner=OWNER, limit=20)
+        found, _in_files = await reads.search.search(words, owner=OWNER, limit=20)
         hits[f"recall: {kind}"] = len(found)
         op = lambda w=words: reads.search.search(w, owner=OWNER, limit=20)  # noqa: E731
         out[f"recall: {kind}"] = await time_async(op, Loop(n, 1, budget_s=budget, min_n=5))

@@ -9,9 +9,8 @@ from collections.abc import Sequence
 
 from lumina_app.domain import ConversationInfo
 from lumina_app.domain.search import FileTextMatch, MessageHit
-from lumina_app.storage.sql import search
+from lumina_app.storage.sql import file_search, search
 from lumina_app.storage.sql.database import SQLDatabase
-from lumina_app.storage.sql.file_search import matching_file_texts
 
 
 class SearchReads:
@@ -26,33 +25,16 @@ class SearchReads:
         conversation: ConversationInfo | None = None,
         agent_id: str | None = None,
         limit: int = 20,
-    ) -> list[MessageHit]:
-        """Most relevant first; in one conversation, or in the owner's (of one agent)."""
+    ) -> tuple[list[MessageHit], list[FileTextMatch]]:
+        """(Most relevant first; messages carrying a file whose text contains every word,
+        newest first), in one conversation, or in the owner's (of one agent)."""
+        pk = conversation.id if conversation else None
         return await search.search_messages(
             self.db,
             words,
             owner=owner,
-            conversation_pk=conversation.id if conversation else None,
+            conversation_pk=pk,
             agent_id=agent_id,
             limit=limit,
-        )
-
-    async def in_files(
-        self,
-        words: Sequence[str],
-        *,
-        owner: str,
-        conversation: ConversationInfo | None = None,
-        agent_id: str | None = None,
-        limit: int = 20,
-    ) -> list[FileTextMatch]:
-        """Messages carrying a file whose text contains every word, newest first."""
-        return await matching_file_texts(
-            self.db,
-            words,
-            owner=owner,
-            every=True,
-            conversation_pk=conversation.id if conversation else None,
-            agent_id=agent_id,
-            limit=limit,
+            files=file_search.reader(words, owner, True, pk, agent_id, limit),
         )

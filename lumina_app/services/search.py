@@ -66,11 +66,10 @@ class SearchService:
         return await self._found(words, limit, owner=principal.owner, agent_id=agent_id)
 
     async def _found(self, words: list[str], limit: int, **scope: Any) -> list[SearchHit]:
-        """The messages' hits, then those found in files' text only. One after the other:
-        side by side (two worker threads on SQLite) they took turns at the GIL, and a rare
-        word's search took 8.8 ms over HTTP against 5.3 ms so (bench/scale.py --http)."""
-        hits = await self.reads.search(words, limit=limit, **scope)
-        in_files = await self.reads.in_files(words, limit=limit, **scope)
+        """The messages' hits, then those found in files' text only: one read (on SQLite
+        one worker thread; searched side by side, on two, they took turns at the GIL, and
+        a rare word took 8.8 ms over HTTP against 5.3 ms one after the other)."""
+        hits, in_files = await self.reads.search(words, limit=limit, **scope)
         return await _with_files([_hit(h, words) for h in hits], in_files, words, limit)
 
 

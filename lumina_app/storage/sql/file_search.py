@@ -8,7 +8,7 @@ owner's files, never with the messages."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import sqlalchemy as sa
@@ -45,17 +45,32 @@ async def matching_file_texts(
     """Messages of the owner (of one conversation, of one agent) with a file whose text
     contains every word (``every``) or any of them, case-insensitively, as a substring
     (the caller checks word edges): newest message first, at most ``limit``."""
-    found = [w for w in dict.fromkeys(words) if w][:MAX_WORDS]
-    if not found:
+    if not any(words):
         return []
+    return await db.read(reader(words, owner, every, conversation_pk, agent_id, limit))
+
+
+def reader(
+    words: Sequence[str],
+    owner: str,
+    every: bool,
+    conversation_pk: ConversationPk | None,
+    agent_id: str | None,
+    limit: int,
+) -> Callable[[sa.Connection], list[FileTextMatch]]:
+    """:func:`matching_file_texts` as one read (``SQLDatabase.read``) to run, or to run
+    after another read on the same connection (``search.search_messages``)."""
+    found = [w for w in dict.fromkeys(words) if w][:MAX_WORDS]
     links = _links(owner, conversation_pk, agent_id)
-    return await db.read(partial(_matching, links, found, every, limit))
+    return partial(_matching, links, found, every, limit)
 
 
 def _matching(
     links_query: sa.Select, words: Sequence[str], every: bool, limit: int, conn: sa.Connection
 ) -> list[FileTextMatch]:
     """The three steps, as one read (``SQLDatabase.read``: on SQLite off the loop)."""
+    if not words:
+        return []
     links = conn.execute(links_query).all()
     if not links:
         return []

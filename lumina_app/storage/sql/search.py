@@ -20,7 +20,7 @@ by ``case`` alone only on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from lumina_app.domain import MessageStatus, MsgRole
 from lumina_app.domain.ids import ConversationPk
-from lumina_app.domain.search import UNSPACED, MessageHit
+from lumina_app.domain.search import UNSPACED, FileTextMatch, MessageHit
 from lumina_app.storage.sql import fts_rank, pg_share
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
@@ -166,24 +166,28 @@ async def search_messages(
     conversation_pk: ConversationPk | None = None,
     agent_id: str | None = None,
     limit: int = 20,
-) -> list[MessageHit]:
+    files: Callable[[sa.Connection], list[FileTextMatch]] = lambda _conn: [],
+) -> tuple[list[MessageHit], list[FileTextMatch]]:
     """The caller's messages matching every word: most relevant first (recency breaks
     ties, and orders them on SQLite). Only the newest :data:`RANK_WINDOW` matches are
-    ranked on SQLite and PostgreSQL, so a frequent word costs what a rare one does."""
-    words = _parts(db.dialect, words)
-    if not words:
-        return []
+    ranked on SQLite and PostgreSQL, so a frequent word costs what a rare one does. Then
+    ``files``, a read of the messages whose files' text holds them (``file_search``): on
+    SQLite in the same hand-off to a worker thread."""
+    parts = _parts(db.dialect, words)
     scope = _Scope(owner, conversation_pk, agent_id)
-    indexed, scanned = _split(db.dialect, words)
+    indexed, scanned = _split(db.dialect, parts)
     if db.dialect == "sqlite" and indexed:  # its statements, all on one worker thread
-        return await db.read(partial(_sqlite_ranked, words, indexed, scanned, scope, limit))
+        ranked = partial(_sqlite_ranked, parts, indexed, scanned, scope, limit)
+        return await db.read(lambda conn: (ranked(conn), files(conn)))
+    if not parts:  # only joiners, such as "_": no word to look for
+        return [], await db.read(files)
     with offloaded():  # may read many index entries: off the event loop's thread on SQLite
         async with db.connect() as conn:
             if db.dialect == "postgresql":
-                rows = await _pg_ranked(conn, words, scope, limit)
+                rows = await _pg_ranked(conn, parts, scope, limit)
             else:
-                rows = (await conn.execute(_ranked(db.dialect, words, scope, limit))).all()
-    return [_hit(r, r.score) for r in rows]
+                rows = (await conn.execute(_ranked(db.dialect, parts, scope, limit))).all()
+    return [_hit(r, r.score) for r in rows], await db.read(files)
 
 
 def _hit(r: sa.Row, score: float | None) -> MessageHit:
@@ -319,6 +323,8 @@ def _sqlite_ranked(
         )
         candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
         found = conn.execute(candidates).all()
+    if not found:
+        return []
     if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
         return [_hit(r, r.score) for r in conn.execute(_ranked("sqlite", words, scope, limit))]
     fresh = [r for r in found[:size] if r.id not in split]  # read from the index
