@@ -29,7 +29,7 @@ async def old_across(retriever, owner: str, query: str, agent_id: str | None, li
     """The replaced candidate step: a full ranked search per word, then the same ranking."""
     ids: dict[int, None] = {}
     for word in _app.retriever.prefixes(query):
-        hits = await _app.search.search_messages(
+        hits, _in_files = await _app.search.search_messages(
             retriever.db, [word], owner=owner, agent_id=agent_id, limit=OLD_PER_WORD
         )
         ids |= dict.fromkeys(h.message_id for h in hits)

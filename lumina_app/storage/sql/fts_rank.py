@@ -65,10 +65,6 @@ class Word:
         apart, and at a word's end unless a prefix."""
         return " " + "  ".join(self.text.split(" ")) + ("" if self.prefix else " ")
 
-    def in_row(self, spaced_words: str) -> bool:
-        """Whether a row holds the word (``spaced_words``: :func:`spaced` of its text)."""
-        return self.needle in spaced_words
-
 
 @dataclass(frozen=True)
 class Weights:

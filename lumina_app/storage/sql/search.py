@@ -396,12 +396,14 @@ def _in_conversation(
         page = scope.where(page).order_by(M.c.seq.desc()).limit(limit)
         page_rows = conn.execute(page).all()
         texts = fts_rank.spaced([r.content for r in page_rows])
-        for row, row_words in zip(page_rows, texts, strict=True):
-            if all(word.in_row(row_words) for word in fts_words):
-                found.append(row)
-                split[row.id] = row_words
-                if len(found) > size:
-                    return found
+        held = range(len(texts))
+        for word in fts_words:  # the rows holding every word, one word at a time
+            held = [i for i in held if word.needle in texts[i]]
+        for i in held[: size + 1 - len(found)]:
+            found.append(page_rows[i])
+            split[page_rows[i].id] = texts[i]
+        if len(found) > size:
+            return found
         if len(page_rows) < limit:
             break
         before, limit = page_rows[-1].seq, _PAGE
