@@ -9,7 +9,6 @@ owner's files, never with the messages."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 
 import sqlalchemy as sa
 
@@ -58,26 +57,19 @@ def reader(
     agent_id: str | None,
     limit: int,
 ) -> Callable[[sa.Connection], list[FileTextMatch]]:
-    """:func:`matching_file_texts` as one read (``SQLDatabase.read``) to run, or to run
-    after another read on the same connection (``search.search_messages``)."""
+    """:func:`matching_file_texts` as one read in three steps (``SQLDatabase.read``), or to
+    run after another read on the same connection (``search.search_messages``)."""
     found = [w for w in dict.fromkeys(words) if w][:MAX_WORDS]
-    links = _links(owner, conversation_pk, agent_id)
-    return partial(_matching, links, found, every, limit)
+    links_query = _links(owner, conversation_pk, agent_id)
 
+    def read(conn: sa.Connection) -> list[FileTextMatch]:
+        links = conn.execute(links_query).all() if found else []
+        holding = _holding(conn, _within_budget(links), found, every) if links else set()
+        chosen = [r for r in links if r.blob_id in holding][:limit]
+        texts = _texts(conn, {r.blob_id for r in chosen})
+        return [_match(r, texts.get(r.blob_id, "")) for r in chosen]
 
-def _matching(
-    links_query: sa.Select, words: Sequence[str], every: bool, limit: int, conn: sa.Connection
-) -> list[FileTextMatch]:
-    """The three steps, as one read (``SQLDatabase.read``: on SQLite off the loop)."""
-    if not words:
-        return []
-    links = conn.execute(links_query).all()
-    if not links:
-        return []
-    holding = _holding(conn, _within_budget(links), words, every)
-    chosen = [r for r in links if r.blob_id in holding][:limit]
-    texts = _texts(conn, {r.blob_id for r in chosen})
-    return [_match(r, texts.get(r.blob_id, "")) for r in chosen]
+    return read
 
 
 def _within_budget(links: Sequence[sa.Row]) -> list[int]:
