@@ -25,7 +25,7 @@ from lumina_app.api.schemas import (
     Cursor,
     HistoryEntry,
     NoNul,
-    error_responses,
+    stream_responses,
 )
 from lumina_app.api.sse import named_frames
 
@@ -84,14 +84,9 @@ async def agent_conversation(
 @router.post(
     "/{agent_id}/chat",
     response_class=Response,
-    responses={
-        200: {
-            "content": {"text/event-stream": {}},
-            "description": "SSE: session | thinking | agent_output | tool_call | tool_result "
-            "| error | result",
-        },
-        **error_responses(429),
-    },
+    responses=stream_responses(
+        "SSE: session | thinking | agent_output | tool_call | tool_result | error | result"
+    ),
 )
 async def chat(
     agent_id: str,

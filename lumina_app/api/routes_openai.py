@@ -21,7 +21,7 @@ from lumina_app.api.deps import GatewayDep, IdempotencyDep, RunsDep, SettingsDep
 from lumina_app.api.idempotency import IdempotencyKey, idempotent
 from lumina_app.api.openai_errors import OpenAIRoute, openai_error
 from lumina_app.api.run_stream import Started, stream_run
-from lumina_app.api.schemas import error_responses
+from lumina_app.api.schemas import stream_responses
 from lumina_app.api.schemas_openai import (
     ChatCompletion,
     ChatCompletionRequest,
@@ -60,11 +60,7 @@ async def list_models(gateway: GatewayDep, _caller: Caller) -> ModelList:
 @router.post(
     "/chat/completions",
     response_model=ChatCompletion,
-    responses={
-        200: {"content": {"text/event-stream": {}}, "description": "chat.completion, or chunks"},
-        400: {"description": "Invalid request (OpenAI's error shape)"},
-        **error_responses(429),
-    },
+    responses=stream_responses("chat.completion, or chunks", openai=True),
 )
 async def chat_completions(
     body: ChatCompletionRequest,

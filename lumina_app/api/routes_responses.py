@@ -32,7 +32,7 @@ from lumina_app.api.responses_wire import (
     usage,
 )
 from lumina_app.api.run_stream import Started, stream_run
-from lumina_app.api.schemas import error_responses
+from lumina_app.api.schemas import stream_responses
 from lumina_app.api.schemas_responses import (
     CompactRequest,
     CreateResponse,
@@ -61,11 +61,7 @@ SessionHeader = Annotated[str | None, Header(alias="session-id", max_length=256)
 
 @router.post(
     "/responses",
-    responses={
-        200: {"content": {"text/event-stream": {}}, "description": "a response, or its events"},
-        400: {"description": "Invalid request (OpenAI's error shape)"},
-        **error_responses(429),
-    },
+    responses=stream_responses("a response, or its events", openai=True),
 )
 async def create_response(
     body: CreateResponse,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import LastEventId, PermissionsDep, RunsDep, SettingsDep, stream_response
-from lumina_app.api.schemas import RunContextOut, RunOut, error_responses
+from lumina_app.api.schemas import RunContextOut, RunOut, error_responses, stream_responses
 from lumina_app.api.sse import named_frames, v1_frames
 from lumina_app.api.stream_slots import StreamSlotDep
 
@@ -24,10 +24,7 @@ async def get_run(run_id: str, runs: RunsDep, caller: Caller) -> RunOut:
 @router.get(
     "/{run_id}/stream",
     response_class=Response,
-    responses={
-        200: {"content": {"text/event-stream": {}}, "description": "missed events, then live"},
-        **error_responses(429),
-    },
+    responses=stream_responses("missed events, then live"),
 )
 async def resume_stream(
     run_id: str,

@@ -36,6 +36,7 @@ from lumina_app.api.schemas import (
     SyncResult,
     TaskText,
     error_responses,
+    stream_responses,
 )
 from lumina_app.domain import InvalidInput
 
@@ -308,10 +309,7 @@ ExecutionDep = Annotated[Execution, Depends(execution)]
 @router.post(
     "/agents/{agent_id}/execute/stream",
     response_class=Response,
-    responses={
-        200: {"content": {"text/event-stream": {}}, "description": "SSE: chunk… then done"},
-        **error_responses(429),
-    },
+    responses=stream_responses("SSE: chunk… then done"),
 )
 async def execute_stream(
     job: ExecutionDep,

@@ -604,3 +604,11 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         503: "The database is unavailable, or the server is at its connection cap",
     }
     return {s: {"model": ErrorOut, "description": described[s]} for s in statuses}
+
+
+def stream_responses(description: str, *, openai: bool = False) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries of a route answering with SSE: its 200 (``description``), the 400 of
+    OpenAI's error shape at the OpenAI doors, and the 429 of too many open streams."""
+    invalid = {400: {"description": "Invalid request (OpenAI's error shape)"}} if openai else {}
+    ok = {200: {"content": {"text/event-stream": {}}, "description": description}}
+    return {**ok, **invalid, **error_responses(429)}
