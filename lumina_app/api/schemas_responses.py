@@ -204,11 +204,6 @@ class MessageItem(OpenBody):
         role = "system" if self.role == "developer" else self.role
         return Line(role, text, files=bool(self.attachments()))
 
-    def images(self) -> list[ImagePart]:
-        if isinstance(self.content, str):
-            return []
-        return [part for part in self.content if isinstance(part, ImagePart)]
-
     def attachments(self) -> list[ImagePart | FilePart]:
         """Its images and files, in order."""
         if isinstance(self.content, str):
@@ -394,17 +389,32 @@ class ConversationRef(OpenBody):
     id: str = Field(min_length=1, max_length=128)
 
 
-class CreateResponse(OpenBody):
+Input = (
+    Annotated[str, NoNul, Field(min_length=1)]
+    | Annotated[list[InputItem], Field(min_length=1, max_length=MAX_ITEMS)]
+)
+
+
+class _Turn(OpenBody):
+    """What a response and a compaction both read: the agent, the input, the instructions
+    and the response they follow."""
+
+    model: Text = Field(min_length=1, max_length=128)
+    input: Input
+    instructions: Text | None = None
+    previous_response_id: str | None = Field(default=None, max_length=128)
+
+    def lines(self) -> list[Line]:
+        return input_lines(self.input, self.instructions)
+
+    def compaction(self) -> str | None:
+        return input_compaction(self.input)
+
+
+class CreateResponse(_Turn):
     """``model`` names the agent; ``previous_response_id`` or ``conversation`` names the
     conversation to continue (then ``input`` holds only what is new)."""
 
-    model: Text = Field(min_length=1, max_length=128)
-    input: (
-        Annotated[str, NoNul, Field(min_length=1)]
-        | Annotated[list[InputItem], Field(min_length=1, max_length=MAX_ITEMS)]
-    )
-    instructions: Text | None = None
-    previous_response_id: str | None = Field(default=None, max_length=128)
     conversation: Annotated[str, Field(max_length=128)] | ConversationRef | None = None
     store: bool | None = None
     stream: bool | None = False
@@ -422,12 +432,6 @@ class CreateResponse(OpenBody):
             raise ValueError("two function tools have the same name")
         return value
 
-    def lines(self) -> list[Line]:
-        return input_lines(self.input, self.instructions)
-
-    def compaction(self) -> str | None:
-        return input_compaction(self.input)
-
     def attachments(self) -> tuple[list[ImagePart | FilePart], int]:
         """The images and files of the input's last user message (the question: stored
         with it, or for an http(s) image shown to the model), and how many images the
@@ -435,7 +439,7 @@ class CreateResponse(OpenBody):
         if isinstance(self.input, str):
             return [], 0
         messages = [item for item in self.input if isinstance(item, MessageItem)]
-        count = sum(len(item.images()) for item in messages)
+        count = sum(isinstance(p, ImagePart) for item in messages for p in item.attachments())
         last = messages[-1] if messages and messages[-1].role == "user" else None
         return (last.attachments() if last else []), count
 
@@ -492,22 +496,9 @@ class CreateItems(OpenBody):
     items: list[MessageItem] = Field(min_length=1, max_length=20)
 
 
-class CompactRequest(OpenBody):
+class CompactRequest(_Turn):
     """``POST /v1/responses/compact``: the conversation so far (``input``, or
     ``previous_response_id``), for a compaction item naming it."""
 
-    model: Text = Field(min_length=1, max_length=128)
-    input: (
-        Annotated[str, NoNul, Field(min_length=1)]
-        | Annotated[list[InputItem], Field(min_length=1, max_length=MAX_ITEMS)]
-        | None
-    ) = None
-    instructions: Text | None = None
-    previous_response_id: str | None = Field(default=None, max_length=128)
+    input: Input | None = None
     prompt_cache_key: str | None = Field(default=None, max_length=256)
-
-    def lines(self) -> list[Line]:
-        return input_lines(self.input, self.instructions)
-
-    def compaction(self) -> str | None:
-        return input_compaction(self.input)
