@@ -112,9 +112,8 @@ async def create_response(
         done = await idempotent(
             idempotency, caller.owner, idempotency_key, "response", fingerprint, complete
         )
-        answer = JSONResponse(done)
-        answer.headers[CONVERSATION_HEADER] = done["metadata"]["lumina_conversation_id"]
-        return answer
+        conversation = done["metadata"]["lumina_conversation_id"]
+        return JSONResponse(done, headers={CONVERSATION_HEADER: conversation})
     slot = await streams.take(caller.owner)
     opened = _opened(
         responses, idempotency, caller, turn, body, shown, idempotency_key, fingerprint
@@ -247,9 +246,7 @@ async def _compacted(
     final = {**response_object(view, **shown), "output": [compaction_item(handle)]}
     if stream:
         return _replay_stream(final, None, view.conversation_uuid)
-    answer = JSONResponse(final)
-    answer.headers[CONVERSATION_HEADER] = view.conversation_uuid
-    return answer
+    return JSONResponse(final, headers={CONVERSATION_HEADER: view.conversation_uuid})
 
 
 def _replayed(view: ResponseView, shown: dict[str, Any]) -> Response:
@@ -265,9 +262,8 @@ def _replay_stream(final: dict[str, Any], message_id: int | None, conversation: 
     """An ended response's events, from its final object."""
     opening = {**final, "status": "in_progress", "output": [], "usage": None}
     framer = ResponseFramer({**opening, "completed_at": None}, message_id, lambda _ended: final)
-    answer = Response(framer.replay(final), media_type="text/event-stream")
-    answer.headers[CONVERSATION_HEADER] = conversation
-    return answer
+    headers = {CONVERSATION_HEADER: conversation}
+    return Response(framer.replay(final), media_type="text/event-stream", headers=headers)
 
 
 @router.get("/responses/{response_id}")
