@@ -19,6 +19,37 @@ def cancel_button(on_click: Any, **props: Any) -> rx.Component:
     )
 
 
+def confirm_dialog(
+    trigger: rx.Component,
+    title: rx.Component,
+    description: rx.Component,
+    label: str,
+    on_click: Any,
+    name: str,
+    **cancel: Any,
+) -> rx.Component:
+    """An "are you sure?" dialog that ``trigger`` opens: Cancel (``cancel`` its props), or
+    the red ``label`` that acts (``name`` is its test id)."""
+    return rx.alert_dialog.root(
+        rx.alert_dialog.trigger(trigger),
+        rx.alert_dialog.content(
+            title,
+            description,
+            rx.flex(
+                rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", **cancel)),
+                rx.alert_dialog.action(
+                    rx.button(
+                        label, color_scheme="red", on_click=on_click, custom_attrs=testid(name)
+                    )
+                ),
+                spacing="3",
+                justify="end",
+                margin_top="1em",
+            ),
+        ),
+    )
+
+
 def row_button(label: str, name: str, **props: Any) -> rx.Component:
     """A table row's small soft button (enable, disable, sign out, revoke...); ``name`` is
     its test id."""

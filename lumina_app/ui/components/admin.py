@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.components import cancel_button, row_button
+from lumina_app.ui.components import cancel_button, confirm_dialog, row_button
 from lumina_app.ui.components.secrets import reveal_dialog
 from lumina_app.ui.components.shell import data_table, notice, section, shell
 from lumina_app.ui.routes import ADMIN
@@ -115,34 +115,20 @@ def user_item(row: UserRow) -> rx.Component:
 
 def delete_button(name: rx.Var[str]) -> rx.Component:
     """Delete, after a second "yes" naming what goes."""
-    return rx.alert_dialog.root(
-        rx.alert_dialog.trigger(
-            row_button(
-                "Delete", "delete-user", color_scheme="red", disabled=name == AppState.signed_in_as
-            )
+    return confirm_dialog(
+        row_button(
+            "Delete", "delete-user", color_scheme="red", disabled=name == AppState.signed_in_as
         ),
-        rx.alert_dialog.content(
-            rx.alert_dialog.title("Delete ", name, "?"),
-            rx.alert_dialog.description(
-                "The account and everything it owns — conversations, memories, keys, "
-                "sessions, files — are deleted for good.",
-                size="2",
-            ),
-            rx.flex(
-                rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray")),
-                rx.alert_dialog.action(
-                    rx.button(
-                        "Delete for good",
-                        color_scheme="red",
-                        on_click=AdminState.delete(name),
-                        custom_attrs={"data-testid": "confirm-delete-user"},
-                    )
-                ),
-                spacing="3",
-                justify="end",
-                margin_top="1em",
-            ),
+        rx.alert_dialog.title("Delete ", name, "?"),
+        rx.alert_dialog.description(
+            "The account and everything it owns — conversations, memories, keys, "
+            "sessions, files — are deleted for good.",
+            size="2",
         ),
+        "Delete for good",
+        AdminState.delete(name),
+        "confirm-delete-user",
+        color_scheme="gray",
     )
 
 

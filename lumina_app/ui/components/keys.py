@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.components import row_button
+from lumina_app.ui.components import confirm_dialog, row_button
 from lumina_app.ui.components.secrets import reveal_dialog
 from lumina_app.ui.components.shell import data_table, no_account, notice, section, shell
 from lumina_app.ui.routes import KEYS
@@ -47,28 +47,13 @@ def key_item(row: KeyRow) -> rx.Component:
             rx.cond(row["used"] != "", rx.moment(row["used"], from_now=True), rx.text("never"))
         ),
         rx.table.cell(
-            rx.alert_dialog.root(
-                rx.alert_dialog.trigger(row_button("Revoke", "revoke-key", color_scheme="red")),
-                rx.alert_dialog.content(
-                    rx.alert_dialog.title("Revoke “" + row["name"] + "”?"),
-                    rx.alert_dialog.description(
-                        "Programs using this key will be refused from now on."
-                    ),
-                    rx.flex(
-                        rx.alert_dialog.cancel(rx.button("Cancel", variant="soft")),
-                        rx.alert_dialog.action(
-                            rx.button(
-                                "Revoke",
-                                color_scheme="red",
-                                on_click=KeysState.revoke(row["id"]),
-                                custom_attrs={"data-testid": "confirm-revoke"},
-                            )
-                        ),
-                        spacing="3",
-                        justify="end",
-                        margin_top="1em",
-                    ),
-                ),
+            confirm_dialog(
+                row_button("Revoke", "revoke-key", color_scheme="red"),
+                rx.alert_dialog.title("Revoke “" + row["name"] + "”?"),
+                rx.alert_dialog.description("Programs using this key will be refused from now on."),
+                "Revoke",
+                KeysState.revoke(row["id"]),
+                "confirm-revoke",
             )
         ),
         custom_attrs={"data-testid": "key-row"},

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from lumina_app.ui.components import cancel_button, testid
+from lumina_app.ui.components import cancel_button, confirm_dialog, testid
 from lumina_app.ui.components.shell import notice, section, shell
 from lumina_app.ui.routes import MEMORIES
 from lumina_app.ui.state.memories import MemoriesState
@@ -161,23 +161,14 @@ def memory_list() -> rx.Component:
             rx.box(rx.foreach(MemoriesState.items, memory_item), width="100%"),
         ),
         add_form(),
-        rx.alert_dialog.root(
-            rx.alert_dialog.trigger(
-                rx.button("Forget everything", variant="soft", color_scheme="red", size="1",
-                          custom_attrs=testid("memory-forget-all")),
-            ),
-            rx.alert_dialog.content(
-                rx.alert_dialog.title("Forget everything?"),
-                rx.alert_dialog.description("No agent will use any of these memories again."),
-                rx.flex(
-                    rx.alert_dialog.cancel(rx.button("Cancel", variant="soft")),
-                    rx.alert_dialog.action(rx.button(
-                        "Forget everything", color_scheme="red",
-                        on_click=MemoriesState.forget_all,
-                        custom_attrs=testid("memory-confirm-forget-all"))),
-                    spacing="3", justify="end", margin_top="1em",
-                ),
-            ),
+        confirm_dialog(
+            rx.button("Forget everything", variant="soft", color_scheme="red", size="1",
+                      custom_attrs=testid("memory-forget-all")),
+            rx.alert_dialog.title("Forget everything?"),
+            rx.alert_dialog.description("No agent will use any of these memories again."),
+            "Forget everything",
+            MemoriesState.forget_all,
+            "memory-confirm-forget-all",
         ),
     )  # fmt: skip
 
