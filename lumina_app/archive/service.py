@@ -11,7 +11,7 @@ import tempfile
 import uuid
 import zipfile
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -87,30 +87,21 @@ class ExportReport:
     memories: int = 0
 
 
+@dataclass(eq=False, repr=False)
 class ArchiveService:
     """Writes conversations to ``<root>/agents/...`` and reads such trees back into SQL."""
 
-    def __init__(
-        self,
-        memory: MemoryManager,
-        lookup: ConversationLookup,
-        rows: ArchiveRows,
-        root: Path,
-        *,
-        limits: ImportLimits = DEFAULT_LIMITS,
-        memories: LongTermMemory | None = None,
-        files: ArchiveFiles | None = None,
-    ) -> None:
-        self.memory = memory
-        self.lookup = lookup
-        self.rows = rows
-        self.root = root
-        self.limits = limits
-        self.memories = memories  # long-term memories: agents/<id>/memory/<owner>.json
-        self.files = files  # the messages' files: <messageId>/files/<name>
-        # Serialises writes under ``root`` with deletes, so a late mirror write cannot
-        # resurrect the folder of a conversation deleted meanwhile.
-        self.lock = asyncio.Lock()
+    memory: MemoryManager
+    lookup: ConversationLookup
+    rows: ArchiveRows
+    root: Path
+    _: KW_ONLY
+    limits: ImportLimits = DEFAULT_LIMITS
+    memories: LongTermMemory | None = None  # long-term memories: agents/<id>/memory/<owner>.json
+    files: ArchiveFiles | None = None  # the messages' files: <messageId>/files/<name>
+    # Serialises writes under ``root`` with deletes, so a late mirror write cannot
+    # resurrect the folder of a conversation deleted meanwhile.
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
     # -- reading what to export --------------------------------------------------------
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 
 from lumina_app.agents.after_run.summary import ExtractiveSummarizer, ModelSummarizer, SummaryFailed
 from lumina_app.agents.definitions.registry import AgentDefinition
@@ -28,30 +29,20 @@ log = logging.getLogger(__name__)
 SummaryWritten = Callable[[str, str, Summary], None]
 
 
+@dataclass(eq=False, repr=False)
 class SummaryKeeper:
-    def __init__(
-        self,
-        memory: MemoryManager,
-        lookup: ConversationLookup,
-        store: SummaryStore,
-        providers: ProviderFactory,
-        *,
-        window: int,
-        every: int = 10,
-        retry_after: float = 30.0,
-        attempts: int = 3,
-    ) -> None:
-        self.memory = memory
-        self.lookup = lookup
-        self.store = store
-        self.providers = providers
-        self.window = window
-        self.every = every
-        self.retry_after = retry_after
-        self.attempts = attempts
-        self.on_written: list[SummaryWritten] = []
-        self.written = 0
-        self._busy: dict[str, asyncio.Task] = {}
+    memory: MemoryManager
+    lookup: ConversationLookup
+    store: SummaryStore
+    providers: ProviderFactory
+    _: KW_ONLY
+    window: int
+    every: int = 10
+    retry_after: float = 30.0
+    attempts: int = 3
+    on_written: list[SummaryWritten] = field(default_factory=list, init=False)
+    written: int = field(default=0, init=False)
+    _busy: dict[str, asyncio.Task] = field(default_factory=dict, init=False)
 
     def after_run(self, run: ActiveRun, last_seq: int | None = None) -> None:
         """A run ended (the engine's ``on_run_ended``): catch its conversation's summary up,

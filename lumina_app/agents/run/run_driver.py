@@ -94,31 +94,22 @@ class ActiveRun:
         return self.record.scenario
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class RunDriver:
     """Runs the generation task of each accepted run; ``on_end`` lets the engine forget it."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        memory: MemoryManager,
-        sessions: SessionPool,
-        events: RunEventLog,
-        locks: RunLocks,
-        tools: ToolCatalog,
-        cap: RunCap,
-        on_end: Callable[[ActiveRun], None],
-    ) -> None:
-        self.tools = tools
-        self.cap = cap
-        self.settings = settings
-        self.memory = memory
-        self.sessions = sessions
-        self.events = events
-        self.locks = locks
-        self.on_end = on_end
-        # Called with each event's run and payload as it is published (metrics).
-        self.observers: list[Callable[[ActiveRun, RunPayload], None]] = []
+    settings: Settings
+    memory: MemoryManager
+    sessions: SessionPool
+    events: RunEventLog
+    locks: RunLocks
+    tools: ToolCatalog
+    cap: RunCap
+    on_end: Callable[[ActiveRun], None]
+    # Called with each event's run and payload as it is published (metrics).
+    observers: list[Callable[[ActiveRun, RunPayload], None]] = field(
+        default_factory=list, init=False
+    )
 
     async def publish(self, run: ActiveRun, payload: RunPayload) -> None:
         event = RunEvent(run.next_event_id, payload)

@@ -112,31 +112,19 @@ class PreparedRun:
     edit_seq: int = 0  # Accept.EDIT: the seq of the question edited
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class TurnPreparer:
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        memory: MemoryManager,
-        context: ContextReads,
-        sessions: SessionPool,
-        providers: ProviderFactory,
-        prompts: PromptVersions,
-        retriever: Retriever | None = None,
-        long_term: LongTermMemory | None = None,
-        links: MessageFiles | None = None,
-        files: FileSource | None = None,
-    ) -> None:
-        self.settings = settings
-        self.memory = memory  # the window (a resumed conversation's context)
-        self.context = context  # the rest a context is read from (regenerate, continue)
-        self.sessions = sessions
-        self.providers = providers
-        self.prompts = prompts
-        self.retriever = retriever  # auto-recall (agents with memory.autoRecall)
-        self.long_term = long_term  # what is known about the person (memory.longTerm)
-        self.links = links  # a question's links to its files (deletion follows them)
-        self.files = files  # what the files of a context's questions send (their text, bytes)
+    settings: Settings
+    memory: MemoryManager  # the window (a resumed conversation's context)
+    context: ContextReads  # the rest a context is read from (regenerate, continue)
+    sessions: SessionPool
+    providers: ProviderFactory
+    prompts: PromptVersions
+    retriever: Retriever | None = None  # auto-recall (agents with memory.autoRecall)
+    long_term: LongTermMemory | None = None  # what is known about the person (memory.longTerm)
+    links: MessageFiles | None = None  # a question's links to its files (deletion follows them)
+    # what the files of a context's questions send (their text, bytes)
+    files: FileSource | None = None
 
     async def prepare(
         self, run_id: str, request: RunRequest, conversation: ConversationInfo
