@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 
 from lumina_app.domain import (
     ConversationInfo,
@@ -35,26 +36,21 @@ from lumina_app.storage.sql.quotas import OwnerQuotas
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False, repr=False)
 class MemoryManager:
     """Conversation memory over a cold store and a hot window."""
 
-    def __init__(
-        self,
-        cold: ColdStore,
-        hot: HotWindow,
-        *,
-        window: int,
-        queries: ConversationQueries,
-        quotas: OwnerQuotas | None = None,
-    ) -> None:
-        self.cold = cold  # writes, and the window's reads
-        self.queries = queries  # a conversation as it is now, a view's summary
-        self.hot = hot
-        self.window = window
-        self.quotas = quotas  # per owner, checked here: every door creates through this class
-        self.stats = WindowStats()
-        self._deferred = DeferredWindow()
-        self.hooks = WriteHooks()  # told after the writes below: deletes, final rows
+    cold: ColdStore  # writes, and the window's reads
+    hot: HotWindow
+    _: KW_ONLY
+    window: int
+    queries: ConversationQueries  # a conversation as it is now, a view's summary
+    # per owner, checked here: every door creates through this class
+    quotas: OwnerQuotas | None = None
+    stats: WindowStats = field(default_factory=WindowStats, init=False)
+    _deferred: DeferredWindow = field(default_factory=DeferredWindow, init=False)
+    # told after the writes below: deletes, final rows
+    hooks: WriteHooks = field(default_factory=WriteHooks, init=False)
 
     # -- conversations -------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from lumina_app.agents.definitions.registry import AgentDefinition
@@ -208,25 +208,20 @@ async def model_operations(
 Applied = Callable[[str, str, int], None]  # (agent id, operation, how many)
 
 
+@dataclass(eq=False, repr=False)
 class MemoryExtractor:
-    def __init__(
-        self,
-        store: LongTermMemory,
-        providers: ProviderFactory,
-        *,
-        retry_after: float = 30.0,
-        attempts: int = 3,
-    ) -> None:
-        self.store = store
-        self.providers = providers
-        self.retry_after = retry_after
-        self.attempts = attempts
-        self.failures = 0
-        self.on_applied: list[Applied] = []
-        self.on_failed: list[Callable[[str], None]] = []
-        self._tasks: set[asyncio.Task] = set()
-        self._owners: dict[str, asyncio.Lock] = {}
-        self._full: set[str] = set()  # owners at their memory limit, warned about once
+    store: LongTermMemory
+    providers: ProviderFactory
+    _: KW_ONLY
+    retry_after: float = 30.0
+    attempts: int = 3
+    failures: int = field(default=0, init=False)
+    on_applied: list[Applied] = field(default_factory=list, init=False)
+    on_failed: list[Callable[[str], None]] = field(default_factory=list, init=False)
+    _tasks: set[asyncio.Task] = field(default_factory=set, init=False)
+    _owners: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
+    # owners at their memory limit, warned about once
+    _full: set[str] = field(default_factory=set, init=False)
 
     def after_run(self, run: ActiveRun, _last_seq: int | None = None) -> None:
         """A run ended (the engine's ``on_run_ended``): extract what its turn says about the
