@@ -410,12 +410,9 @@ def _in_conversation(
         for i in held[: size + 1 - len(found)]:
             found.append(page_rows[i])
             split[page_rows[i].id] = texts[i]
-        if len(found) > size:
+        if len(found) > size or len(page_rows) < limit:  # the window, or no older rows
             return found
-        if len(page_rows) < limit:
-            break
         before, limit = page_rows[-1].seq, _PAGE
-    return found
 
 
 def _fts_match(words: Sequence[str], indexed: Sequence[str]) -> sa.TextClause:
