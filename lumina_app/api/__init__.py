@@ -56,6 +56,7 @@ def create_api(settings: Settings | None = None) -> FastAPI:
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes if settings else None,
         read_timeout=settings.body_read_timeout_seconds if settings else None,
+        max_depth=settings.max_json_depth if settings else None,
         max_file_bytes=settings.max_file_bytes if settings else None,
     )
     # Host, Origin and the cross-site rule, for everything served (the Reflex app is mounted

@@ -317,3 +317,17 @@ def test_nesting_is_counted_across_chunks_and_strings() -> None:
         with pytest.raises(_TooDeep):
             nesting.feed(deep[:cut])
             nesting.feed(deep[cut:])
+
+
+async def test_the_apps_own_depth_limit_is_the_one_applied(api_factory) -> None:
+    """The API built with its own settings applies their LUMINA_MAX_JSON_DEPTH, as it does
+    their body size and read timeout (it read the process's settings instead)."""
+    _services, api = await api_factory(max_json_depth=10)
+    deep: object = {"leaf": 1}
+    for _ in range(20):
+        deep = {"x": deep}
+    resp = await api.post("/api/v1/conversations", json={"agentId": "demo", "x": deep})
+    assert resp.status_code == 422, resp.text
+    assert "nested deeper than 10" in resp.json()["error"]["message"]
+    shallow = await api.post("/api/v1/conversations", json={"agentId": "demo"})
+    assert shallow.status_code == 201, shallow.text
