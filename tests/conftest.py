@@ -164,9 +164,15 @@ def redis_prefix() -> Iterator[str]:
 async def forget_prefix(client, prefix: str) -> None:
     """What FLUSHDB does, for one test only: delete the keys under its ``redis_prefix``
     (the shared test DB holds other runs' keys too)."""
-    keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
-    if keys:
-        await client.delete(*keys)
+    for attempt in range(3):  # the app's client connects within 0.2 s: a loaded CI may not
+        try:
+            keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
+            if keys:
+                await client.delete(*keys)
+            return
+        except redis.exceptions.TimeoutError:
+            if attempt == 2:
+                raise
 
 
 def free_port() -> int:

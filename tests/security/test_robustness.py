@@ -296,8 +296,10 @@ async def test_of_retries_racing_for_a_stale_claim_exactly_one_wins(api_factory,
     assert dead is not None
     assert await store.claim("o", "k", "f", lease=30) is None  # held: not stale yet
     # Its holder renews no more (it died) until the claim is older than the racers' lease.
-    await wait_until(lambda: utcnow() - claimed > timedelta(seconds=0.2), "the claim to go stale")
-    claims = await asyncio.gather(*(store.claim("o", "k", "f", lease=0.2) for _ in range(6)))
+    # A lease of 1 s: a racer that started more than a lease after the winner may rightly
+    # take over the winner's claim (a 0.2 s lease let a stall of a loaded CI machine do so).
+    await wait_until(lambda: utcnow() - claimed > timedelta(seconds=1), "the claim to go stale")
+    claims = await asyncio.gather(*(store.claim("o", "k", "f", lease=1.0) for _ in range(6)))
     winners = [c for c in claims if c is not None]
     assert len(winners) == 1
     assert await store.claim("o", "k", "other request", lease=0.01) is None  # still a 422
