@@ -202,13 +202,21 @@ def test_hostile_input_gets_fast_4xx_and_costs_no_memory(server) -> None:
         for path in (SYNC, "/api/v1/conversations"):
             client.post(path, json={"task": "warm"} if path == SYNC else {"agentId": "assistant"})
         timings: dict[str, list[float]] = {}
+        dropped: list[str] = []  # requests whose kept-alive connection was gone
         before = 0
         for round_ in range(4):
             if round_ == 1:  # the first round warms what a first error allocates once
                 before = settled_rss(server)
             for name, send, status, from_app in CASES:
                 started = time.monotonic()
-                reply = send(client)
+                try:
+                    reply = send(client)
+                except httpx.RemoteProtocolError:
+                    # Once in a CI run the server's end of a kept-alive connection was gone
+                    # when the next case was sent on it. A case that breaks the server
+                    # breaks it in every round: one such drop is tolerated, not two.
+                    dropped.append(name)
+                    reply = send(client)
                 took = time.monotonic() - started
                 timings.setdefault(name, []).append(took)
                 assert reply.status == status, (name, reply.status, reply.body[:200])
@@ -219,6 +227,7 @@ def test_hostile_input_gets_fast_4xx_and_costs_no_memory(server) -> None:
                     assert error["code"] and error["message"], name
             health = client.get("/healthz")
             assert health.status_code == 200 and health.json()["status"] == "ok"
+        assert len(dropped) <= 1, f"connections dropped before {dropped}:\n{server.tail()}"
         grown = settled_rss(server) - before
         nothing = client.get("/api/v1/conversations", params={"agentId": "assistant"}).json()
         assert len(nothing["items"]) == 2, "no abusive request created a conversation"
@@ -228,7 +237,7 @@ def test_hostile_input_gets_fast_4xx_and_costs_no_memory(server) -> None:
     slowest = max(typical, key=typical.__getitem__)
     print(
         f"abuse: {len(CASES)} cases x 4 rounds, slowest {slowest!r} {typical[slowest] * 1000:.0f}"
-        f" ms (the second slowest of 4), RSS {grown / MB:+.1f} MB"
+        f" ms (the second slowest of 4), RSS {grown / MB:+.1f} MB, dropped {dropped}"
     )
     assert typical[slowest] < 1.0, f"{slowest}: {typical[slowest]:.2f}s in 3 of 4 rounds"
     assert grown < 5 * MB, f"RSS grew {grown / MB:.1f} MB"

@@ -93,6 +93,14 @@ def calculate() -> Iterator:
 
 
 def check(calculate, expression: str) -> None:
+    """A number or a ToolError, within the budget. A missing bound is slow every time;
+    over the budget once, the same expression is timed again, so one stall of a loaded
+    machine (1.26 s once in CI, for an answer that takes milliseconds) fails nothing."""
+    if not answered_in_time(calculate, expression):
+        assert answered_in_time(calculate, expression), expression
+
+
+def answered_in_time(calculate, expression: str) -> bool:
     started = time.perf_counter()
     try:
         text = calculate(expression)
@@ -105,7 +113,7 @@ def check(calculate, expression: str) -> None:
             assert math.isfinite(value)
         else:
             assert len(text.lstrip("-")) <= MAX_DIGITS
-    assert time.perf_counter() - started < BUDGET_SECONDS, expression
+    return time.perf_counter() - started < BUDGET_SECONDS
 
 
 FUZZ = settings(
