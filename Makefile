@@ -50,8 +50,9 @@ migrate: check
 run: runtime migrate
 	$(REFLEX_ENV) $(VENV)/bin/reflex run --env prod --frontend-port $(PORT)
 
+# A failed test runs once more; each rerun is listed ("rerun test summary info").
 test: venv
-	$(REFLEX_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(REFLEX_ENV) $(VENV)/bin/pytest --reruns 1 --reruns-delay 2 -rR $(PYTEST_ARGS)
 
 # The fast tier: tests that need no server (context, domain, settings, SSE framing,
 # archive format, the architecture checks), in seconds.
