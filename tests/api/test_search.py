@@ -88,7 +88,7 @@ async def test_short_words_and_stopwords_are_found_on_every_backend(api_on) -> N
 async def test_words_of_scripts_without_spaces_are_found_inside_the_text(api_on) -> None:
     """No index here splits Chinese or Japanese text into words: such a word is looked
     for inside the text, alone or beside indexed words."""
-    await say(api_on, "这是一个测试消息, about the budget", headers=ALICE)
+    said = await say(api_on, "这是一个测试消息, about the budget", headers=ALICE)
     await say(api_on, "明日は東京に行きます", headers=ALICE)
     for q, expected in (
         ("测试", "这是一个<mark>测试</mark>消息"),
@@ -99,6 +99,11 @@ async def test_words_of_scripts_without_spaces_are_found_inside_the_text(api_on)
         assert len(users) == 1 and expected in users[0]["snippet"], (q, users)
     assert await search(api_on, "测试 elephant") == []
     assert await search(api_on, "大阪") == []
+    conv = said["conversationId"]  # inside one conversation, the same scan
+    within = [h for h in await search(api_on, "测试", conv) if h["role"] == "USER"]
+    assert [h["seq"] for h in within] == [1], within
+    assert await search(api_on, "東京", conv) == []  # said in another conversation
+    assert await search(api_on, "_") == await search(api_on, "_", conv) == []  # no word
 
 
 async def test_snippets_escape_html(api_on) -> None:

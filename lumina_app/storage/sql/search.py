@@ -36,7 +36,6 @@ from lumina_app.storage.sql import fts_rank, pg_share
 from lumina_app.storage.sql.database import SQLDatabase
 from lumina_app.storage.sql.models import conversations as C
 from lumina_app.storage.sql.models import messages as M
-from lumina_app.storage.sql.sqlite_inline import offloaded
 
 # What PostgreSQL indexes of a message: the stored to_tsvector('simple', ...) of its text
 # with ASCII punctuation but ``%`` turned to spaces (migration 0012's document, stored and
@@ -179,23 +178,33 @@ async def search_messages(
     parts = _parts(db.dialect, words)
     scope = _Scope(owner, conversation_pk, agent_id)
     indexed, scanned = _split(db.dialect, parts)
-    if db.dialect == "sqlite" and indexed:  # its statements, all on one worker thread
-        ranked = partial(_sqlite_ranked, parts, indexed, scanned, scope, limit)
+    if db.dialect == "sqlite":  # its statements, all on one worker thread
+        if indexed:
+            ranked = partial(_sqlite_ranked, parts, indexed, scanned, scope, limit)
+        else:  # no word the index holds (Chinese, Thai): the scan's statement
+            ranked = partial(_scanned, parts, scope, limit)
         return await db.read(lambda conn: (ranked(conn), files(conn)))
 
     async def messages() -> list[MessageHit]:
         if not parts:  # only joiners, such as "_": no word to look for
             return []
-        with offloaded():  # may read many index entries: off the loop's thread on SQLite
-            async with db.connect() as conn:
-                if db.dialect == "postgresql":
-                    rows = await _pg_ranked(conn, parts, scope, limit)
-                else:
-                    rows = (await conn.execute(_ranked(db.dialect, parts, scope, limit))).all()
+        async with db.connect() as conn:
+            if db.dialect == "postgresql":
+                rows = await _pg_ranked(conn, parts, scope, limit)
+            else:
+                rows = (await conn.execute(_ranked(db.dialect, parts, scope, limit))).all()
         return [_hit(r, r.score) for r in rows]
 
     hits, in_files = await asyncio.gather(messages(), db.read(files))
     return hits, in_files
+
+
+def _scanned(
+    parts: Sequence[str], scope: _Scope, limit: int, conn: sa.Connection
+) -> list[MessageHit]:
+    if not parts:  # only joiners, such as "_": no word to look for
+        return []
+    return [_hit(r, r.score) for r in conn.execute(_ranked("sqlite", parts, scope, limit))]
 
 
 def _hit(r: sa.Row, score: float | None) -> MessageHit:
