@@ -5,6 +5,7 @@ bm25 for the window gives FTS5's bm25() scores."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 import sqlalchemy as sa
@@ -93,6 +94,7 @@ async def test_bm25_for_the_window_is_fts5s(tmp_path) -> None:
         "Deploy the key, then rotate the keys",
         "Café crème: déjà vu for the deployment",
         "snake_case_name and ZEBRA-4417 v2.3.1",
+        "zebra -- 4417, zebra 44170 and zebra 4417",
         "key key key key deploy",
         "nothing to see here",
     ]
@@ -113,6 +115,7 @@ async def test_bm25_for_the_window_is_fts5s(tmp_path) -> None:
             ('"4417"', [fts_rank.Word("4417", False)]),
             ('"key"', [fts_rank.Word("key", False)]),  # four times in a row, not "keys"
             ('"zebra 4417"', [fts_rank.Word("zebra 4417", False)]),  # a word of two parts
+            ('"zebra 4417"*', [fts_rank.Word("zebra 4417", True)]),  # "zebra 44170" too
             (fts_rank.prefix_phrase("k"), [fts_rank.Word("k", True)]),  # one character
         ]:
             weights = await conn.run_sync(fts_rank.weights, words)
@@ -139,13 +142,24 @@ async def test_bm25_for_the_window_is_fts5s(tmp_path) -> None:
 @pytest.mark.unit
 def test_texts_split_together_split_as_each_alone() -> None:
     """fts_rank.spaced folds and splits ASCII texts all at once; a text holding the NUL it
-    joins them with, or a non-ASCII one, sends the lot one by one: the same words either way."""
+    joins them with, or a non-ASCII one, sends the lot one by one: the same words either
+    way, each text between spaces and its words at least two apart, so that every word
+    (of one part or several, whole or as a prefix) is counted as often."""
     rng = random.Random(44)
     alphabet = "ab Z9-_.,\t\n'" + "\0é"
+    words = [fts_rank.Word(t, p) for t in ("a", "b", "ab", "a b", "z9 a") for p in (False, True)]
     for _ in range(300):
         texts = [
             "".join(rng.choices(alphabet, k=rng.randint(0, 12))) for _ in range(rng.randint(0, 6))
         ]
         alone = [" " + "  ".join(fts_rank.words_of(t)) + " " for t in texts]
-        assert fts_rank.spaced(texts) == alone, texts
+        together = fts_rank.spaced(texts)
+        assert [row.split() for row in together] == [row.split() for row in alone], texts
+        for row in together:
+            assert row.startswith(" ") and row.endswith(" ") and not re.search(r"\S \S", row)
+        for word in words:
+            counts = [word.count(row) for row in together]
+            assert counts == [word.count(row) for row in alone], (texts, word)
+            assert [word.found_in(row) for row in together] == [c > 0 for c in counts]
     assert fts_rank.spaced(["A-b", "", "c\0d"]) == [" a  b ", "  ", " c  d "]
+    assert fts_rank.spaced(["A--b", "", "c d"]) == [" a    b ", "  ", " c  d "]

@@ -9,6 +9,7 @@ owner's files, never with the messages."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
 
 import sqlalchemy as sa
 
@@ -60,10 +61,11 @@ def reader(
     """:func:`matching_file_texts` as one read in three steps (``SQLDatabase.read``), or to
     run after another read on the same connection (``search.search_messages``)."""
     found = [w for w in dict.fromkeys(words) if w][:MAX_WORDS]
-    links_query = _links(owner, conversation_pk, agent_id)
+    links_query = _links(conversation_pk is not None, agent_id is not None)
+    scope = {"owner": owner, "conversation_pk": conversation_pk, "agent_id": agent_id}
 
     def read(conn: sa.Connection) -> list[FileTextMatch]:
-        links = conn.execute(links_query).all() if found else []
+        links = conn.execute(links_query, scope).all() if found else []
         holding = _holding(conn, _within_budget(links), found, every) if links else set()
         chosen = [r for r in links if r.blob_id in holding][:limit]
         texts = _texts(conn, {r.blob_id for r in chosen})
@@ -87,8 +89,12 @@ def _within_budget(links: Sequence[sa.Row]) -> list[int]:
     return list(blobs)
 
 
-def _links(owner: str, conversation_pk: ConversationPk | None, agent_id: str | None) -> sa.Select:
-    """The scope's newest links to the owner's files (no text read)."""
+@cache
+def _links(conversation: bool, agent: bool) -> sa.Select:
+    """The newest links to the owner's files (no text read) in a scope of this shape (of one
+    conversation, of one agent), its values left to bind: built once, not at each search
+    (building it took longer than running it)."""
+    owner = sa.bindparam("owner")
     query = (
         sa.select(
             C.c.uuid,
@@ -109,10 +115,10 @@ def _links(owner: str, conversation_pk: ConversationPk | None, agent_id: str | N
         .join(M, sa.and_(M.c.conversation_id == L.c.conversation_id, M.c.seq == L.c.seq))
         .where(F.c.owner == owner, C.c.owner == owner, M.c.status.not_in(_UNSEARCHED))
     )
-    if conversation_pk is not None:
-        query = query.where(L.c.conversation_id == conversation_pk)
-    if agent_id is not None:
-        query = query.where(C.c.agent_id == agent_id)
+    if conversation:
+        query = query.where(L.c.conversation_id == sa.bindparam("conversation_pk"))
+    if agent:
+        query = query.where(C.c.agent_id == sa.bindparam("agent_id"))
     return query.order_by(M.c.id.desc(), L.c.position).limit(MAX_LINKS)
 
 

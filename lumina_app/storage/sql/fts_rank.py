@@ -61,9 +61,31 @@ class Word:
 
     @cached_property
     def needle(self) -> str:
-        """The word in a row's :func:`spaced` words: at a word's start, its parts two spaces
-        apart, and at a word's end unless a prefix."""
-        return " " + "  ".join(self.text.split(" ")) + ("" if self.prefix else " ")
+        """The word in a row's :func:`spaced` words: at a word's start, and at a word's end
+        unless a prefix."""
+        return " " + self.text + ("" if self.prefix else " ")
+
+    @cached_property
+    def _parts(self) -> re.Pattern[str] | None:
+        """A word of several parts (``e-mail``: ``e mail``), their words in a row, however
+        many spaces apart; None for a word of one part."""
+        parts = self.text.split(" ")
+        if len(parts) == 1:
+            return None
+        end = "" if self.prefix else "(?= )"
+        return re.compile("(?<= )" + " +".join(map(re.escape, parts)) + end)
+
+    def count(self, row: str) -> int:
+        """How many times the word is in ``row`` (:func:`spaced`)."""
+        if self._parts is None:
+            return row.count(self.needle)
+        return len(self._parts.findall(row))
+
+    def found_in(self, row: str) -> bool:
+        """Whether the word is in ``row`` (:func:`spaced`)."""
+        if self._parts is None:
+            return self.needle in row
+        return self._parts.search(row) is not None
 
 
 @dataclass(frozen=True)
@@ -111,14 +133,15 @@ def words_of(text: str) -> list[str]:
 
 
 def spaced(texts: Sequence[str]) -> list[str]:
-    """The words of each text as the index holds them, each between spaces, two spaces
-    apart (so that counting a word never skips the next one). ASCII texts are folded and
-    split all at once (a third less time than one by one)."""
+    """The words of each text as the index holds them, each between spaces, at least two
+    spaces apart (so that counting a word never skips the next one). ASCII texts are folded
+    and split all at once, with no step per text (a third of the time it took splitting
+    and joining each text's words)."""
     joined = "\0".join(texts)
     if not (joined.isascii() and joined.count("\0") == len(texts) - 1):
         return [" " + "  ".join(words_of(text)) + " " for text in texts]
-    each = joined.lower().encode().translate(_ROWS_APART).decode().split("\0")
-    return [" " + "  ".join(words.split()) + " " for words in each]
+    folded = joined.lower().encode().translate(_ROWS_APART).replace(b" ", b"  ")
+    return (b" " + folded.replace(b"\0", b" \0 ") + b" ").decode().split("\0")
 
 
 _ASCII_SEPARATORS = bytes(i if chr(i).isalnum() else 32 for i in range(128)) + bytes(128)
@@ -161,14 +184,14 @@ def _counted(conn: sa.Connection, phrase: str) -> tuple[int, int, int]:
 def scores(rows: Sequence[str], words: Sequence[Word], w: Weights) -> list[float]:
     """bm25() of each row (:func:`spaced`), negated (higher is better), as the ranked
     query's ``score``."""
-    needles = [(word.needle, idf) for word, idf in zip(words, w.idf, strict=True)]
+    weighed = list(zip(words, w.idf, strict=True))
     out = []
     for row in rows:
-        length = row.count("  ") + 1 if len(row) > 2 else 0  # words two spaces apart
+        length = len(row.split())
         norm = 1 - _B + _B * length / w.mean_length if w.mean_length else 1.0
         total = 0.0
-        for needle, idf in needles:
-            f = row.count(needle)
+        for word, idf in weighed:
+            f = word.count(row)
             total += idf * f * (_K1 + 1) / (f + _K1 * norm)
         out.append(total)
     return out

@@ -23,7 +23,8 @@ import asyncio
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match as mysql_match
@@ -229,16 +230,34 @@ class _Scope:
     conversation_pk: ConversationPk | None
     agent_id: str | None
 
+    @property
+    def shape(self) -> tuple[bool, bool]:
+        """(in one conversation, of one agent): what :func:`_scoped` needs to know."""
+        return self.conversation_pk is not None, self.agent_id is not None
+
+    def params(self, **more: Any) -> dict[str, Any]:
+        """The scope's values for a statement :func:`_scoped` built, and ``more``."""
+        values = {"scope_owner": self.owner, "scope_conversation": self.conversation_pk}
+        return values | {"scope_agent": self.agent_id} | more
+
     def where(self, query: sa.Select) -> sa.Select:
         """``query`` (over lumina_message) joined to its conversation, within the scope."""
-        query = query.join(C, C.c.id == M.c.conversation_id).where(
-            M.c.status.not_in(_UNSEARCHED), C.c.owner == self.owner
-        )
-        if self.conversation_pk is not None:
-            query = query.where(M.c.conversation_id == self.conversation_pk)
-        if self.agent_id is not None:
-            query = query.where(C.c.agent_id == self.agent_id)
-        return query
+        return _scoped(query, *self.shape).params(self.params())
+
+
+def _scoped(query: sa.Select, conversation: bool, agent: bool) -> sa.Select:
+    """``query`` (over lumina_message) joined to its conversation, within a scope of this
+    shape, its values left to bind (:meth:`_Scope.params`): so that a statement run on
+    every search is built once (:func:`_page`), not at each (building one took about as
+    long as running it)."""
+    query = query.join(C, C.c.id == M.c.conversation_id).where(
+        M.c.status.not_in(_UNSEARCHED), C.c.owner == sa.bindparam("scope_owner")
+    )
+    if conversation:
+        query = query.where(M.c.conversation_id == sa.bindparam("scope_conversation"))
+    if agent:
+        query = query.where(C.c.agent_id == sa.bindparam("scope_agent"))
+    return query
 
 
 def _ranked(dialect: str, words: Sequence[str], scope: _Scope, limit: int) -> sa.Select:
@@ -333,13 +352,10 @@ def _sqlite_ranked(
             conn, words, indexed, scanned, scope, size, (fts_words, weights), split
         )
     else:
-        candidates = (
-            sa.select(M.c.id, M.c.content)
-            .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
-            .where(_fts_match(words, indexed), *_likes(words, scanned))
-        )
-        candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
-        found = conn.execute(candidates).all()
+        candidates = _scanning(_newest_matches(*scope.shape, between=False), words, scanned)
+        found = conn.execute(
+            candidates, scope.params(fts_query=_phrase(words, indexed), n=size + 1)
+        ).all()
     if not found:
         return []
     if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
@@ -350,9 +366,43 @@ def _sqlite_ranked(
     window = [r.id for r in found[:size]]
     scores = fts_rank.scores([split[i] for i in window], fts_words, weights)
     scored = sorted(zip(scores, window, strict=True), reverse=True)[:limit]
-    query = sa.select(*_COLUMNS).join(C, C.c.id == M.c.conversation_id)
-    rows = {r.id: r for r in conn.execute(query.where(M.c.id.in_([i for _, i in scored])))}
+    rows = {r.id: r for r in conn.execute(_BY_ID, {"ids": [i for _, i in scored]})}
     return [_hit(rows[i], s) for s, i in scored]
+
+
+_BY_ID = (
+    sa.select(*_COLUMNS)
+    .join(C, C.c.id == M.c.conversation_id)
+    .where(M.c.id.in_(sa.bindparam("ids", expanding=True)))
+)
+
+
+@cache
+def _newest_matches(conversation: bool, agent: bool, *, between: bool) -> sa.Select:
+    """The scope's messages FTS5 matches (``:fts_query``), newest first, at most ``:n``;
+    only between the ids ``:lowest`` and ``:highest`` if ``between``. Id and text."""
+    query = (
+        sa.select(M.c.id, M.c.content)
+        .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
+        .where(sa.text("lumina_message_fts MATCH :fts_query"))
+    )
+    if between:
+        query = query.where(_FTS.c.rowid.between(sa.bindparam("lowest"), sa.bindparam("highest")))
+    query = _scoped(query, conversation, agent)
+    return query.order_by(_FTS.c.rowid.desc()).limit(sa.bindparam("n"))
+
+
+@cache
+def _page(agent: bool) -> sa.Select:
+    """One conversation's messages with a lower ``seq`` than ``:before``, newest first, at
+    most ``:n``: id, text and seq."""
+    query = sa.select(M.c.id, M.c.content, M.c.seq).where(M.c.seq < sa.bindparam("before"))
+    return _scoped(query, True, agent).order_by(M.c.seq.desc()).limit(sa.bindparam("n"))
+
+
+_IDS = sa.select(sa.func.count(), sa.func.min(M.c.id), sa.func.max(M.c.id)).where(
+    M.c.conversation_id == sa.bindparam("scope_conversation")
+)
 
 
 # A conversation's rows are read in pages of this many, newest first, when it is searched
@@ -360,6 +410,7 @@ def _sqlite_ranked(
 # per row split into words here (SQLite 3.40, a million messages: bench/scale.py). An
 # index entry costs that for each list the word reads (a one-character prefix reads 37).
 _PAGE = 2_000
+_NEWEST_SEQ = 2**62  # above any message's seq: the first page starts at the newest
 _US_ENTRY, _US_JOINED, _US_SPLIT = 0.3, 3.0, 5.0
 
 
@@ -381,10 +432,7 @@ def _in_conversation(
     messages, in one of many conversations written side by side, no longer reads the whole
     index's entries."""
     fts_words, weights = weighed
-    ids = sa.select(sa.func.count(), sa.func.min(M.c.id), sa.func.max(M.c.id)).where(
-        M.c.conversation_id == scope.conversation_pk
-    )
-    rows, lowest, highest = conn.execute(ids).one()
+    rows, lowest, highest = conn.execute(_IDS, scope.params()).one()
     if not rows:
         return []
     # Expected costs, if the rarest word's rows are spread evenly: FTS5 reads its index
@@ -395,27 +443,19 @@ def _in_conversation(
     taken = min(size + 1, rows * share)
     to_split = rows if share <= 0 else min(rows, (size + 1) / share)
     if entries * _US_ENTRY + taken * _US_JOINED <= to_split * _US_SPLIT:
-        candidates = (
-            sa.select(M.c.id, M.c.content)
-            .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
-            .where(_fts_match(words, indexed), *_likes(words, scanned))
-            .where(_FTS.c.rowid.between(lowest, highest))
-        )
-        candidates = scope.where(candidates).order_by(_FTS.c.rowid.desc()).limit(size + 1)
-        return list(conn.execute(candidates).all())
+        candidates = _scanning(_newest_matches(*scope.shape, between=True), words, scanned)
+        params = {"fts_query": _phrase(words, indexed), "lowest": lowest, "highest": highest}
+        return list(conn.execute(candidates, scope.params(**params, n=size + 1)).all())
     found: list[sa.Row] = []
-    before: int | None = None  # pages by seq: the conversation's index, newest first
+    before = _NEWEST_SEQ  # pages by seq: the conversation's index, newest first
     limit = min(_PAGE, int(to_split * 1.1) + 16)  # first what the window likely needs
+    page = _scanning(_page(scope.agent_id is not None), words, scanned)
     while True:
-        page = sa.select(M.c.id, M.c.content, M.c.seq).where(*_likes(words, scanned))
-        if before is not None:
-            page = page.where(M.c.seq < before)
-        page = scope.where(page).order_by(M.c.seq.desc()).limit(limit)
-        page_rows = conn.execute(page).all()
+        page_rows = conn.execute(page, scope.params(before=before, n=limit)).all()
         texts = fts_rank.spaced([r.content for r in page_rows])
         held = range(len(texts))
         for word in fts_words:  # the rows holding every word, one word at a time
-            held = [i for i in held if word.needle in texts[i]]
+            held = [i for i in held if word.found_in(texts[i])]
         for i in held[: size + 1 - len(found)]:
             found.append(page_rows[i])
             split[page_rows[i].id] = texts[i]
@@ -425,9 +465,21 @@ def _in_conversation(
 
 
 def _fts_match(words: Sequence[str], indexed: Sequence[str]) -> sa.TextClause:
-    phrase = _fts_phrase(indexed, indexed[-1] == words[-1])
-    return sa.text("lumina_message_fts MATCH :fts_query").bindparams(fts_query=phrase)
+    return sa.text("lumina_message_fts MATCH :fts_query").bindparams(
+        fts_query=_phrase(words, indexed)
+    )
+
+
+def _phrase(words: Sequence[str], indexed: Sequence[str]) -> str:
+    """The FTS5 query for the indexed words (the last as a prefix if it is the last word)."""
+    return _fts_phrase(indexed, indexed[-1] == words[-1])
 
 
 def _likes(words: Sequence[str], scanned: Sequence[str]) -> list[sa.ColumnElement]:
     return [_scan(w, w == words[-1]) for w in scanned]
+
+
+def _scanning(query: sa.Select, words: Sequence[str], scanned: Sequence[str]) -> sa.Select:
+    """``query`` also requiring the words no index holds; itself if there are none (a
+    statement built once stays so)."""
+    return query.where(*_likes(words, scanned)) if scanned else query
