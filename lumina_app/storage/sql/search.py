@@ -242,21 +242,27 @@ class _Scope:
 
     def where(self, query: sa.Select) -> sa.Select:
         """``query`` (over lumina_message) joined to its conversation, within the scope."""
-        return _scoped(query, *self.shape).params(self.params())
+        return _scoped(query, *self.shape, values=self.params())
 
 
-def _scoped(query: sa.Select, conversation: bool, agent: bool) -> sa.Select:
+def _scoped(
+    query: sa.Select, conversation: bool, agent: bool, values: dict[str, Any] | None = None
+) -> sa.Select:
     """``query`` (over lumina_message) joined to its conversation, within a scope of this
-    shape, its values left to bind (:meth:`_Scope.params`): so that a statement run on
-    every search is built once (:func:`_page`), not at each (building one took about as
-    long as running it)."""
+    shape; with no ``values``, they are left to bind (:meth:`_Scope.params`), so that a
+    statement run on every search is built once (:func:`_page`), not at each (building
+    one took about as long as running it)."""
+
+    def bound(name: str) -> sa.BindParameter:
+        return sa.bindparam(name) if values is None else sa.bindparam(name, values[name])
+
     query = query.join(C, C.c.id == M.c.conversation_id).where(
-        M.c.status.not_in(_UNSEARCHED), C.c.owner == sa.bindparam("scope_owner")
+        M.c.status.not_in(_UNSEARCHED), C.c.owner == bound("scope_owner")
     )
     if conversation:
-        query = query.where(M.c.conversation_id == sa.bindparam("scope_conversation"))
+        query = query.where(M.c.conversation_id == bound("scope_conversation"))
     if agent:
-        query = query.where(C.c.agent_id == sa.bindparam("scope_agent"))
+        query = query.where(C.c.agent_id == bound("scope_agent"))
     return query
 
 
