@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
 from lumina_app.api.deps import RecallDep
-from lumina_app.api.routes_search import HitOut, SearchResults
+from lumina_app.api.routes_search import SearchResults
 from lumina_app.api.schemas import NoNul
 from lumina_app.domain.search import MAX_RECALL_CHARS
 
@@ -34,12 +34,12 @@ RecallText = Annotated[
 )
 async def recall_conversation(
     conversation_id: str, recall: RecallDep, caller: Caller, q: RecallText, limit: Limit = 10
-) -> SearchResults:
+) -> Response:
     """The messages of one conversation most relevant to ``q`` (a question or words), best
     first: BM25 over each message with the one before it and its date, fused with
     embeddings. Not every word needs to match."""
     hits = await recall.in_conversation(caller, conversation_id, q, limit=limit)
-    return SearchResults(items=[HitOut.of(h) for h in hits])
+    return SearchResults.response(hits)
 
 
 @router.get("/recall", response_model=SearchResults, response_model_exclude_none=True)
@@ -49,7 +49,7 @@ async def recall_everywhere(
     q: RecallText,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
     limit: Limit = 10,
-) -> SearchResults:
+) -> Response:
     """The caller's messages most relevant to ``q`` across their conversations, best first."""
     hits = await recall.everywhere(caller, q, agent_id=agent_id, limit=limit)
-    return SearchResults(items=[HitOut.of(h) for h in hits])
+    return SearchResults.response(hits)

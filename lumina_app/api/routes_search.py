@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from lumina_app.api.auth import AuthenticatedRoute, Caller
@@ -50,6 +51,14 @@ class HitOut(BaseModel):
 class SearchResults(BaseModel):
     items: list[HitOut]
 
+    @classmethod
+    def response(cls, hits: list[SearchHit]) -> Response:
+        """The hits as the JSON FastAPI would send for this model (``None`` fields left
+        out), serialized once: given the model, FastAPI dumps it, validates it again and
+        encodes it (0.3-0.4 ms of a search's 8 over HTTP, bench/scale.py --http)."""
+        results = cls(items=[HitOut.of(h) for h in hits])
+        return JSONResponse(results.model_dump(mode="json", exclude_none=True))
+
 
 @router.get(
     "/conversations/{conversation_id}/search",
@@ -58,10 +67,10 @@ class SearchResults(BaseModel):
 )
 async def search_conversation(
     conversation_id: str, search: SearchDep, caller: Caller, q: SearchText, limit: Limit = 20
-) -> SearchResults:
+) -> Response:
     """Messages of one conversation matching every word of ``q`` (the last as a prefix)."""
     hits = await search.in_conversation(caller, conversation_id, q, limit=limit)
-    return SearchResults(items=[HitOut.of(h) for h in hits])
+    return SearchResults.response(hits)
 
 
 @router.get("/search", response_model=SearchResults, response_model_exclude_none=True)
@@ -71,7 +80,7 @@ async def search_everywhere(
     q: SearchText,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=64), NoNul] = None,
     limit: Limit = 20,
-) -> SearchResults:
+) -> Response:
     """The caller's messages matching every word of ``q``, most relevant first."""
     hits = await search.everywhere(caller, q, agent_id=agent_id, limit=limit)
-    return SearchResults(items=[HitOut.of(h) for h in hits])
+    return SearchResults.response(hits)
