@@ -30,7 +30,6 @@ RecallText = Annotated[
 @router.get(
     "/conversations/{conversation_id}/recall",
     response_model=SearchResults,
-    response_model_exclude_none=True,
 )
 async def recall_conversation(
     conversation_id: str, recall: RecallDep, caller: Caller, q: RecallText, limit: Limit = 10
@@ -42,7 +41,7 @@ async def recall_conversation(
     return SearchResults.response(hits)
 
 
-@router.get("/recall", response_model=SearchResults, response_model_exclude_none=True)
+@router.get("/recall", response_model=SearchResults)
 async def recall_everywhere(
     recall: RecallDep,
     caller: Caller,

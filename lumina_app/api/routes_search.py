@@ -63,7 +63,6 @@ class SearchResults(BaseModel):
 @router.get(
     "/conversations/{conversation_id}/search",
     response_model=SearchResults,
-    response_model_exclude_none=True,
 )
 async def search_conversation(
     conversation_id: str, search: SearchDep, caller: Caller, q: SearchText, limit: Limit = 20
@@ -73,7 +72,7 @@ async def search_conversation(
     return SearchResults.response(hits)
 
 
-@router.get("/search", response_model=SearchResults, response_model_exclude_none=True)
+@router.get("/search", response_model=SearchResults)
 async def search_everywhere(
     search: SearchDep,
     caller: Caller,

@@ -48,6 +48,7 @@ _UNSEARCHED = (MessageStatus.STREAMING.value, "superseded")
 
 
 _FTS = sa.table("lumina_message_fts", sa.column("rowid"))
+_FTS_MATCH = sa.text("lumina_message_fts MATCH :fts_query")
 _PART = re.compile(r"[^\W_]+")
 
 
@@ -390,7 +391,7 @@ def _newest_matches(conversation: bool, agent: bool, *, between: bool) -> sa.Sel
     query = (
         sa.select(M.c.id, M.c.content)
         .select_from(_FTS.join(M, M.c.id == _FTS.c.rowid))
-        .where(sa.text("lumina_message_fts MATCH :fts_query"))
+        .where(_FTS_MATCH)
     )
     if between:
         query = query.where(_FTS.c.rowid.between(sa.bindparam("lowest"), sa.bindparam("highest")))
@@ -471,9 +472,7 @@ def _in_conversation(
 
 
 def _fts_match(words: Sequence[str], indexed: Sequence[str]) -> sa.TextClause:
-    return sa.text("lumina_message_fts MATCH :fts_query").bindparams(
-        fts_query=_phrase(words, indexed)
-    )
+    return _FTS_MATCH.bindparams(fts_query=_phrase(words, indexed))
 
 
 def _phrase(words: Sequence[str], indexed: Sequence[str]) -> str:
