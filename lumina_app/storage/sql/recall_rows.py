@@ -208,7 +208,9 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
     """Recalled rows by message id (found by the full-text index), each with the recalled
     text just before it ("" if none) and its conversation's uuid and title: one query, the
     row before found through the (conversation, seq) index; on PostgreSQL the vector and
-    the conversation looked up per row, not joined."""
+    the conversation looked up per row, not joined. In id order: ranked in the order
+    PostgreSQL's plan happened to return them, the same rows summed to scores a last digit
+    apart from one run to the next."""
     if not ids:
         return []
     params = {"ids": list(ids), "model": model}
@@ -243,7 +245,7 @@ def _candidates_query(dialect: str) -> sa.Select:
             .add_columns(P.c.content.label("previous"), C.c.uuid, C.c.title)
         )
         among = M.c.id.in_(sa.bindparam("ids", expanding=True))
-    return query.where(_recalled(), among)
+    return query.where(_recalled(), among).order_by(M.c.id)
 
 
 def _per_row(column: sa.Column, *where: sa.ColumnElement[bool]) -> sa.Label:
