@@ -367,12 +367,12 @@ def _sqlite_ranked(
         return []
     if len(found) <= size and max(weights.counts) <= size:  # bm25() counts few rows
         return [_hit(r, r.score) for r in conn.execute(_ranked("sqlite", words, scope, limit))]
-    fresh = [r for r in found[:size] if r.id not in split]  # read from the index
-    texts = fts_rank.spaced([r.content for r in fresh])
-    split.update(zip((r.id for r in fresh), texts, strict=True))
-    window = [r.id for r in found[:size]]
-    scores = fts_rank.scores([split[i] for i in window], fts_words, weights)
-    scored = sorted(zip(scores, window, strict=True), reverse=True)[:limit]
+    window = found[:size]  # (id, text) rows, unpacked: read by name, they took 0.3 ms more
+    fresh = [(i, text) for i, text in window if i not in split]  # read from the index
+    split.update(zip([i for i, _ in fresh], fts_rank.spaced([t for _, t in fresh]), strict=True))
+    ids = [i for i, _ in window]
+    scores = fts_rank.scores([split[i] for i in ids], fts_words, weights)
+    scored = sorted(zip(scores, ids, strict=True), reverse=True)[:limit]
     rows = {r.id: r for r in conn.execute(_BY_ID, {"ids": [i for _, i in scored]})}
     return [_hit(rows[i], s) for s, i in scored]
 
@@ -430,14 +430,14 @@ def _in_conversation(
     size: int,
     weighed: tuple[Sequence[fts_rank.Word], fts_rank.Weights],
     split: dict[int, str],
-) -> list[sa.Row]:
-    """A conversation's newest matches (at most ``size`` + 1), by whichever reads fewer
-    rows: FTS5 between the conversation's lowest and highest ids (the index entries of its
-    rarest word there, other conversations' among them when they were written at the same
-    time), or the conversation's own rows, newest first, each matched here as FTS5 matches
-    it (its words as the index splits and folds them, kept in ``split``). A word in most
-    messages, in one of many conversations written side by side, no longer reads the whole
-    index's entries."""
+) -> Sequence[tuple[int, str]]:
+    """A conversation's newest matches (id, text; at most ``size`` + 1), by whichever reads
+    fewer rows: FTS5 between the conversation's lowest and highest ids (the index entries of
+    its rarest word there, other conversations' among them when they were written at the
+    same time), or the conversation's own rows, newest first, each matched here as FTS5
+    matches it (its words as the index splits and folds them, kept in ``split``). A word in
+    most messages, in one of many conversations written side by side, no longer reads the
+    whole index's entries."""
     fts_words, weights = weighed
     rows, lowest, highest = conn.execute(_IDS, scope.params()).one()
     if not rows:
@@ -452,23 +452,24 @@ def _in_conversation(
     if entries * _US_ENTRY + taken * _US_JOINED <= to_split * _US_SPLIT:
         candidates = _scanning(_newest_matches(*scope.shape, between=True), words, scanned)
         params = {"fts_query": _phrase(words, indexed), "lowest": lowest, "highest": highest}
-        return list(conn.execute(candidates, scope.params(**params, n=size + 1)).all())
-    found: list[sa.Row] = []
+        return conn.execute(candidates, scope.params(**params, n=size + 1)).all()
+    found: list[tuple[int, str]] = []
     before = _NEWEST_SEQ  # pages by seq: the conversation's index, newest first
     limit = min(_PAGE, int(to_split * 1.1) + 16)  # first what the window likely needs
     page = _scanning(_page(scope.agent_id is not None), words, scanned)
     while True:
         page_rows = conn.execute(page, scope.params(before=before, n=limit)).all()
-        texts = fts_rank.spaced([r.content for r in page_rows])
+        ids, contents, seqs = zip(*page_rows, strict=True) if page_rows else ((), (), ())
+        texts = fts_rank.spaced(contents)
         held = range(len(texts))
         for word in fts_words:  # the rows holding every word, one word at a time
             held = [i for i in held if word.found_in(texts[i])]
         for i in held[: size + 1 - len(found)]:
-            found.append(page_rows[i])
-            split[page_rows[i].id] = texts[i]
+            found.append((ids[i], contents[i]))
+            split[ids[i]] = texts[i]
         if len(found) > size or len(page_rows) < limit:  # the window, or no older rows
             return found
-        before, limit = page_rows[-1].seq, _PAGE
+        before, limit = seqs[-1], _PAGE
 
 
 def _fts_match(words: Sequence[str], indexed: Sequence[str]) -> sa.TextClause:
