@@ -53,22 +53,18 @@ class ApiKeyStore:
             .select_from(_JOINED)
             .where(K.c.key_hash == key_hash, K.c.revoked_at.is_(None), U.c.disabled_at.is_(None))
         )
-        async with self.db.connect() as conn:
-            row = (await conn.execute(query)).first()
+        row = await self.db.first(query)
         return (_key(row), user_of(row)) if row else None
 
     async def list(self, *, user_id: int | None = None) -> list[ApiKeyInfo]:
         query = sa.select(*_KEY_COLUMNS).select_from(_JOINED).where(K.c.revoked_at.is_(None))
         if user_id is not None:
             query = query.where(K.c.user_id == user_id)
-        async with self.db.connect() as conn:
-            rows = await conn.execute(query.order_by(K.c.id.desc()))
-            return [_key(row) for row in rows]
+        return [_key(row) for row in await self.db.rows(query.order_by(K.c.id.desc()))]
 
     async def get(self, key_id: int) -> ApiKeyInfo | None:
         query = sa.select(*_KEY_COLUMNS).select_from(_JOINED).where(K.c.id == key_id)
-        async with self.db.connect() as conn:
-            row = (await conn.execute(query)).first()
+        row = await self.db.first(query)
         return _key(row) if row else None
 
     async def revoke(self, key_id: int, *, user_id: int | None = None) -> bool:

@@ -47,8 +47,7 @@ async def final_messages(db: SQLDatabase, conversation_pk: ConversationPk) -> li
         .order_by(M.c.seq)
     )
     with offloaded():  # every message of the conversation: may be long, keep off the loop
-        async with db.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        rows = await db.rows(query)
     return [
         Msg(
             role=MsgRole(r.role),

@@ -33,7 +33,6 @@ class AuditStore:
             query = query.where(A.c.id < before)
         if username is not None:
             query = query.where(A.c.username == username)
-        async with self.db.connect() as conn:
-            rows = await conn.execute(query)
-            # The table's columns are the entry's fields.
-            return [AuditEntry(**{**row._mapping, "event": AuditEvent(row.event)}) for row in rows]
+        rows = await self.db.rows(query)
+        # The table's columns are the entry's fields.
+        return [AuditEntry(**{**row._mapping, "event": AuditEvent(row.event)}) for row in rows]

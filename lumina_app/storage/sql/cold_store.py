@@ -307,8 +307,7 @@ class SQLColdStore:
         if after_seq is not None:
             query = query.where(M.c.seq > after_seq)
         query = query.order_by(M.c.seq.desc()).limit(n)
-        async with self.db.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        rows = await self.db.rows(query)
         return [message_of(r) for r in reversed(rows)]
 
     async def last_question(self, conversation_pk: ConversationPk) -> Msg | None:
@@ -323,8 +322,7 @@ class SQLColdStore:
             .order_by(M.c.seq.desc())
             .limit(1)
         )
-        async with self.db.connect() as conn:
-            row = (await conn.execute(query)).first()
+        row = await self.db.first(query)
         return message_of(row) if row else None
 
     async def answer_again(

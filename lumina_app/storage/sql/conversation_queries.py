@@ -115,8 +115,7 @@ class ConversationQueries:
         """Fetch one conversation; someone else's, or another agent's, is simply not found."""
         query = _conversation_by_uuid(owner is not None, agent_id is not None)
         params = {"_uuid": conversation_uuid, "_owner": owner, "_agent": agent_id}
-        async with self.db.connect() as conn:
-            row = (await conn.execute(query, params)).first()
+        row = await self.db.first(query, params)
         if row is None:
             raise ConversationNotFound(conversation_uuid)
         return _conversation(row)
@@ -170,8 +169,7 @@ class ConversationQueries:
         query = query.order_by(C.c.updated_at.desc(), C.c.id.desc()).limit(limit + 1)
         # A search scans message text: off the event loop's thread on SQLite.
         with offloaded() if search else contextlib.nullcontext():
-            async with self.db.connect() as conn:
-                rows = (await conn.execute(query)).all()
+            rows = await self.db.rows(query)
         items = [_conversation(r) for r in rows[:limit]]
         next_cursor = None
         if len(rows) > limit:
@@ -196,14 +194,12 @@ class ConversationQueries:
             query = query.where(C.c.agent_id == agent_id)
         if updated_before is not None:
             query = query.where(C.c.updated_at < updated_before)
-        async with self.db.connect() as conn:
-            return [_conversation(row) for row in await conn.execute(query)]
+        return [_conversation(row) for row in await self.db.rows(query)]
 
     async def agent_ids(self) -> list[str]:
         """Every agent id that has conversations."""
-        async with self.db.connect() as conn:
-            found = await conn.execute(sa.select(C.c.agent_id).distinct())
-            return sorted(found.scalars())
+        query = sa.select(C.c.agent_id).distinct()
+        return sorted(row.agent_id for row in await self.db.rows(query))
 
     async def branch_counts(self, conversation_pk: ConversationPk, groups: Sequence[int]) -> dict:
         """``group -> how many branches`` for edited questions' groups."""
@@ -214,8 +210,7 @@ class ConversationQueries:
             M.c.role == MsgRole.USER.value,
             M.c.meta["branchOf"].as_string().is_not(None),
         )
-        async with self.db.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        rows = await self.db.rows(query)
         counts: dict[int, int] = {}
         for r in rows:
             group = (r.meta or {}).get("branchOf")
@@ -230,8 +225,7 @@ class ConversationQueries:
             .where(M.c.conversation_id == conversation_pk, ~branches.NOT_PARKED)
             .order_by(M.c.seq)
         )
-        async with self.db.connect() as conn:
-            return [message_of(r) for r in (await conn.execute(query)).all()]
+        return [message_of(r) for r in await self.db.rows(query)]
 
     async def page_messages(
         self,
@@ -249,13 +243,11 @@ class ConversationQueries:
             query = query.where(branches.NOT_PARKED)
         if after_seq is not None:
             query = query.where(M.c.seq > after_seq).order_by(M.c.seq.asc()).limit(limit)
-            async with self.db.connect() as conn:
-                return [message_of(r) for r in (await conn.execute(query)).all()]
+            return [message_of(r) for r in await self.db.rows(query)]
         if before_seq is not None:
             query = query.where(M.c.seq < before_seq)
         query = query.order_by(M.c.seq.desc()).limit(limit)
-        async with self.db.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        rows = await self.db.rows(query)
         return [message_of(r) for r in reversed(rows)]
 
     async def messages_by_id(
@@ -269,17 +261,14 @@ class ConversationQueries:
             .where(M.c.conversation_id == conversation_pk, M.c.id.in_(list(ids)))
             .order_by(M.c.seq)
         )
-        async with self.db.connect() as conn:
-            return [message_of(r) for r in (await conn.execute(query)).all()]
+        return [message_of(r) for r in await self.db.rows(query)]
 
     async def get_message(self, message_id: int) -> Msg | None:
-        async with self.db.connect() as conn:
-            row = (await conn.execute(sa.select(M).where(M.c.id == message_id))).first()
+        row = await self.db.first(sa.select(M).where(M.c.id == message_id))
         return message_of(row) if row else None
 
     async def conversation_uuid(self, conversation_pk: ConversationPk) -> str | None:
-        async with self.db.connect() as conn:
-            return await conn.scalar(sa.select(C.c.uuid).where(C.c.id == conversation_pk))
+        return await self.db.scalar(sa.select(C.c.uuid).where(C.c.id == conversation_pk))
 
     async def latest_summary(
         self, conversation_pk: ConversationPk, *, before_seq: int | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -82,6 +82,21 @@ class SQLDatabase:
             finally:
                 await conn.close()
 
+    async def rows(self, query: sa.Executable, params: Any = None) -> Sequence[sa.Row]:
+        """The rows of one read statement, on a connection of its own (``connect``)."""
+        async with self.connect() as conn:
+            return (await conn.execute(query, params)).all()
+
+    async def first(self, query: sa.Executable, params: Any = None) -> sa.Row | None:
+        """The first row of one read statement, or None."""
+        async with self.connect() as conn:
+            return (await conn.execute(query, params)).first()
+
+    async def scalar(self, query: sa.Executable, params: Any = None) -> Any:
+        """The first column of the first row of one read statement, or None."""
+        async with self.connect() as conn:
+            return (await conn.execute(query, params)).scalar()
+
     async def read(self, body: Callable[[sa.Connection], T]) -> T:
         """A read of several statements written as one sync function of a ``Connection``
         (search): on SQLite the whole of it on a worker thread, on a plain pysqlite
@@ -112,8 +127,7 @@ class SQLDatabase:
             return await self._pg.run(one)
 
     async def ping(self) -> None:
-        async with self.connect() as conn:
-            await conn.execute(sa.text("SELECT 1"))
+        await self.scalar(sa.text("SELECT 1"))
 
     async def checkpoint(self) -> None:
         """SQLite: move the write-ahead log into the database file, on a worker thread

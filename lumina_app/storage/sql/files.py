@@ -23,12 +23,10 @@ class FileStore:
 
     async def stored_bytes(self, owner: str) -> int:
         query = sa.select(sa.func.coalesce(sa.func.sum(B.c.size), 0)).where(B.c.owner == owner)
-        async with self.db.connect() as conn:
-            return int((await conn.execute(query)).scalar_one())
+        return int(await self.db.scalar(query))
 
     async def has_blob(self, owner: str, sha256: str) -> bool:
-        async with self.db.connect() as conn:
-            return (await conn.execute(_blob_of(owner, sha256))).first() is not None
+        return await self.db.first(_blob_of(owner, sha256)) is not None
 
     async def add(
         self,
@@ -90,19 +88,16 @@ class FileStore:
 
     async def get(self, owner: str, file_id: str) -> StoredFile | None:
         query = sa.select(F).where(F.c.owner == owner, F.c.file_id == file_id)
-        async with self.db.connect() as conn:
-            row = (await conn.execute(query)).first()
+        row = await self.db.first(query)
         return _stored(row) if row is not None else None
 
     async def read(self, owner: str, file_id: str) -> AsyncIterator[bytes]:
         blob = sa.select(F.c.blob_id).where(F.c.owner == owner, F.c.file_id == file_id)
-        async with self.db.connect() as conn:
-            blob_id = (await conn.execute(blob)).scalar()
+        blob_id = await self.db.scalar(blob)
         n = 0
         while blob_id is not None:
             piece = sa.select(K.c.data).where(K.c.blob_id == blob_id, K.c.n == n)
-            async with self.db.connect() as conn:
-                data = (await conn.execute(piece)).scalar()
+            data = await self.db.scalar(piece)
             if data is None:
                 return
             yield bytes(data)
@@ -115,8 +110,7 @@ class FileStore:
         if cursor:
             query = query.where(F.c.id < decode_cursor(cursor)[1])
         query = query.order_by(F.c.id.desc()).limit(limit + 1)
-        async with self.db.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        rows = await self.db.rows(query)
         items = [_stored(r) for r in rows[:limit]]
         tail = rows[limit - 1] if len(rows) > limit else None
         return items, encode_cursor(tail.created_at, tail.id) if tail is not None else None

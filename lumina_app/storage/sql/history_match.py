@@ -30,8 +30,7 @@ async def candidates(
         .order_by(C.c.updated_at.desc(), C.c.id.desc())
         .limit(limit)
     )
-    async with db.connect() as conn:
-        return [(row.id, row.uuid) for row in await conn.execute(query)]
+    return [(row.id, row.uuid) for row in await db.rows(query)]
 
 
 async def by_session_key(
@@ -49,8 +48,7 @@ async def by_session_key(
         .order_by(C.c.updated_at.desc(), C.c.id.desc())
         .limit(1)
     )
-    async with db.connect() as conn:
-        row = (await conn.execute(query)).first()
+    row = await db.first(query)
     return (row.id, row.uuid) if row else None
 
 
@@ -72,23 +70,21 @@ async def seen_rows(
         .order_by(M.c.conversation_id, M.c.seq)
     )
     found: dict[int, list[Msg]] = {cid: [] for cid in conversation_pks}
-    async with db.connect() as conn:
-        for row in await conn.execute(query):
-            found[row.conversation_id].append(
-                Msg(
-                    MsgRole(row.role),
-                    row.content,
-                    seq=row.seq,
-                    turn_id=row.turn_id,
-                    status=MessageStatus(row.status),
-                )
+    for row in await db.rows(query):
+        found[row.conversation_id].append(
+            Msg(
+                MsgRole(row.role),
+                row.content,
+                seq=row.seq,
+                turn_id=row.turn_id,
+                status=MessageStatus(row.status),
             )
+        )
     return found
 
 
 async def gateway_meta(db: SQLDatabase, conversation_pk: ConversationPk) -> dict[str, Any]:
-    async with db.connect() as conn:
-        meta = (await conn.execute(sa.select(C.c.meta).where(C.c.id == conversation_pk))).scalar()
+    meta = await db.scalar(sa.select(C.c.meta).where(C.c.id == conversation_pk))
     return meta or {}
 
 

@@ -47,8 +47,7 @@ class IdempotencyStore:
         query = sa.select(I.c.fingerprint, I.c.response).where(
             I.c.owner == owner, I.c.key == key, I.c.created_at >= utcnow() - self.ttl
         )
-        async with self.db.connect() as conn:
-            row = (await conn.execute(query)).first()
+        row = await self.db.first(query)
         return IdempotencyRecord(row.fingerprint, row.response) if row else None
 
     async def claim(

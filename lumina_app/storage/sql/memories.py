@@ -94,8 +94,7 @@ def _memory_of(memory_id: int, row: dict[str, Any]) -> Memory:
 
 async def get(db: SQLDatabase, memory_id: int, *, owner: str) -> Memory | None:
     query = sa.select(*_COLUMNS).where(T.c.id == memory_id, T.c.owner == owner)
-    async with db.connect() as conn:
-        row = (await conn.execute(query)).first()
+    row = await db.first(query)
     return _memory(row) if row else None
 
 
@@ -114,8 +113,7 @@ async def listing(
         .order_by(T.c.pinned.desc(), T.c.updated_at.desc(), T.c.id.desc())
         .limit(limit)
     )
-    async with db.connect() as conn:
-        return [_memory(r) for r in (await conn.execute(query)).all()]
+    return [_memory(r) for r in await db.rows(query)]
 
 
 async def with_vectors(db: SQLDatabase, *, owner: str, agent_id: str | None) -> list[sa.Row]:
@@ -124,8 +122,7 @@ async def with_vectors(db: SQLDatabase, *, owner: str, agent_id: str | None) -> 
     where = sa.and_(_scope(owner, agent_id), T.c.status == MemoryStatus.ACTIVE.value)
     query = sa.select(*_COLUMNS, T.c.model, T.c.vector).where(where)
     with offloaded():  # every memory of the owner: keep it off the event loop's thread
-        async with db.connect() as conn:
-            return list((await conn.execute(query)).all())
+        return list(await db.rows(query))
 
 
 def decoded(rows: Sequence[sa.Row], model: str) -> list[tuple[Memory, bytes | None]]:
@@ -142,8 +139,7 @@ async def kept(db: SQLDatabase, *, owner: str) -> int:
         T.c.owner == owner,
         T.c.status.in_([MemoryStatus.ACTIVE.value, MemoryStatus.SUPERSEDED.value]),
     )
-    async with db.connect() as conn:
-        return int((await conn.execute(query)).scalar_one())
+    return int(await db.scalar(query))
 
 
 async def source_deleted(
@@ -176,8 +172,7 @@ async def stamps_since(
         T.c.status.in_([s.value for s in MemoryStatus]),  # the index's column order
         T.c.updated_at >= since,
     )
-    async with db.connect() as conn:
-        found = (await conn.execute(query)).all()
+    found = await db.rows(query)
     return [(r.id, MemoryStatus(r.status), r.updated_at) for r in found]
 
 
@@ -194,8 +189,7 @@ async def _with_vectors(
     db: SQLDatabase, where: sa.ColumnElement[bool], model: str
 ) -> list[tuple[Memory, bytes | None]]:
     query = sa.select(*_COLUMNS, T.c.model, T.c.vector).where(where)
-    async with db.connect() as conn:
-        rows = (await conn.execute(query)).all()
+    rows = await db.rows(query)
     return [
         (_memory(r), base64.b64decode(r.vector) if r.vector and r.model == model else None)
         for r in rows
@@ -206,8 +200,7 @@ async def version(db: SQLDatabase, *, owner: str, agent_id: str | None) -> tuple
     """(active count, last change, last id) of an owner's memories: what a cached index of
     them must still match (any add, edit, pin, supersede or delete moves one of them)."""
     params = {"_owner": owner, "_agent": agent_id}
-    async with db.connect() as conn:
-        return tuple((await conn.execute(_version_query(agent_id is not None), params)).one())
+    return tuple(await db.first(_version_query(agent_id is not None), params))
 
 
 @functools.cache
@@ -224,8 +217,7 @@ async def by_ids(db: SQLDatabase, ids: Sequence[int], *, owner: str) -> list[Mem
     if not ids:
         return []
     query = sa.select(*_COLUMNS).where(T.c.id.in_(list(ids)), T.c.owner == owner)
-    async with db.connect() as conn:
-        found = {r.id: _memory(r) for r in (await conn.execute(query)).all()}
+    found = {r.id: _memory(r) for r in await db.rows(query)}
     return [found[i] for i in ids if i in found]
 
 
@@ -363,8 +355,7 @@ async def every(db: SQLDatabase, *, agent_id: str | None = None) -> list[Memory]
     if agent_id is not None:
         query = query.where(T.c.agent_id == agent_id)
     with offloaded():
-        async with db.connect() as conn:
-            return [_memory(r) for r in (await conn.execute(query)).all()]
+        return [_memory(r) for r in await db.rows(query)]
 
 
 async def insert_imported(

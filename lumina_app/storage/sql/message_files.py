@@ -36,8 +36,7 @@ class MessageFileStore:
         if not wanted:
             return []
         query = sa.select(F).where(F.c.owner == owner, F.c.file_id.in_(wanted))
-        async with self.db.connect() as conn:
-            return [_stored(row) for row in (await conn.execute(query)).all()]
+        return [_stored(row) for row in await self.db.rows(query)]
 
     async def link(
         self, owner: str, conversation_pk: ConversationPk, seq: int, file_ids: Sequence[str]

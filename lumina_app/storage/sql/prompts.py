@@ -26,5 +26,4 @@ class PromptStore:
             pass  # another process kept the same text meanwhile
 
     async def get(self, digest: str) -> str | None:
-        async with self.db.connect() as conn:
-            return await conn.scalar(sa.select(P.c.text).where(P.c.hash == digest))
+        return await self.db.scalar(sa.select(P.c.text).where(P.c.hash == digest))

@@ -49,8 +49,7 @@ class OwnerQuotas:
             .select_from(M.join(C, C.c.id == M.c.conversation_id))
             .where(C.c.owner == owner)
         )
-        async with self.db.connect() as conn:
-            have = int((await conn.execute(query)).scalar_one())
+        have = int(await self.db.scalar(query))
         if have >= self.max_stored_bytes:
             raise StoredBytesExceeded(
                 f"this owner's messages hold {have} bytes of text; delete conversations "
@@ -62,8 +61,7 @@ class OwnerQuotas:
 
     async def _conversations(self, owner: str, more: int) -> None:
         query = sa.select(sa.func.count()).select_from(C).where(C.c.owner == owner)
-        async with self.db.connect() as conn:
-            have = (await conn.execute(query)).scalar_one()
+        have = await self.db.scalar(query)
         if have + more > self.max_conversations:
             raise QuotaExceeded(
                 f"this owner has {have} conversations; delete some to start another",
@@ -79,8 +77,7 @@ class OwnerQuotas:
             .select_from(M.join(C, C.c.id == M.c.conversation_id))
             .where(C.c.owner == owner, M.c.created_at >= now - DAY)
         )
-        async with self.db.connect() as conn:
-            have, oldest = (await conn.execute(query)).one()
+        have, oldest = await self.db.first(query)
         if have + more > self.max_messages_per_day:
             # Room comes back as the oldest of the day's messages turns a day old.
             wait = (oldest + DAY - now) if oldest is not None else DAY

@@ -95,8 +95,7 @@ async def conversation_rows(
     """Every recalled row of one conversation in seq order, with its vector if it has one."""
     query = _rows_query(model).where(M.c.conversation_id == conversation_pk).order_by(M.c.seq)
     with offloaded():  # the whole conversation: keep it off the event loop's thread
-        async with db.connect() as conn:
-            found = (await conn.execute(query)).all()
+        found = await db.rows(query)
     if len(found) > ROWS_IN_THREAD:  # decoding 10,000 rows' vectors takes ~0.15 s
         return await asyncio.to_thread(lambda: [_row(r) for r in found])
     return [_row(r) for r in found]
@@ -111,8 +110,7 @@ async def rows_after(
         .where(M.c.conversation_id == conversation_pk, M.c.seq > seq)
         .order_by(M.c.seq)
     )
-    async with db.connect() as conn:
-        return [_row(r) for r in (await conn.execute(query)).all()]
+    return [_row(r) for r in await db.rows(query)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +162,7 @@ async def said(
         for i, within in enumerate(ranges)
     ]
     with offloaded() if last_seq > ROWS_IN_THREAD else nullcontext():
-        async with db.connect() as conn:
-            found = {r.part: r for r in (await conn.execute(sa.union_all(*parts))).all()}
+        found = {r.part: r for r in await db.rows(sa.union_all(*parts))}
     before, after = found[0], found[1]
     upto = (before.n, before.ids or 0, before.chars or 0, before.changed)
     first_streaming = after.streaming
@@ -189,8 +186,7 @@ async def vectors_of(db: SQLDatabase, message_ids: Sequence[int], model: str) ->
     query = sa.select(V.c.message_id, V.c.vector).where(
         V.c.model == model, V.c.message_id.in_(list(message_ids))
     )
-    async with db.connect() as conn:
-        found = (await conn.execute(query)).all()
+    found = await db.rows(query)
     return {r.message_id: base64.b64decode(r.vector) for r in found}
 
 
@@ -215,8 +211,7 @@ async def candidates(db: SQLDatabase, ids: Sequence[int], model: str) -> list[Ca
         return []
     params = {"ids": list(ids), "model": model}
     with offloaded():  # up to a few thousand texts
-        async with db.connect() as conn:
-            found = (await conn.execute(_candidates_query(db.dialect), params)).all()
+        found = await db.rows(_candidates_query(db.dialect), params)
     return [Candidate(_row(r), r.previous or "", r.uuid, r.title) for r in found]
 
 
@@ -256,8 +251,7 @@ def _per_row(column: sa.Column, *where: sa.ColumnElement[bool]) -> sa.Label:
 async def agent_of(db: SQLDatabase, conversation_pk: ConversationPk) -> str:
     """The conversation's agent ("" if it is gone): whose embedder its vectors are."""
     query = sa.select(C.c.agent_id).where(C.c.id == conversation_pk)
-    async with db.connect() as conn:
-        return (await conn.execute(query)).scalar() or ""
+    return await db.scalar(query) or ""
 
 
 async def agents_of(
@@ -267,8 +261,7 @@ async def agents_of(
     if not conversation_pks:
         return {}
     query = sa.select(C.c.id, C.c.agent_id).where(C.c.id.in_(list(conversation_pks)))
-    async with db.connect() as conn:
-        return {r.id: r.agent_id for r in (await conn.execute(query)).all()}
+    return {r.id: r.agent_id for r in await db.rows(query)}
 
 
 async def version(
@@ -283,8 +276,7 @@ async def version(
         .scalar_subquery()
     )
     query = sa.select(C.c.last_seq, C.c.updated_at, vectors).where(C.c.id == conversation_pk)
-    async with db.connect() as conn:
-        row = (await conn.execute(query)).first()
+    row = await db.first(query)
     return tuple(row) if row else ()
 
 
@@ -323,8 +315,7 @@ async def pending(
     # Whole conversations may be long: off the event loop's thread on SQLite. A few turns'
     # rows are a few index lookups, cheaper inline than the hand-over to the thread.
     with nullcontext() if turns is not None else offloaded():
-        async with db.connect() as conn:
-            rows = (await conn.execute(query, params)).all()
+        rows = await db.rows(query, params)
     return [PendingRow(r.id, r.conversation_id, r.content, r.previous or "") for r in rows]
 
 

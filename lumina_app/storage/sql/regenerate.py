@@ -76,8 +76,7 @@ async def answer_rows(
         )
         .order_by(M.c.seq)
     )
-    async with db.connect() as conn:
-        rows = (await conn.execute(query)).all()
+    rows = await db.rows(query)
     return [
         AnswerRow(
             seq=r.seq,

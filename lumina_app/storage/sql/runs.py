@@ -77,10 +77,7 @@ class RunStore:
             .join(C, C.c.id == R.c.conversation_id)
             .where(R.c.status == RunStatus.RUNNING.value)
         )
-        async with self.db.connect() as conn:
-            return [
-                (row.run_id, row.uuid, row.started_at) for row in (await conn.execute(query)).all()
-            ]
+        return [(row.run_id, row.uuid, row.started_at) for row in await self.db.rows(query)]
 
     async def interrupt_run(self, run_id: str, reason: str) -> bool:
         """Close one orphaned run (its process is gone) as interrupted, text kept."""
@@ -129,6 +126,5 @@ class RunStore:
         query = sa.select(R).where(R.c.run_id == run_id)
         if owner is not None:
             query = query.where(R.c.owner == owner)
-        async with self.db.connect() as conn:
-            row = (await conn.execute(query)).first()
+        row = await self.db.first(query)
         return run_record(row._mapping) if row else None

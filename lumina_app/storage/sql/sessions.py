@@ -73,8 +73,7 @@ class SessionStore:
             .where(S.c.token_hash == token_hash, *_live())
             .where(sa.or_(S.c.user_id.is_(None), U.c.disabled_at.is_(None)))
         )
-        async with self.db.connect() as conn:
-            row = (await conn.execute(query)).first()
+        row = await self.db.first(query)
         return _session(row) if row else None
 
     async def touch(self, session_id: int) -> None:
@@ -101,8 +100,7 @@ class SessionStore:
             .where(_of(owner, user_id), *_live())
             .order_by(S.c.last_seen_at.desc(), S.c.id.desc())
         )
-        async with self.db.connect() as conn:
-            return [_session(row) for row in await conn.execute(query)]
+        return [_session(row) for row in await self.db.rows(query)]
 
     async def revoke_by_id(
         self, session_id: int, *, owner: str, user_id: int | None

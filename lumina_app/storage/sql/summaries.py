@@ -32,14 +32,12 @@ async def latest(
     if before_seq is not None:
         query = query.where(S.c.covered_to_seq < before_seq)
     query = query.order_by(S.c.covered_to_seq.desc(), S.c.id.desc()).limit(1)
-    async with db.connect() as conn:
-        row = (await conn.execute(query)).first()
+    row = await db.first(query)
     return _summary(row) if row else None
 
 
 async def get(db: SQLDatabase, summary_id: int) -> Summary | None:
-    async with db.connect() as conn:
-        row = (await conn.execute(sa.select(S).where(S.c.id == summary_id))).first()
+    row = await db.first(sa.select(S).where(S.c.id == summary_id))
     return _summary(row) if row else None
 
 
@@ -67,5 +65,4 @@ async def add(
 async def all_of(db: SQLDatabase, conversation_pk: ConversationPk) -> list[Summary]:
     """Every summary of a conversation, oldest first (exports)."""
     query = sa.select(S).where(S.c.conversation_id == conversation_pk).order_by(S.c.id)
-    async with db.connect() as conn:
-        return [_summary(r) for r in (await conn.execute(query)).all()]
+    return [_summary(r) for r in await db.rows(query)]

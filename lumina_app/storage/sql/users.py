@@ -72,18 +72,15 @@ class UserStore:
 
     async def _one(self, where: sa.ColumnElement[bool]) -> tuple[User, str] | None:
         query = sa.select(*_USER_COLUMNS, U.c.password_hash).where(where)
-        async with self.db.connect() as conn:
-            row = (await conn.execute(query)).first()
+        row = await self.db.first(query)
         return (user_of(row), row.password_hash) if row else None
 
     async def list(self) -> list[User]:
-        async with self.db.connect() as conn:
-            rows = await conn.execute(sa.select(*_USER_COLUMNS).order_by(U.c.username))
-            return [user_of(row) for row in rows]
+        query = sa.select(*_USER_COLUMNS).order_by(U.c.username)
+        return [user_of(row) for row in await self.db.rows(query)]
 
     async def exists(self) -> bool:
-        async with self.db.connect() as conn:
-            return (await conn.execute(sa.select(U.c.id).limit(1))).first() is not None
+        return await self.db.first(sa.select(U.c.id).limit(1)) is not None
 
     async def set_password(
         self, user_id: int, password_hash: str, *, must_change_password: bool
@@ -130,8 +127,7 @@ class UserStore:
     async def deleting(self) -> list[User]:
         """Accounts whose deletion began and has not finished."""
         query = sa.select(*_USER_COLUMNS).where(U.c.password_hash == DELETING)
-        async with self.db.connect() as conn:
-            return [user_of(row) for row in await conn.execute(query.order_by(U.c.id))]
+        return [user_of(row) for row in await self.db.rows(query.order_by(U.c.id))]
 
     async def purge(self, user_id: int, owner: str) -> PurgeCounts:
         """The account's row and what it owns beside conversations (long-term memories,
