@@ -41,8 +41,7 @@ class ApiKeyStore:
             "key_hash": key_hash,
             "created_at": utcnow(),
         }
-        async with self.db.begin() as conn:
-            result = await conn.execute(sa.insert(K).values(values))
+        result = await self.db.write(sa.insert(K).values(values))
         created = await self.get(result.inserted_primary_key[0])
         assert created is not None
         return created
@@ -71,8 +70,7 @@ class ApiKeyStore:
         query = sa.update(K).where(K.c.id == key_id, K.c.revoked_at.is_(None))
         if user_id is not None:
             query = query.where(K.c.user_id == user_id)
-        async with self.db.begin() as conn:
-            result = await conn.execute(query.values(revoked_at=utcnow()))
+        result = await self.db.write(query.values(revoked_at=utcnow()))
         return result.rowcount == 1
 
     async def revoke_all(self, *, user_id: int) -> list[int]:
@@ -84,5 +82,4 @@ class ApiKeyStore:
         return ids
 
     async def touch(self, key_id: int) -> None:
-        async with self.db.begin() as conn:
-            await conn.execute(sa.update(K).where(K.c.id == key_id).values(last_used_at=utcnow()))
+        await self.db.write(sa.update(K).where(K.c.id == key_id).values(last_used_at=utcnow()))

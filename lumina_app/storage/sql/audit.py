@@ -20,10 +20,9 @@ class AuditStore:
 
     async def add(self, entry: AuditEntry) -> None:
         values = {name: storable(getattr(entry, name)[:width]) for name, width in _WIDTH.items()}
-        async with self.db.begin() as conn:
-            await conn.execute(
-                sa.insert(A).values(event=entry.event.value, at=entry.at or utcnow(), **values)
-            )
+        await self.db.write(
+            sa.insert(A).values(event=entry.event.value, at=entry.at or utcnow(), **values)
+        )
 
     async def list(
         self, *, limit: int, before: int | None = None, username: str | None = None

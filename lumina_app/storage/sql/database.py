@@ -61,6 +61,11 @@ class SQLDatabase:
         async with self._write_gate, self.connect() as conn, conn.begin():
             yield conn
 
+    async def write(self, statement: sa.Executable, params: Any = None) -> sa.CursorResult:
+        """One statement as a write transaction of its own (``begin``)."""
+        async with self.begin() as conn:
+            return await conn.execute(statement, params)
+
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[AsyncConnection]:
         """A read connection; errors translated.

@@ -95,5 +95,4 @@ async def set_gateway_meta(
     values: dict[str, Any] = {"meta": meta}
     if opening is not None:
         values["opening_hash"] = opening
-    async with db.begin() as conn:
-        await conn.execute(sa.update(C).where(C.c.id == conversation_pk).values(values))
+    await db.write(sa.update(C).where(C.c.id == conversation_pk).values(values))

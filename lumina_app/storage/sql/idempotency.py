@@ -87,26 +87,20 @@ class IdempotencyStore:
             I.c.fingerprint == fingerprint,
             I.c.alive_at < now - timedelta(seconds=lease),
         )
-        async with self.db.begin() as conn:
-            taken = await conn.execute(stale.values(alive_at=now, claimed_by=claim.token))
+        taken = await self.db.write(stale.values(alive_at=now, claimed_by=claim.token))
         return claim if taken.rowcount == 1 else None
 
     async def keep_alive(self, claim: Claim) -> bool:
         """Renew the claim's lease; False if a retry took it over meanwhile."""
-        async with self.db.begin() as conn:
-            renewed = await conn.execute(_held(claim).values(alive_at=utcnow()))
+        renewed = await self.db.write(_held(claim).values(alive_at=utcnow()))
         return renewed.rowcount == 1
 
     async def complete(self, claim: Claim, response: dict[str, Any]) -> None:
-        async with self.db.begin() as conn:
-            await conn.execute(
-                _held(claim).values(response=response, alive_at=None, claimed_by=None)
-            )
+        await self.db.write(_held(claim).values(response=response, alive_at=None, claimed_by=None))
 
     async def release(self, claim: Claim) -> None:
         """The request failed: free the key so a retry can try again."""
-        async with self.db.begin() as conn:
-            await conn.execute(sa.delete(I).where(*_holds(claim)))
+        await self.db.write(sa.delete(I).where(*_holds(claim)))
 
     async def forget(self, refs: list[str], *, owner: str | None = None) -> int:
         """Delete the records whose response names any of ``refs`` (a run's or a
@@ -119,8 +113,7 @@ class IdempotencyStore:
             query = sa.delete(I).where(named)
             if owner is not None:
                 query = query.where(I.c.owner == owner)
-            async with self.db.begin() as conn:
-                gone += (await conn.execute(query)).rowcount
+            gone += (await self.db.write(query)).rowcount
         return gone
 
     async def conversation_deleted(self, conversation: ConversationInfo) -> None:
@@ -133,8 +126,7 @@ class IdempotencyStore:
 
     async def sweep(self) -> int:
         """Delete every record past its ``ttl``; how many went."""
-        async with self.db.begin() as conn:
-            swept = await conn.execute(sa.delete(I).where(I.c.created_at < utcnow() - self.ttl))
+        swept = await self.db.write(sa.delete(I).where(I.c.created_at < utcnow() - self.ttl))
         return swept.rowcount
 
 

@@ -70,8 +70,7 @@ def _values(
 async def insert(db: SQLDatabase, **values: Any) -> Memory:
     """A new active memory (keyword arguments as :func:`_values` takes them)."""
     row = _values(**values)
-    async with db.begin() as conn:
-        result = await conn.execute(sa.insert(T).values(row))
+    result = await db.write(sa.insert(T).values(row))
     return _memory_of(result.inserted_primary_key[0], row)
 
 
@@ -158,8 +157,7 @@ async def source_deleted(
         there = sa.select(M.c.seq).where(M.c.conversation_id == conversation_pk)
         where = sa.and_(where, T.c.seq.is_not(None), T.c.seq.not_in(there))
     query = sa.update(T).where(where).values(conversation_uuid=None, seq=None, origin=origin)
-    async with db.begin() as conn:
-        return (await conn.execute(query)).rowcount
+    return (await db.write(query)).rowcount
 
 
 async def stamps_since(
@@ -245,8 +243,7 @@ async def update(
         .where(T.c.id == memory_id, T.c.owner == owner, T.c.status != MemoryStatus.DELETED.value)
         .values(values)
     )
-    async with db.begin() as conn:
-        return (await conn.execute(query)).rowcount > 0
+    return (await db.write(query)).rowcount > 0
 
 
 async def supersede(db: SQLDatabase, old_id: int, **values: Any) -> Memory | None:
@@ -328,8 +325,7 @@ async def delete_many(db: SQLDatabase, ids: Sequence[int], *, owner: str) -> int
         .where(T.c.id.in_(list(ids)), T.c.owner == owner, T.c.status != MemoryStatus.DELETED.value)
         .values(status=MemoryStatus.DELETED.value, updated_at=utcnow())
     )
-    async with db.begin() as conn:
-        return (await conn.execute(query)).rowcount
+    return (await db.write(query)).rowcount
 
 
 def _closed_at(memory: Memory) -> datetime | None:
@@ -345,8 +341,7 @@ async def forget_all(db: SQLDatabase, *, owner: str, agent_id: str | None) -> in
         .where(_scope(owner, agent_id), T.c.status != MemoryStatus.DELETED.value)
         .values(status=MemoryStatus.DELETED.value, updated_at=utcnow())
     )
-    async with db.begin() as conn:
-        return (await conn.execute(query)).rowcount
+    return (await db.write(query)).rowcount
 
 
 async def every(db: SQLDatabase, *, agent_id: str | None = None) -> list[Memory]:

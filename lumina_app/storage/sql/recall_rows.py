@@ -384,8 +384,7 @@ async def write_vectors(
         sa.literal(utcnow(), V.c.created_at.type),
     ).where(M.c.id.in_(ids))  # fmt: skip
     with offloaded():
-        async with db.begin() as conn:
-            await conn.execute(_upsert(db.dialect, alive))
+        await db.write(_upsert(db.dialect, alive))
 
 
 _REPLACED = ("conversation_id", "model", "vector", "created_at")

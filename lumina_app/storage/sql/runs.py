@@ -119,8 +119,7 @@ class RunStore:
         query = sa.delete(R).where(
             R.c.run_id == run_id, R.c.owner == owner, R.c.status != RunStatus.RUNNING.value
         )
-        async with self.db.begin() as conn:
-            return (await conn.execute(query)).rowcount > 0
+        return (await self.db.write(query)).rowcount > 0
 
     async def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord | None:
         query = sa.select(R).where(R.c.run_id == run_id)

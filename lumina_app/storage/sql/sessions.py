@@ -58,8 +58,7 @@ class SessionStore:
             "user_agent": user_agent[:255],
             "client_ip": client_ip[:64],
         }
-        async with self.db.begin() as conn:
-            result = await conn.execute(sa.insert(S).values(values))
+        result = await self.db.write(sa.insert(S).values(values))
         return SignInSession(
             id=result.inserted_primary_key[0],
             **{k: v for k, v in values.items() if k != "token_hash"},
@@ -77,10 +76,7 @@ class SessionStore:
         return _session(row) if row else None
 
     async def touch(self, session_id: int) -> None:
-        async with self.db.begin() as conn:
-            await conn.execute(
-                sa.update(S).where(S.c.id == session_id).values(last_seen_at=utcnow())
-            )
+        await self.db.write(sa.update(S).where(S.c.id == session_id).values(last_seen_at=utcnow()))
 
     async def revoke(self, token_hash: str) -> SignInSession | None:
         async with self.db.begin() as conn:

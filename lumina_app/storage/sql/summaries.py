@@ -51,8 +51,7 @@ async def add(
         "model": model[:128],
         "created_at": utcnow(),
     }
-    async with db.begin() as conn:
-        result = await conn.execute(sa.insert(S).values(values))
+    result = await db.write(sa.insert(S).values(values))
     return Summary(
         covered_to_seq=covered_to_seq,
         text=text,

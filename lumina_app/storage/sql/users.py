@@ -52,8 +52,7 @@ class UserStore:
             "password_changed_at": now,
         }
         try:
-            async with self.db.begin() as conn:
-                result = await conn.execute(sa.insert(U).values(values))
+            result = await self.db.write(sa.insert(U).values(values))
         except IntegrityError:
             raise UsernameTaken(username) from None
         return User(
@@ -85,16 +84,15 @@ class UserStore:
     async def set_password(
         self, user_id: int, password_hash: str, *, must_change_password: bool
     ) -> None:
-        async with self.db.begin() as conn:
-            await conn.execute(
-                sa.update(U)
-                .where(U.c.id == user_id)
-                .values(
-                    password_hash=password_hash,
-                    must_change_password=must_change_password,
-                    password_changed_at=utcnow(),
-                )
+        await self.db.write(
+            sa.update(U)
+            .where(U.c.id == user_id)
+            .values(
+                password_hash=password_hash,
+                must_change_password=must_change_password,
+                password_changed_at=utcnow(),
             )
+        )
 
     async def disable(self, user_id: int, *, deleting: bool = False) -> tuple[int, int]:
         now = utcnow()
@@ -121,8 +119,7 @@ class UserStore:
         return sessions.rowcount, keys.rowcount
 
     async def enable(self, user_id: int) -> None:
-        async with self.db.begin() as conn:
-            await conn.execute(sa.update(U).where(U.c.id == user_id).values(disabled_at=None))
+        await self.db.write(sa.update(U).where(U.c.id == user_id).values(disabled_at=None))
 
     async def deleting(self) -> list[User]:
         """Accounts whose deletion began and has not finished."""
