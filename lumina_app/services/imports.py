@@ -48,6 +48,7 @@ from lumina_app.domain import (
     StoreUnavailable,
     utcnow,
 )
+from lumina_app.domain.tasks import keep
 from lumina_app.memory.long_term import LongTermMemory
 from lumina_app.services.agents import AgentService
 
@@ -178,9 +179,7 @@ class ImportService:
         if wait:
             await self._run(job, parsed, memories_from)
             return job
-        task = asyncio.create_task(self._run(job, parsed, memories_from), name="chat-import")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        keep(self._tasks, self._run(job, parsed, memories_from), "chat-import")
         return job
 
     def get(self, principal: Principal, import_id: str) -> ImportJob:

@@ -25,6 +25,7 @@ from typing import Any
 from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.agents.run.turns import RunRequest
 from lumina_app.domain import LuminaError, Principal
+from lumina_app.domain.tasks import keep
 from lumina_app.storage.live_bus import LiveBus
 
 log = logging.getLogger(__name__)
@@ -166,17 +167,12 @@ class LiveHub:
             files=tuple(run.user.files),
         )
         ended = Notice("ended", conversation=started.conversation, agent_id=started.agent_id)
-        self._spawn(self._follow_run(owner, run, started, ended))
+        keep(self._watching, self._follow_run(owner, run, started, ended), "live-notice")
 
     async def _follow_run(self, owner: str, run: ActiveRun, started: Notice, ended: Notice):
         await self.announce(owner, started)
         await run.done.wait()
         await self.announce(owner, ended)
-
-    def _spawn(self, work) -> None:
-        task = asyncio.create_task(work, name="live-notice")
-        self._watching.add(task)
-        task.add_done_callback(self._watching.discard)
 
     def deliver(self, owner: str, data: dict[str, Any]) -> None:
         """A notice from the bus: to this owner's pages in this process."""

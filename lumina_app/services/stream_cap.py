@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import Coroutine
-from typing import Any
 
 from lumina_app.domain import TooManyStreams
+from lumina_app.domain.tasks import keep
 from lumina_app.storage.slots import Slots
 
 
@@ -65,12 +64,7 @@ class StreamCap:
         else:
             del self._open[owner]
         if self._slots is not None and self._held.pop(member, None) is not None:
-            self._spawn(self._slots.release([_key(owner)], member))
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work, name="stream-slot-release")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+            keep(self._tasks, self._slots.release([_key(owner)], member), "stream-slot-release")
 
     async def _renew(self) -> None:
         """Every lease, each held slot lives three more; ends when none is held."""

@@ -19,6 +19,7 @@ from lumina_app.agents.run.engine import title_from
 from lumina_app.agents.run.run_driver import ActiveRun
 from lumina_app.agents.run.turns import RunRequest
 from lumina_app.domain import LuminaError, Principal, RunStatus
+from lumina_app.domain.tasks import keep
 from lumina_app.services.conversations import ConversationService
 
 log = logging.getLogger(__name__)
@@ -43,9 +44,7 @@ class Titles:
             return
         if run.conversation.title not in ("", title_from(run.user.content)):
             return  # named when it was created
-        task = asyncio.create_task(self._title(principal, run, propose), name="title")
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        keep(self._pending, self._title(principal, run, propose), "title")
 
     async def settled(self) -> None:
         """Every proposal asked for so far has landed or failed (tests, shutdown)."""

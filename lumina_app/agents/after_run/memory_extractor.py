@@ -37,6 +37,7 @@ from lumina_app.domain import (
     TextDelta,
 )
 from lumina_app.domain.memories import Memory, MemoryNotFound
+from lumina_app.domain.tasks import keep
 from lumina_app.memory.long_term import LongTermMemory, normalised
 from lumina_app.memory.memory_rules import MemoryProtected
 
@@ -240,9 +241,7 @@ class MemoryExtractor:
         """A turn stored without a run (an exchange logged over MCP): extracted the same way,
         later. The caller has checked the agent keeps long-term memory and the conversation
         is not temporary."""
-        task = asyncio.create_task(self._extract(turn), name="memory-extract")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        keep(self._tasks, self._extract(turn), "memory-extract")
 
     async def wait(self) -> None:
         """Until every extraction running now is done (tests, shutdown)."""

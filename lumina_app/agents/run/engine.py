@@ -48,6 +48,7 @@ from lumina_app.domain import (
     log_context,
     utcnow,
 )
+from lumina_app.domain.tasks import keep
 from lumina_app.domain.text import check_storable_text
 from lumina_app.memory import MemoryManager
 from lumina_app.memory.context_reads import ContextReads
@@ -546,9 +547,7 @@ async def _shielded(begin: Coroutine[None, None, ActiveRun]) -> ActiveRun:
         if not outcome.done():  # cancelled: the caller went away, the run goes on
             outcome.set_result(started)
 
-    task = asyncio.create_task(run())
-    _starting.add(task)
-    task.add_done_callback(_starting.discard)
+    keep(_starting, run())
     return await outcome
 
 

@@ -21,6 +21,7 @@ from lumina_app.agents.tools.recall import Recall
 from lumina_app.agents.tools.sandbox import ComputePool
 from lumina_app.agents.tools.schema import spec_problem
 from lumina_app.agents.tools.spec import Tool, Toolbox, ToolInfo, ToolSpec
+from lumina_app.domain.tasks import keep
 
 # How a server whose tools are unknown (it could not start) is listed in an agent's info.
 ALL_TOOLS = "*"
@@ -110,9 +111,7 @@ class ToolCatalog:
         return servers
 
     def _retire(self, server: McpServer) -> None:
-        task = asyncio.create_task(server.close())
-        self._retired.add(task)
-        task.add_done_callback(self._retired.discard)
+        keep(self._retired, server.close())
 
     async def close(self) -> None:
         """Shut every server and tool worker down (the app is stopping)."""

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from lumina_app.agents.definitions.tool_config import McpServerConfig
 from lumina_app.agents.tools.mcp_transport import Watched, http_transport, result_text
 from lumina_app.agents.tools.spec import ToolContext, ToolError, ToolOutput, ToolSpec
+from lumina_app.domain.tasks import keep
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +219,7 @@ class McpServer:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):  # 2025-era servers
-            self._soon(self.refresh())
+            keep(self._background, self.refresh())
 
     async def _listen(self, client: Client) -> None:
         """2026-era servers announce tool changes on a ``subscriptions/listen`` stream."""
@@ -232,11 +233,6 @@ class McpServer:
                         await self.refresh()
         except (ListenNotSupportedError, SubscriptionLost, MCPError, TimeoutError) as exc:
             log.debug("MCP server %r: no tool-change events: %s", self.name, exc)
-
-    def _soon(self, work: Any) -> None:
-        task = asyncio.create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     # -- transport -----------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lumina_app.agents.tools.spec import ToolError
+from lumina_app.domain.tasks import keep
 
 WORKER_MODULE = "lumina_app.agents.tools.compute_worker"
 WORKER_MEMORY_BYTES = 512 * 1024**2
@@ -120,9 +121,7 @@ class ComputePool:
         if worker.returncode is None:
             with contextlib.suppress(ProcessLookupError):  # it had just ended
                 worker.kill()
-        task = asyncio.get_running_loop().create_task(worker.wait())
-        self._reaping.add(task)
-        task.add_done_callback(self._reaping.discard)
+        keep(self._reaping, worker.wait())
 
     def pids(self) -> list[int]:
         """The live workers' process ids (for tests and operators)."""

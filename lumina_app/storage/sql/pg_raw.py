@@ -35,6 +35,7 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from lumina_app.domain.tasks import keep
 from lumina_app.platform import sqlalchemy_private as private
 from lumina_app.storage.sql.engine import CONNECT_TIMEOUT_SECONDS, PING_AFTER_IDLE_SECONDS
 
@@ -254,9 +255,7 @@ class PgWrites:
 
     def _discard(self, held: _Held) -> None:
         """Close a connection in the background (closing awaits the server's goodbye)."""
-        task = asyncio.create_task(_close_quietly(held.conn))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+        keep(self._closing, _close_quietly(held.conn))
 
 
 async def _close_quietly(conn: psycopg.AsyncConnection) -> None:

@@ -33,6 +33,7 @@ from lumina_app.agents.providers.acp.files import AgentFiles, FileRefused
 from lumina_app.agents.providers.acp.process import AgentProcess, AgentStartError, start_agent
 from lumina_app.domain import LuminaError, TooManyRuns
 from lumina_app.domain.access import SAFE_NAME
+from lumina_app.domain.tasks import keep
 
 log = logging.getLogger(__name__)
 
@@ -302,10 +303,7 @@ class AcpPool:
             self._end_later(session)
 
     def _end_later(self, session: AcpSession) -> None:
-        task = asyncio.ensure_future(self._end(session))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
-        self._ending[session.key] = task
+        task = self._ending[session.key] = keep(self._closing, self._end(session))
         task.add_done_callback(lambda t, key=session.key: self._ended(key, t))
 
     def _ended(self, key: str, task: asyncio.Task) -> None:
