@@ -34,7 +34,6 @@ class ArchiveMirror:
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task | None = None
-        self.written = 0
         self.failed = 0
 
     async def on_final(self, conversation: ConversationInfo, msgs: Sequence[Msg]) -> None:
@@ -117,7 +116,6 @@ class ArchiveMirror:
             self._pending.setdefault(uuid, set()).update(turns)
             self._due[uuid] = now + delay
         else:
-            self.written += 1
             self._failures.pop(uuid, None)
 
     def _drop(self, uuid: str) -> None:

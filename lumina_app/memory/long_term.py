@@ -105,14 +105,10 @@ class LongTermMemory:
         self.max_per_owner = max_per_owner  # memories an owner may keep (0: no limit)
         # (owner, agent) → [its lock, how many hold or wait for it]: one build at a time
         self._building: dict[tuple, list] = {}
-        self.builds = 0  # indexes read whole and built (tests, the scale bench)
         # (owner, agent) → the index of its active memories and what it was read at
         self._cache: OrderedDict[tuple, _Kept] = OrderedDict()
         self._cache_size = cache_size
         self._cache_memories = cache_memories
-        self.written = 0
-        self.superseded = 0
-        self.updated = 0
         # Called with "written", "updated" or "superseded" after each change (the metrics).
         self.on_changed: list[Callable[[str], None]] = []
 
@@ -201,7 +197,6 @@ class LongTermMemory:
         loop = asyncio.get_running_loop()
         index = await loop.run_in_executor(_builds, _built, found, self.model)
         del found
-        self.builds += 1
         self._cache[key] = _Kept(version, index)
         self._shrink()
         return index
@@ -310,7 +305,6 @@ class LongTermMemory:
             vector=vector,
             origin=origin,
         )
-        self.written += 1
         self._changed("written")
         return memory, True
 
@@ -343,7 +337,6 @@ class LongTermMemory:
         if not changed:
             raise MemoryNotFound(memory_id)
         if text is not None:
-            self.updated += 1
             self._changed("updated")
         return await self.get(owner, memory_id)
 
@@ -390,7 +383,6 @@ class LongTermMemory:
         )
         if memory is None:
             raise MemoryNotFound(memory_id)
-        self.superseded += 1
         self._changed("superseded")
         return memory
 

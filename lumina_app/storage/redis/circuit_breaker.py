@@ -14,8 +14,6 @@ class CircuitBreaker:
         self._clock = clock
         self._opened_at: float | None = None
         self._probe_started: float | None = None
-        self.failures = 0
-        self.trips = 0
         # Told True when the breaker opens and False when it closes again (metrics).
         self.listeners: list[Callable[[bool], None]] = []
 
@@ -44,10 +42,7 @@ class CircuitBreaker:
             self._tell(False)
 
     def record_failure(self) -> None:
-        self.failures += 1
         opened = self._opened_at is None
-        if opened:
-            self.trips += 1
         self._opened_at = self._clock()
         self._probe_started = None
         if opened:
