@@ -208,11 +208,7 @@ class SQLColdStore:
         count = len(msgs)
         if count == 0:
             return []
-        now = utcnow()
-        bump: dict[str, Any] = {"_cid": conversation_pk, "_n": count, "_tools": tool_calls}
-        bump["updated_at"] = now
-        if status is not None:
-            bump["status"] = status.value
+        bump = _bump(conversation_pk, count, utcnow(), status, tools=tool_calls)
         await self.write_path.accept(conversation_pk, msgs, bump, run)
         return list(msgs)
 
@@ -279,14 +275,7 @@ class SQLColdStore:
             "updated_at": now,
         }
         tools = sum(1 for row in rows if row.role is MsgRole.TOOL)
-        bump: dict[str, Any] = {
-            "_cid": conversation_pk,
-            "_n": len(rows),
-            "_tools": tools,
-            "updated_at": now,
-        }
-        if conversation_status is not None:
-            bump["status"] = conversation_status.value
+        bump = _bump(conversation_pk, len(rows), now, conversation_status, tools=tools)
         return await self.write_path.transact(writes.settle_with_rows, values, rows, bump, run)
 
     async def last_messages(
@@ -336,9 +325,7 @@ class SQLColdStore:
     ) -> int:
         """Supersede what follows ``question`` and open ``answer`` (``streaming``) after
         it, with ``run``: one transaction (``regenerate``); how many rows were superseded."""
-        now = utcnow()
-        bump = {"_cid": conversation_pk, "_n": 1, "_tools": 0, "updated_at": now}
-        bump["status"] = status.value
+        bump = _bump(conversation_pk, 1, utcnow(), status)
         return await self.write_path.transact(
             regenerate.answer_again, conversation_pk, question, answer, run, bump
         )
@@ -356,9 +343,7 @@ class SQLColdStore:
         """Park the active branch from the question at ``original_seq`` on and open
         ``question`` (its next branch) with a ``streaming`` ``answer`` and ``run``: one
         transaction (``branches``); the new branch's number."""
-        now = utcnow()
-        bump = {"_cid": conversation_pk, "_n": 2, "_tools": 0, "updated_at": now}
-        bump["status"] = status.value
+        bump = _bump(conversation_pk, 2, utcnow(), status)
         return await self.write_path.transact(
             branches.edit_question, conversation_pk, original_seq, question, answer, run, bump
         )
@@ -381,3 +366,13 @@ class SQLColdStore:
 
     async def ping(self) -> None:
         await self.db.ping()
+
+
+def _bump(
+    pk: ConversationPk, n: int, now: datetime, status: ConversationStatus | None, tools: int = 0
+) -> dict[str, Any]:
+    """The conversation row's update for ``n`` new rows (``writes.bump_last_seq``)."""
+    bump: dict[str, Any] = {"_cid": pk, "_n": n, "_tools": tools, "updated_at": now}
+    if status is not None:
+        bump["status"] = status.value
+    return bump
