@@ -73,8 +73,7 @@ async def upload_file(
     """The type is sniffed from the bytes (HTML, SVG and other binaries: 415); over
     LUMINA_MAX_FILE_BYTES or the owner's LUMINA_MAX_FILE_BYTES_PER_OWNER: 413; a PDF past
     a reading limit (a bomb, too many pages, too slow): 422. Nothing stored on a 4xx."""
-    stored = await files.upload(caller, name=file.filename or "", source=file)
-    return FileOut.of(stored)
+    return FileOut.of(await files.upload(caller, name=file.filename or "", source=file))
 
 
 @router.get("/files", response_model=FilePage)

@@ -64,8 +64,7 @@ async def update_conversation(
     caller: Caller,
 ) -> dict[str, Any]:
     """Replace the conversation's metadata."""
-    view = await conversations.update(caller, conversation, body.metadata)
-    return _conversation(view)
+    return _conversation(await conversations.update(caller, conversation, body.metadata))
 
 
 @router.delete("/conversations/{conversation}")
@@ -125,5 +124,4 @@ async def delete_item(
 ) -> dict[str, Any]:
     """Remove an item (an answer goes with its tool calls' results); answers the
     conversation, as OpenAI does. 409 while a turn runs in the conversation."""
-    view = await conversations.delete_item(caller, conversation, item)
-    return _conversation(view)
+    return _conversation(await conversations.delete_item(caller, conversation, item))

@@ -364,8 +364,7 @@ async def execute_sync(
     idempotency_key: IdempotencyKey = None,
 ) -> SyncResult:
     async def run() -> dict:
-        result = await runs.execute_sync(caller, **job.run_keywords())
-        return SyncResult.of(result).model_dump()
+        return SyncResult.of(await runs.execute_sync(caller, **job.run_keywords())).model_dump()
 
     return await idempotent(
         idempotency, caller.owner, idempotency_key, "execute-sync", job.fingerprint(), run

@@ -153,8 +153,7 @@ class LongTermMemory:
             return []
         vector = await query_vector(self.embedder, query, "memory search")
         minimum = self.embedder.min_similarity if self.embedder else 0.0
-        ranked = index.ranked(query, vector, (LEXICAL_WEIGHT, SEMANTIC_WEIGHT), minimum)
-        return ranked[:limit]
+        return index.ranked(query, vector, (LEXICAL_WEIGHT, SEMANTIC_WEIGHT), minimum)[:limit]
 
     @contextlib.asynccontextmanager
     async def _one_at_a_time(self, key: tuple) -> AsyncIterator[None]:
