@@ -162,8 +162,7 @@ async def get_memory(memory_id: str, memories: MemoriesDep, caller: Caller) -> M
 async def memory_history(memory_id: str, memories: MemoriesDep, caller: Caller) -> MemoryList:
     """The chain a memory belongs to, newest first: the current version, then each earlier
     one with ``validFrom``/``validUntil`` and ``replacedBy`` (any version's id finds it)."""
-    chain = await memories.history(caller, memory_id)
-    return MemoryList(items=[MemoryOut.of(m) for m in chain])
+    return MemoryList(items=[MemoryOut.of(m) for m in await memories.history(caller, memory_id)])
 
 
 @router.patch("/{memory_id}", response_model=MemoryOut)

@@ -40,8 +40,7 @@ class ContextReads:
         """What a context for the message at ``seq`` is built from: the last N messages
         before it a context can hold, and the newest summary covering less."""
         msgs = await self.cold.last_messages(conversation.id, self.window, before_seq=seq)
-        summary = await self.queries.latest_summary(conversation.id, before_seq=seq)
-        return MemoryView(msgs, summary)
+        return MemoryView(msgs, await self.queries.latest_summary(conversation.id, before_seq=seq))
 
     async def with_unsummarized(
         self,

@@ -193,8 +193,7 @@ class LongTermMemory:
                 self._shrink()  # it may have grown
                 return index
         found = await rows.with_vectors(self.db, owner=owner, agent_id=agent_id)
-        loop = asyncio.get_running_loop()
-        index = await loop.run_in_executor(_builds, _built, found, self.model)
+        index = await asyncio.get_running_loop().run_in_executor(_builds, _built, found, self.model)
         del found
         self._cache[key] = _Kept(version, index)
         self._shrink()

@@ -286,8 +286,7 @@ class MemoryExtractor:
             if provider.name == "demo":
                 ops = demo_operations(known, turn.question)
             else:
-                prompt = turn.agent.memory.memory_prompt
-                ops = await model_operations(provider, prompt, known, turn)
+                ops = await model_operations(provider, turn.agent.memory.memory_prompt, known, turn)
             return await self._apply(turn, scope, known, ops)
 
     async def _apply(

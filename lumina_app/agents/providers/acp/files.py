@@ -47,8 +47,7 @@ class AgentFiles:
 
     async def run(self, work: Callable[[], T], *, deadline: float | None = None) -> T:
         """``work`` on the pool within the deadline, else FileRefused("timed out ...")."""
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, work)
+        future = asyncio.get_running_loop().run_in_executor(self._executor, work)
         seconds = self.timeout if deadline is None else deadline
         try:
             async with asyncio.timeout(seconds):
