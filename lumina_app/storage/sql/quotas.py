@@ -5,6 +5,7 @@ each other may pass a quota by the few that were in flight together."""
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from datetime import timedelta
 
 import sqlalchemy as sa
@@ -17,19 +18,13 @@ from lumina_app.storage.sql.models import messages as M
 DAY = timedelta(hours=24)
 
 
+@dataclass(eq=False, repr=False)
 class OwnerQuotas:
-    def __init__(
-        self,
-        db: SQLDatabase,
-        *,
-        max_conversations: int = 0,
-        max_messages_per_day: int = 0,
-        max_stored_bytes: int = 0,
-    ) -> None:
-        self.db = db
-        self.max_conversations = max_conversations
-        self.max_messages_per_day = max_messages_per_day
-        self.max_stored_bytes = max_stored_bytes
+    db: SQLDatabase
+    _: KW_ONLY
+    max_conversations: int = 0
+    max_messages_per_day: int = 0
+    max_stored_bytes: int = 0
 
     async def check(self, owner: str, *, conversations: int = 0, messages: int = 0) -> None:
         """QuotaExceeded (a 429 naming the limit) if storing this much more would pass one."""
