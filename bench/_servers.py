@@ -154,15 +154,24 @@ def group_pids(pgid: int) -> list[int]:
 
 
 def group_cpu_s(pgid: int) -> float:
-    """utime + stime of a process group (a server and its workers), from /proc."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    """The CPU time of a process group (a server and its workers): each process's CPU clock,
+    in ns, its ended threads included; utime + stime from /proc (ticks of 10 ms: ±5-10 % on
+    a side's 100-200 ms) where that clock cannot be read."""
+    total = 0.0
     for pid in group_pids(pgid):
-        with contextlib.suppress(OSError):
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            fields = stat[stat.rfind(")") + 2 :].split()
-            total += int(fields[11]) + int(fields[12])
-    return total / ticks
+        try:
+            total += time.clock_gettime(_process_cpu_clock(pid))
+        except OSError:
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                fields = stat[stat.rfind(")") + 2 :].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _process_cpu_clock(pid: int) -> int:
+    """Linux's clock id for another process's CPU time (MAKE_PROCESS_CPUCLOCK(pid, SCHED))."""
+    return ((~pid) << 3) | 2
 
 
 def group_rss_kb(pgid: int) -> int:
