@@ -15,8 +15,10 @@ task (recorded from it) at the same cadence. The client: httpx here, its heap fr
    process group (/proc). Targets are checked on Lumina and on Lumina minus the anchor.
    Beside them, on the same server, the agent ``bare`` (written by this script: no
    memory, no tools, no title proposal): what the request, the run and its two commits
-   cost without the work ``assistant``'s memory adds after an answer (embedding, title,
-   long-term memories read and extracted, summary check); and on the anchor's server,
+   cost without the work ``assistant``'s memory adds after an answer (title, long-term
+   memories read and extracted, summary check). It still embeds its two messages for
+   search, as every agent whose ``embeddings`` are not ``off`` does, in batches across
+   turns (a third commit): 0.35-0.44 ms of its ~2.7 ms (12-07). And on the anchor's server,
    ``/durable``: the same frames after the durable minimum of a turn, its two commits on
    Lumina's SQLite schema with plain ``sqlite3`` (bench/_sse_anchor.py; SQLite whatever
    ``--db`` says), so ``bare`` ÷ it is what Lumina's layers cost over that minimum.
