@@ -50,9 +50,10 @@ migrate: check
 run: runtime migrate
 	$(REFLEX_ENV) $(VENV)/bin/reflex run --env prod --frontend-port $(PORT)
 
-# A failed test runs once more; each rerun is listed ("rerun test summary info").
+# A failed test runs once more; each rerun is listed ("rerun test summary info") with its
+# failed attempt's traceback, so that a test that passed on its rerun can still be diagnosed.
 test: venv
-	$(REFLEX_ENV) $(VENV)/bin/pytest --reruns 1 --reruns-delay 2 -rR $(PYTEST_ARGS)
+	$(REFLEX_ENV) $(VENV)/bin/pytest --reruns 1 --reruns-delay 2 --rerun-show-tracebacks -rR $(PYTEST_ARGS)
 
 # The fast tier: tests that need no server (context, domain, settings, SSE framing,
 # archive format, the architecture checks), in seconds.
