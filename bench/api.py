@@ -12,7 +12,8 @@ task (recorded from it) at the same cadence. The client: httpx here, its heap fr
 1. First SSE byte, instant model: 10 concurrent clients each sending ``--samples``/10
    ``POST /api/v1/agents/assistant/execute/stream`` in a new conversation, in two halves
    alternating with the anchor; then 1 client. Server CPU per stream = the server's
-   process group (/proc). Targets are checked on Lumina and on Lumina minus the anchor.
+   process group, each process's CPU clock (``_servers.group_cpu_s``). Targets are
+   checked on Lumina and on Lumina minus the anchor.
    Beside them, on the same server, the agent ``bare`` (written by this script: no
    memory, no tools, no title proposal): what the request, the run and its two commits
    cost without the work ``assistant``'s memory adds after an answer (title, long-term
